@@ -1,0 +1,89 @@
+-- Coffer vault schema, format version 1.
+--
+-- This file is the normative schema of a Coffer vault file. The migrations
+-- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
+-- a test compares the two. Change it only together with a new migration
+-- and a new format version (docs/architecture.md, "Formats are promises").
+--
+-- Only identifiers, version vectors, timestamps and flags needed for sync
+-- are stored in the clear. Every name, field, tag and note is inside an
+-- XChaCha20-Poly1305 payload (docs/key-hierarchy.md).
+
+-- One row: the vault's identity, its KDF parameters and the wrapped master key.
+CREATE TABLE vault (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    formatVersion INTEGER NOT NULL,
+    vaultId BLOB NOT NULL CHECK (length(vaultId) = 16),
+    kdfAlgorithm TEXT NOT NULL CHECK (kdfAlgorithm = 'argon2id'),
+    kdfMemoryKiB INTEGER NOT NULL CHECK (kdfMemoryKiB > 0),
+    kdfIterations INTEGER NOT NULL CHECK (kdfIterations > 0),
+    kdfParallelism INTEGER NOT NULL CHECK (kdfParallelism > 0),
+    kdfSalt BLOB NOT NULL CHECK (length(kdfSalt) = 16),
+    wrappedMasterKey BLOB NOT NULL CHECK (length(wrappedMasterKey) = 72),
+    createdAt INTEGER NOT NULL
+);
+
+-- One row: this file's replica id and its write counter. boundHost and
+-- boundInode record where the replica id was issued, so that a vault file
+-- copied to another machine takes a new replica id instead of reusing it.
+CREATE TABLE localReplica (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+    counter INTEGER NOT NULL CHECK (counter >= 0),
+    boundHost TEXT,
+    boundInode INTEGER
+);
+
+-- Every replica this vault has seen writes from (itself included) and the
+-- highest counter seen from each: together, the vault's summary vector.
+CREATE TABLE replica (
+    replicaId BLOB PRIMARY KEY CHECK (length(replicaId) = 16),
+    counter INTEGER NOT NULL CHECK (counter >= 0),
+    lastImportAt INTEGER
+) WITHOUT ROWID;
+
+-- One row per item. nameHash is a keyed BLAKE2b of the shown name (the
+-- name itself is encrypted); isDeleted and hasConflict are derived from
+-- the item's field versions after every write or merge.
+CREATE TABLE item (
+    itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
+    policy TEXT NOT NULL DEFAULT 'sync' CHECK (policy IN ('sync', 'local-only')),
+    nameHash BLOB,
+    isDeleted INTEGER NOT NULL DEFAULT 0,
+    hasConflict INTEGER NOT NULL DEFAULT 0,
+    createdAt INTEGER NOT NULL,
+    updatedAt INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE INDEX item_nameHash ON item(nameHash);
+
+-- The current versions of every register (field) of every item. Several
+-- rows for one (itemId, registerId) are concurrent versions: a conflict.
+CREATE TABLE fieldVersion (
+    itemId BLOB NOT NULL REFERENCES item(itemId) ON DELETE CASCADE,
+    registerId BLOB NOT NULL CHECK (length(registerId) = 16),
+    replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+    counter INTEGER NOT NULL CHECK (counter > 0),
+    vector BLOB NOT NULL,
+    writtenAt INTEGER NOT NULL,
+    isTombstone INTEGER NOT NULL CHECK (isTombstone IN (0, 1)),
+    payload BLOB NOT NULL,
+    PRIMARY KEY (itemId, registerId, replicaId, counter)
+) WITHOUT ROWID;
+
+CREATE INDEX fieldVersion_dot ON fieldVersion(replicaId, counter);
+
+-- Versions that were superseded, kept for `coffer history`. Local to this
+-- vault file: history does not travel in bundles.
+CREATE TABLE fieldHistory (
+    itemId BLOB NOT NULL REFERENCES item(itemId) ON DELETE CASCADE,
+    registerId BLOB NOT NULL,
+    replicaId BLOB NOT NULL,
+    counter INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    writtenAt INTEGER NOT NULL,
+    isTombstone INTEGER NOT NULL,
+    payload BLOB NOT NULL,
+    supersededAt INTEGER NOT NULL,
+    PRIMARY KEY (itemId, registerId, replicaId, counter)
+) WITHOUT ROWID;

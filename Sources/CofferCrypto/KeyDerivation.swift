@@ -1,0 +1,74 @@
+internal import CSodium
+
+/// Sub-keys derived from the vault master key with libsodium's
+/// `crypto_kdf_derive_from_key` (BLAKE2b-based). Every purpose has its own
+/// numeric id under one 8-byte context, listed in docs/key-hierarchy.md.
+public enum SubKey {
+    /// The 8-byte context string for every Coffer sub-key.
+    public static let context = "coffer01"
+
+    /// Derives a 32-byte sub-key for `id` from `master` (32 bytes).
+    public static func derive(from master: SecretBytes, id: UInt64, length: Int = 32) -> SecretBytes {
+        precondition(master.count == 32)
+        Sodium.ensure()
+        let ctx = Array(context.utf8).map { CChar(bitPattern: $0) }
+        return SecretBytes(count: length) { out in
+            master.withBytes { k in
+                _ = crypto_kdf_derive_from_key(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), length, id, ctx,
+                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+    }
+}
+
+/// Keyed BLAKE2b (`crypto_generichash`), used for the name index and for
+/// opaque field identifiers.
+public enum KeyedHash {
+    /// BLAKE2b of `message` keyed with `key`, `length` bytes (16...64).
+    public static func hash(_ message: some Collection<UInt8>, key: SecretBytes, length: Int = 32) -> [UInt8] {
+        precondition((16...64).contains(length))
+        Sodium.ensure()
+        let message = Array(message)
+        var out = [UInt8](repeating: 0, count: length)
+        out.withUnsafeMutableBufferPointer { o in
+            message.withUnsafeBufferPointer { m in
+                key.withBytes { k in
+                    _ = crypto_generichash(
+                        o.baseAddress!, length, m.baseAddress, UInt64(m.count),
+                        k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+        return out
+    }
+
+    /// Unkeyed BLAKE2b, for fingerprints of non-secret data.
+    public static func digest(_ message: some Collection<UInt8>, length: Int = 32) -> [UInt8] {
+        Sodium.ensure()
+        let message = Array(message)
+        var out = [UInt8](repeating: 0, count: length)
+        out.withUnsafeMutableBufferPointer { o in
+            message.withUnsafeBufferPointer { m in
+                _ = crypto_generichash(o.baseAddress!, length, m.baseAddress, UInt64(m.count), nil, 0)
+            }
+        }
+        return out
+    }
+
+    /// Derives a 32-byte key from a secret and a label with keyed BLAKE2b:
+    /// `BLAKE2b-256(key = secret, message = label)`, into guarded memory.
+    public static func deriveKey(from secret: SecretBytes, label: [UInt8]) -> SecretBytes {
+        Sodium.ensure()
+        return SecretBytes(count: 32) { out in
+            label.withUnsafeBufferPointer { m in
+                secret.withBytes { k in
+                    _ = crypto_generichash(
+                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
+                        m.baseAddress, UInt64(m.count),
+                        k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+    }
+}

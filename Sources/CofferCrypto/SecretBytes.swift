@@ -1,0 +1,126 @@
+internal import CSodium
+import Foundation
+
+/// A fixed-size buffer of secret bytes in libsodium guarded memory.
+///
+/// The memory is allocated with `sodium_malloc` (guard pages, a canary, and
+/// `mlock` where the system allows), kept `PROT_NONE` while nobody is
+/// reading it, and wiped by `sodium_free` when the last reference goes.
+/// There is deliberately no `description`, `Codable` or `Equatable`
+/// conformance that could leak the contents; compare with
+/// ``constantTimeEquals(_:)``.
+public final class SecretBytes: @unchecked Sendable {
+    private let pointer: UnsafeMutableRawPointer
+    /// Number of bytes held.
+    public let count: Int
+    private let lock = NSLock()
+    private var readers = 0
+
+    /// Allocates `count` bytes of guarded memory and lets `initialize` fill
+    /// them. The buffer is made inaccessible once `initialize` returns.
+    init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        Sodium.ensure()
+        // sodium_malloc(0) is valid but returns a pointer we must not touch;
+        // allocate at least one byte so the guard logic stays uniform.
+        guard let p = sodium_malloc(max(count, 1)) else {
+            fatalError("sodium_malloc failed: out of guarded memory")
+        }
+        pointer = p
+        self.count = count
+        do {
+            try initialize(UnsafeMutableRawBufferPointer(start: p, count: count))
+        } catch {
+            sodium_free(p)
+            throw error
+        }
+        sodium_mprotect_noaccess(p)
+    }
+
+    /// Copies `bytes` into guarded memory and wipes the source array's
+    /// storage (best effort: Swift arrays may have been copied before).
+    public convenience init(consuming bytes: inout [UInt8]) {
+        let n = bytes.count
+        self.init(count: n) { dst in
+            bytes.withUnsafeMutableBytes { src in
+                if n > 0 {
+                    dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: n)
+                    sodium_memzero(src.baseAddress!, n)
+                }
+            }
+        }
+        bytes.removeAll()
+    }
+
+    /// Copies a byte collection that is not itself secret (or whose copy is
+    /// accepted) into guarded memory.
+    public convenience init(copying bytes: some Collection<UInt8>) {
+        var copy = Array(bytes)
+        self.init(consuming: &copy)
+    }
+
+    /// Fresh random bytes from the system CSPRNG.
+    public static func random(count: Int) -> SecretBytes {
+        SecretBytes(count: count) { buf in
+            if count > 0 { randombytes_buf(buf.baseAddress!, count) }
+        }
+    }
+
+    deinit {
+        // sodium_free wipes the region before unmapping it.
+        sodium_free(pointer)
+    }
+
+    /// Read access to the bytes for the duration of `body`. The region is
+    /// read-only inside and inaccessible outside.
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        lock.lock()
+        if readers == 0 { sodium_mprotect_readonly(pointer) }
+        readers += 1
+        lock.unlock()
+        defer {
+            lock.lock()
+            readers -= 1
+            if readers == 0 { sodium_mprotect_noaccess(pointer) }
+            lock.unlock()
+        }
+        return try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Write access, for filling scratch buffers inside this module.
+    func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        lock.lock()
+        sodium_mprotect_readwrite(pointer)
+        readers += 1
+        lock.unlock()
+        defer {
+            lock.lock()
+            readers -= 1
+            if readers == 0 { sodium_mprotect_noaccess(pointer) } else { sodium_mprotect_readonly(pointer) }
+            lock.unlock()
+        }
+        return try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Constant-time comparison (`sodium_memcmp`).
+    public func constantTimeEquals(_ other: SecretBytes) -> Bool {
+        guard count == other.count else { return false }
+        if count == 0 { return true }
+        return withBytes { a in
+            other.withBytes { b in
+                sodium_memcmp(a.baseAddress!, b.baseAddress!, count) == 0
+            }
+        }
+    }
+
+    /// A copy of the bytes as an ordinary array. Only for secrets that are
+    /// about to leave the process anyway (a value printed to stdout); never
+    /// use it for keys.
+    public func revealedBytes() -> [UInt8] {
+        withBytes { Array($0) }
+    }
+
+    /// The bytes decoded as UTF-8, for passphrase sources that must be text.
+    public var isValidUTF8: Bool {
+        withBytes { String(validating: $0, as: UTF8.self) != nil }
+    }
+}

@@ -1,0 +1,108 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+
+/// Every failure CofferKit reports: what kind it is (for code that reacts
+/// to it), a one-line message saying what went wrong, and a hint saying
+/// what to do. Messages never contain a secret.
+public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What went wrong, for programs. New kinds may be added.
+    public enum Kind: Sendable, Equatable {
+        /// The command line or an argument value is wrong.
+        case usage
+        /// The passphrase does not unlock the vault.
+        case wrongPassphrase
+        /// The vault needs a passphrase or session and none is available,
+        /// or a session is expired, forged or of another vault.
+        case locked
+        /// No vault at the path.
+        case vaultNotFound
+        /// A vault already exists where one would be created.
+        case vaultExists
+        /// No item by that name.
+        case itemNotFound
+        /// An item by that name already exists.
+        case duplicateName
+        /// Several items share the name (after a sync); address one by id.
+        case ambiguousName
+        /// A file named on the command line does not exist.
+        case fileNotFound
+        /// Input data is malformed, corrupted, tampered with or foreign.
+        case badData
+        /// A file or folder cannot be created or written.
+        case cannotCreate
+        /// The vault is locked by another process; try again.
+        case busy
+        /// A credential failed its source's format rule.
+        case invalidCredential
+        /// An internal failure (a bug, or a broken environment).
+        case internalError
+    }
+
+    public var kind: Kind
+    /// One line, lower-case start, no final period.
+    public var message: String
+    /// What to do about it, when there is something to say.
+    public var hint: String?
+
+    public init(_ kind: Kind, _ message: String, hint: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+    }
+
+    /// The process exit status for this error (sysexits.h, docs/exit-codes.md).
+    public var exitCode: Int32 {
+        switch kind {
+        case .usage: return 64
+        case .badData, .ambiguousName, .invalidCredential: return 65
+        case .vaultNotFound, .itemNotFound, .fileNotFound: return 66
+        case .internalError: return 70
+        case .vaultExists, .duplicateName, .cannotCreate: return 73
+        case .busy: return 75
+        case .wrongPassphrase, .locked: return 77
+        }
+    }
+
+    public var description: String { hint.map { "\(message) (\($0))" } ?? message }
+}
+
+extension CofferError {
+    static func from(_ e: StoreError) -> CofferError {
+        switch e {
+        case .notFound(let path):
+            return CofferError(.vaultNotFound, "no vault at \(path)", hint: "create one with `coffer init`, or pass --vault PATH")
+        case .notAVault(let path, let reason):
+            return CofferError(.badData, "\(path) is not a Coffer vault: \(reason)", hint: "check the --vault path")
+        case .newerFormat(let path, let found, let supported):
+            return CofferError(
+                .badData, "\(path) has vault format \(found); this coffer reads up to \(supported)",
+                hint: "upgrade coffer")
+        case .alreadyExists(let path):
+            return CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
+        case .cannotCreate(let path, let reason):
+            return CofferError(.cannotCreate, "cannot create \(path): \(reason)")
+        case .busy(let path):
+            return CofferError(.busy, "the vault \(path) is busy (another coffer is writing)", hint: "try again in a moment")
+        case .database(let message):
+            return CofferError(.internalError, "vault database error: \(message)")
+        }
+    }
+
+    /// Runs `body`, translating storage and format errors.
+    static func wrap<T>(_ body: () throws -> T) throws(CofferError) -> T {
+        do {
+            return try body()
+        } catch let e as CofferError {
+            throw e
+        } catch let e as StoreError {
+            throw .from(e)
+        } catch let e as CryptoError {
+            throw CofferError(.badData, "vault data failed authentication (\(e))", hint: "the vault file may be damaged; restore it from a backup or a bundle")
+        } catch let e as FormatError {
+            throw CofferError(.badData, "vault data is malformed (\(e))")
+        } catch {
+            throw CofferError(.internalError, "\(error)")
+        }
+    }
+}

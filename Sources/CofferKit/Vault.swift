@@ -1,0 +1,441 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+
+/// An unlocked vault: the keys are in guarded memory and every item
+/// operation is available. Thread-safe: SQLite access is serialized by
+/// the store and the keys never change after unlock.
+public final class Vault: Sendable {
+    public let file: VaultFile
+    let keys: VaultKeys
+
+    init(file: VaultFile, master: SecretBytes) throws {
+        self.file = file
+        self.keys = VaultKeys(master: master)
+    }
+
+    public var path: String { file.path }
+    public var vaultID: VaultID { file.header.vaultID }
+    var store: VaultStore { file.store }
+
+    /// The master key, for code that must hand it on (a shell session).
+    /// Stays in guarded memory.
+    public var masterKey: SecretBytes { keys.master }
+
+    // MARK: Names
+
+    /// Checks and normalizes an item name: a `/`-separated path of
+    /// non-empty components, no control characters, Unicode NFC.
+    public static func normalizeName(_ raw: String) throws(CofferError) -> String {
+        let name = raw.precomposedStringWithCanonicalMapping
+        guard !name.isEmpty else { throw CofferError(.usage, "an item name cannot be empty") }
+        guard !name.hasPrefix("/"), !name.hasSuffix("/"), !name.contains("//") else {
+            throw CofferError(.usage, "invalid item name '\(name)': a name is a path like work/openai, without empty parts or leading or trailing '/'")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw CofferError(.usage, "invalid item name: control characters are not allowed")
+        }
+        guard !name.hasPrefix("id:") else {
+            throw CofferError(.usage, "invalid item name '\(name)': names starting with 'id:' are reserved for addressing items by id")
+        }
+        guard name.utf8.count <= 1024 else { throw CofferError(.usage, "item name is longer than 1024 bytes") }
+        return name
+    }
+
+    static func checkFieldName(_ name: String) throws(CofferError) {
+        guard !name.isEmpty, !name.hasPrefix("@"), !name.contains("="),
+            !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\n" })
+        else {
+            throw CofferError(.usage, "invalid field name '\(name)': use letters, digits, '-', '_' or '.'; '@' and '=' are reserved")
+        }
+    }
+
+    /// Finds the live item called `name`, or addressed as `id:HEX` (a
+    /// unique prefix of its id).
+    func resolve(_ db: Database, _ name: String) throws -> ItemID {
+        if name.hasPrefix("id:") {
+            let prefix = name.dropFirst(3).lowercased()
+            guard prefix.count >= 4 else {
+                throw CofferError(.usage, "an id prefix needs at least 4 hex digits")
+            }
+            let matches = try Queries.itemRows(db).filter { $0.id.hex.hasPrefix(prefix) }
+            guard matches.count == 1 else {
+                if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", hint: "list items with `coffer ls`") }
+                throw CofferError(.ambiguousName, "id prefix \(prefix) matches \(matches.count) items", hint: "give more digits")
+            }
+            return matches[0].id
+        }
+        let normalized = try Vault.normalizeName(name)
+        let ids = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(normalized, nameKey: keys.nameIndex))
+        switch ids.count {
+        case 0:
+            throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+        case 1:
+            return ids[0]
+        default:
+            let list = ids.map { "id:" + $0.hex.prefix(8) }.sorted().joined(separator: ", ")
+            throw CofferError(
+                .ambiguousName, "\(ids.count) items are named '\(normalized)' (created concurrently on different replicas)",
+                hint: "address one as \(list), then rename it with `coffer edit id:… --rename NEW` or remove it")
+        }
+    }
+
+    // MARK: Encoding
+
+    func seal(_ payload: FieldPayload, item: ItemID, register: RegisterID, dot: Dot, vector: VersionVector, at time: Int64, tombstone: Bool) -> FieldVersion {
+        let ad = FieldVersion.associatedData(
+            vault: vaultID, item: item, register: register, dot: dot, vector: vector, writtenAt: time,
+            isTombstone: tombstone)
+        return FieldVersion(
+            dot: dot, vector: vector, writtenAt: time, isTombstone: tombstone,
+            payload: AEAD.seal(payload.encoded, key: keys.item, associatedData: ad))
+    }
+
+    func open(_ v: FieldVersion, item: ItemID, register: RegisterID) throws -> FieldPayload {
+        let ad = FieldVersion.associatedData(
+            vault: vaultID, item: item, register: register, dot: v.dot, vector: v.vector, writtenAt: v.writtenAt,
+            isTombstone: v.isTombstone)
+        let plain: [UInt8]
+        do { plain = try AEAD.open(v.payload, key: keys.item, associatedData: ad) } catch {
+            throw CofferError(
+                .badData, "an item's data failed authentication (it was modified or moved)",
+                hint: "restore the vault from a backup or re-import a bundle")
+        }
+        return try FieldPayload(decoding: plain)
+    }
+
+    func registerID(field: String, item: ItemID) -> RegisterID {
+        KeyHierarchy.registerID(field: field, item: item, fieldIDKey: keys.fieldID)
+    }
+
+    static let metadataRegisters: [(RegisterID, String)] = [
+        (.name, "@name"), (.type, "@type"), (.tags, "@tags"), (.source, "@source"), (.expires, "@expires"),
+        (.deleted, "@deleted"), (.env, "@env"),
+    ]
+
+    /// Decrypts an item's shown values and its conflicts.
+    func decode(_ state: ItemState, row: ItemRow) throws -> Item {
+        var name = "", type = ItemType.custom, tags: [String] = [], source: String?, expires: Day?
+        var env: [String: String] = [:]
+        var fields: [Field] = []
+        var conflicts: [FieldConflict] = []
+        for (rid, versions) in state.registers {
+            guard let shown = Register.shown(versions) else { continue }
+            let payload = try open(shown, item: state.id, register: rid)
+            if versions.count > 1 && rid != .deleted {
+                var sides: [ConflictSide] = []
+                for (i, v) in versions.enumerated() {
+                    let p = v.dot == shown.dot ? payload : try open(v, item: state.id, register: rid)
+                    sides.append(
+                        ConflictSide(
+                            number: i + 1, value: v.isTombstone ? nil : p.text, isShown: v.dot == shown.dot,
+                            writtenAt: Clock.date(v.writtenAt), replica: v.dot.replica, dot: v.dot))
+                }
+                conflicts.append(FieldConflict(field: payload.name, isSecret: payload.isSecret, sides: sides))
+            }
+            if shown.isTombstone { continue }
+            switch rid {
+            case .name: name = payload.text
+            case .type: type = ItemType(rawValue: payload.text) ?? .custom
+            case .tags: tags = payload.text.split(separator: "\n").map(String.init)
+            case .source: source = payload.text
+            case .expires: expires = Day(payload.text)
+            case .env:
+                for line in payload.text.split(separator: "\n") {
+                    let kv = line.split(separator: "=", maxSplits: 1)
+                    if kv.count == 2 { env[String(kv[0])] = String(kv[1]) }
+                }
+            case .deleted: break
+            default:
+                if rid.isMetadata { continue }
+                fields.append(Field(name: payload.name, value: payload.text, isSecret: payload.isSecret))
+            }
+        }
+        let declared = type.fields.map(\.name)
+        fields.sort { a, b in
+            let ia = declared.firstIndex(of: a.name) ?? Int.max, ib = declared.firstIndex(of: b.name) ?? Int.max
+            return ia != ib ? ia < ib : a.name < b.name
+        }
+        conflicts.sort { $0.field < $1.field }
+        return Item(
+            id: state.id, name: name, type: type, fields: fields, tags: tags, source: source, expires: expires,
+            policy: row.policy, env: env, createdAt: Clock.date(row.createdAt), updatedAt: Clock.date(row.updatedAt),
+            vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict)
+    }
+
+    /// The clear-text columns derived from an item's state.
+    func derivedRow(for state: ItemState, policy: SyncPolicy, createdAt: Int64, updatedAt: Int64) throws -> ItemRow {
+        var nameHash: [UInt8]?
+        if let shown = Register.shown(state.registers[.name] ?? []), !shown.isTombstone {
+            let name = try open(shown, item: state.id, register: .name).text
+            nameHash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
+        }
+        return ItemRow(
+            id: state.id, policy: policy, nameHash: nameHash, isDeleted: state.isDeleted,
+            hasConflict: !state.conflictedRegisters.isEmpty || state.hasDeleteConflict,
+            createdAt: createdAt, updatedAt: updatedAt)
+    }
+
+    /// A pending local write to one register.
+    struct Change {
+        var register: RegisterID
+        var payload: FieldPayload
+        var tombstone: Bool
+    }
+
+    /// Applies `changes` to `state` as one local write stamped with `dot`.
+    func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64) {
+        for c in changes {
+            let current = state.registers[c.register] ?? []
+            let vector = Register.vectorForWrite(over: current, dot: dot)
+            state.registers[c.register] = [
+                seal(c.payload, item: state.id, register: c.register, dot: dot, vector: vector, at: time, tombstone: c.tombstone)
+            ]
+        }
+    }
+
+    static func tagsText(_ tags: [String]) -> String { Array(Set(tags)).sorted().joined(separator: "\n") }
+
+    static func checkTag(_ t: String) throws(CofferError) {
+        guard !t.isEmpty, !t.contains("\n"), !t.contains(",") else {
+            throw CofferError(.usage, "invalid tag '\(t)': tags are non-empty and contain no comma or newline")
+        }
+    }
+
+    // MARK: Items
+
+    /// Stores a new item. Fails with ``CofferError/Kind/duplicateName`` if a
+    /// live item already has the name.
+    @discardableResult
+    public func add(_ draft: ItemDraft) throws(CofferError) -> Item {
+        let name = try Vault.normalizeName(draft.name)
+        for f in draft.fields { try Vault.checkFieldName(f.name) }
+        for t in draft.tags { try Vault.checkTag(t) }
+        let names = draft.fields.map(\.name)
+        if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
+            throw CofferError(.usage, "field '\(dup)' is given twice")
+        }
+        return try CofferError.wrap {
+            try store.writeImmediate { db in
+                let hash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
+                guard try Queries.itemIDs(db, nameHash: hash).isEmpty else {
+                    throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
+                }
+                let id = ItemID.random()
+                let dot = try Queries.nextDot(db)
+                let now = Clock.nowMillis()
+                var changes = [
+                    Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
+                    Change(register: .type, payload: FieldPayload(name: "@type", value: Array(draft.type.rawValue.utf8), isSecret: false), tombstone: false),
+                ]
+                if !draft.tags.isEmpty {
+                    changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(draft.tags).utf8), isSecret: false), tombstone: false))
+                }
+                if let s = draft.source {
+                    changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array(s.utf8), isSecret: false), tombstone: false))
+                }
+                if let e = draft.expires {
+                    changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
+                }
+                for f in draft.fields {
+                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+                }
+                var state = ItemState(id: id)
+                apply(changes, to: &state, dot: dot, at: now)
+                let row = try derivedRow(for: state, policy: draft.policy, createdAt: now, updatedAt: now)
+                try Queries.saveItem(db, row: row, old: nil, new: state, now: now)
+                return try decode(state, row: row)
+            }
+        }
+    }
+
+    /// The item called `name` (or `id:HEX`), decrypted.
+    public func item(named name: String) throws(CofferError) -> Item {
+        try CofferError.wrap {
+            try store.read { db in
+                let id = try resolve(db, name)
+                guard let row = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                return try decode(try Queries.itemState(db, id: id), row: row)
+            }
+        }
+    }
+
+    /// Whether a live item has this name.
+    public func contains(_ name: String) throws(CofferError) -> Bool {
+        do {
+            _ = try CofferError.wrap { try store.read { db in try resolve(db, name) } }
+            return true
+        } catch where error.kind == .itemNotFound {
+            return false
+        }
+    }
+
+    /// Every live item's name, type, tags and expiry (field values are not
+    /// decrypted), sorted by name.
+    public func list() throws(CofferError) -> [ItemSummary] {
+        try CofferError.wrap {
+            try store.read { db in
+                let rows = try Queries.itemRows(db)
+                let regs: [RegisterID] = [.name, .type, .tags, .source, .expires]
+                let all = try Queries.versionsOfAllItems(db, registers: regs)
+                var out: [ItemSummary] = []
+                out.reserveCapacity(rows.count)
+                for row in rows {
+                    let r = all[row.id] ?? [:]
+                    func text(_ rid: RegisterID) throws -> String? {
+                        guard let v = Register.shown(r[rid] ?? []), !v.isTombstone else { return nil }
+                        return try open(v, item: row.id, register: rid).text
+                    }
+                    out.append(
+                        ItemSummary(
+                            id: row.id, name: try text(.name) ?? "", type: ItemType(rawValue: try text(.type) ?? "") ?? .custom,
+                            tags: (try text(.tags))?.split(separator: "\n").map(String.init) ?? [],
+                            source: try text(.source), expires: (try text(.expires)).flatMap(Day.init),
+                            policy: row.policy, hasConflict: row.hasConflict, updatedAt: Clock.date(row.updatedAt)))
+                }
+                return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+            }
+        }
+    }
+
+    /// Applies `edit` to the item as one write.
+    @discardableResult
+    public func edit(_ name: String, _ edit: ItemEdit) throws(CofferError) -> Item {
+        guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
+        let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
+        for f in edit.setFields { try Vault.checkFieldName(f.name) }
+        for t in edit.addTags { try Vault.checkTag(t) }
+        return try CofferError.wrap {
+            try store.writeImmediate { db in
+                let id = try resolve(db, name)
+                guard let oldRow = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                let old = try Queries.itemState(db, id: id)
+                let current = try decode(old, row: oldRow)
+                var changes: [Change] = []
+                if let n = newName, n != current.name {
+                    let others = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(n, nameKey: keys.nameIndex)).filter { $0 != id }
+                    guard others.isEmpty else {
+                        throw CofferError(.duplicateName, "an item named '\(n)' already exists", hint: "choose another name")
+                    }
+                    changes.append(Change(register: .name, payload: FieldPayload(name: "@name", value: Array(n.utf8), isSecret: false), tombstone: false))
+                }
+                if let t = edit.type, t != current.type {
+                    changes.append(Change(register: .type, payload: FieldPayload(name: "@type", value: Array(t.rawValue.utf8), isSecret: false), tombstone: false))
+                }
+                for f in edit.setFields {
+                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+                }
+                for f in edit.unsetFields {
+                    guard current.field(f) != nil else {
+                        throw CofferError(.usage, "item '\(current.name)' has no field '\(f)'", hint: "its fields are: \(current.fields.map(\.name).joined(separator: ", "))")
+                    }
+                    changes.append(Change(register: registerID(field: f, item: id), payload: FieldPayload(name: f, value: [], isSecret: false), tombstone: true))
+                }
+                if !edit.addTags.isEmpty || !edit.removeTags.isEmpty {
+                    let tags = Set(current.tags).union(edit.addTags).subtracting(edit.removeTags)
+                    if tags != Set(current.tags) {
+                        changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(Array(tags)).utf8), isSecret: false), tombstone: tags.isEmpty))
+                    }
+                }
+                if let s = edit.source {
+                    changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array((s ?? "").utf8), isSecret: false), tombstone: s == nil))
+                }
+                if let e = edit.expires {
+                    changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array((e?.description ?? "").utf8), isSecret: false), tombstone: e == nil))
+                }
+                if let env = edit.env {
+                    let text = env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+                    changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: env.isEmpty))
+                }
+                if current.hasDeleteConflict || !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
+                    // Editing an item that was deleted concurrently keeps it.
+                    changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
+                }
+                let policy = edit.policy ?? oldRow.policy
+                if changes.isEmpty && policy == oldRow.policy { return current }
+                var state = old
+                let now = Clock.nowMillis()
+                if !changes.isEmpty {
+                    apply(changes, to: &state, dot: try Queries.nextDot(db), at: now)
+                }
+                let row = try derivedRow(for: state, policy: policy, createdAt: oldRow.createdAt, updatedAt: now)
+                try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+                return try decode(state, row: row)
+            }
+        }
+    }
+
+    /// Deletes the item: a delete marker whose vector covers everything
+    /// this replica has seen of it. Field versions stay (encrypted) so a
+    /// concurrent edit elsewhere can still bring the item back.
+    public func delete(_ name: String) throws(CofferError) {
+        try CofferError.wrap {
+            try store.writeImmediate { db in
+                let id = try resolve(db, name)
+                guard let oldRow = try Queries.itemRow(db, id: id) else { return }
+                let old = try Queries.itemState(db, id: id)
+                let dot = try Queries.nextDot(db)
+                let now = Clock.nowMillis()
+                var vector = old.vector
+                vector[dot.replica] = dot.counter
+                var state = old
+                state.registers[.deleted] = [
+                    seal(FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector, at: now, tombstone: false)
+                ]
+                let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
+                try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+            }
+        }
+    }
+
+    /// Every version of every field of the item, oldest first: superseded
+    /// ones from the history table and the current ones.
+    public func history(_ name: String) throws(CofferError) -> [HistoryEntry] {
+        try CofferError.wrap {
+            try store.read { db in
+                let id = try resolve(db, name)
+                var out: [HistoryEntry] = []
+                func entry(_ rid: RegisterID, _ v: FieldVersion, current: Bool) throws -> HistoryEntry {
+                    let p = try open(v, item: id, register: rid)
+                    return HistoryEntry(
+                        field: p.name, value: v.isTombstone ? nil : p.text, isSecret: p.isSecret, removed: v.isTombstone,
+                        writtenAt: Clock.date(v.writtenAt), replica: v.dot.replica, counter: v.dot.counter, isCurrent: current)
+                }
+                for (rid, v, _) in try Queries.history(db, item: id) { out.append(try entry(rid, v, current: false)) }
+                for (rid, versions) in try Queries.itemState(db, id: id).registers {
+                    for v in versions { out.append(try entry(rid, v, current: true)) }
+                }
+                return out.sorted { ($0.writtenAt, $0.counter, $0.field) < ($1.writtenAt, $1.counter, $1.field) }
+            }
+        }
+    }
+
+    /// The raw replicated state of an item (for tests and sync code).
+    public func state(of name: String) throws(CofferError) -> ItemState {
+        try CofferError.wrap { try store.read { db in try Queries.itemState(db, id: try resolve(db, name)) } }
+    }
+
+    /// This file's replica id.
+    public func replicaID() throws(CofferError) -> ReplicaID {
+        try CofferError.wrap { try store.read { db in try Queries.localReplica(db).id } }
+    }
+}
+
+/// The master key and the sub-keys derived from it.
+final class VaultKeys: Sendable {
+    let master: SecretBytes
+    let item: SecretBytes
+    let nameIndex: SecretBytes
+    let fieldID: SecretBytes
+
+    init(master: SecretBytes) {
+        self.master = master
+        item = KeyHierarchy.subKey(.itemPayload, of: master)
+        nameIndex = KeyHierarchy.subKey(.nameIndex, of: master)
+        fieldID = KeyHierarchy.subKey(.fieldID, of: master)
+    }
+
+    var bundle: SecretBytes { KeyHierarchy.subKey(.bundle, of: master) }
+}

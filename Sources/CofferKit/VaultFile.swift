@@ -1,0 +1,146 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+
+/// Non-secret facts about a vault, readable without the passphrase.
+public struct VaultInfo: Sendable, Equatable {
+    public var path: String
+    public var vaultID: VaultID
+    public var replicaID: ReplicaID
+    public var formatVersion: Int
+    public var kdf: KDFParameters
+    public var itemCount: Int
+    public var createdAt: Date
+}
+
+/// A vault file opened but not unlocked: its header can be read, nothing
+/// else. ``unlock(passphrase:)`` gives a ``Vault``.
+public final class VaultFile: Sendable {
+    public let path: String
+    let store: VaultStore
+    /// The header as read at open time.
+    public let header: VaultHeader
+
+    init(path: String, store: VaultStore, header: VaultHeader) {
+        self.path = path
+        self.store = store
+        self.header = header
+    }
+
+    /// The KDF parameters stored in the vault.
+    public var kdf: KDFParameters {
+        KDFParameters(memoryKiB: header.kdfMemoryKiB, iterations: header.kdfIterations, parallelism: header.kdfParallelism)
+    }
+
+    /// Opens the vault at `path` without unlocking it.
+    public static func open(path: String) throws(CofferError) -> VaultFile {
+        try CofferError.wrap {
+            let store = try VaultStore.open(path: path)
+            let header = try store.read { db in try Queries.header(db) }
+            return VaultFile(path: path, store: store, header: header)
+        }
+    }
+
+    /// Creates a vault: new vault id, new replica id, a random master key
+    /// wrapped under `passphrase`. The file is created 0600 in a 0700
+    /// folder; on any failure no file is left behind.
+    public static func create(path: String, passphrase: SecretBytes, kdf: KDFParameters = .default) throws(CofferError) -> Vault {
+        do { try kdf.validate() } catch { throw CofferError(.usage, "invalid KDF parameters: \(error)") }
+        guard passphrase.count > 0 else {
+            throw CofferError(.usage, "the passphrase is empty", hint: "choose a passphrase of several words")
+        }
+        if FileManager.default.fileExists(atPath: path) {
+            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
+        }
+        let vaultID = VaultID.random()
+        let master = SecretBytes.random(count: 32)
+        let wrapped: (salt: [UInt8], wrapped: [UInt8])
+        do {
+            wrapped = try KeyHierarchy.wrapMasterKey(master, passphrase: passphrase, vault: vaultID, kdf: kdf)
+        } catch {
+            throw CofferError(.usage, "cannot derive a key with these KDF parameters: \(error)")
+        }
+        let header = VaultHeader(
+            formatVersion: VaultStore.formatVersion, vaultID: vaultID, kdfMemoryKiB: kdf.memoryKiB,
+            kdfIterations: kdf.iterations, kdfParallelism: kdf.parallelism, kdfSalt: wrapped.salt,
+            wrappedMasterKey: wrapped.wrapped, createdAt: Clock.nowMillis())
+        return try CofferError.wrap {
+            let store = try VaultStore.create(path: path, header: header, replica: .random(), host: MachineIdentity.host)
+            let file = VaultFile(path: path, store: store, header: header)
+            return try Vault(file: file, master: master)
+        }
+    }
+
+    /// Unlocks with the passphrase (runs Argon2id).
+    public func unlock(passphrase: SecretBytes) throws(CofferError) -> Vault {
+        let master: SecretBytes
+        do {
+            master = try KeyHierarchy.unwrapMasterKey(
+                passphrase: passphrase, vault: header.vaultID, kdf: kdf, salt: header.kdfSalt,
+                wrapped: header.wrappedMasterKey)
+        } catch .authenticationFailed {
+            throw CofferError(.wrongPassphrase, "wrong passphrase for \(path)", hint: "try again; the passphrase is case-sensitive")
+        } catch {
+            throw CofferError(.badData, "cannot unlock \(path): \(error)")
+        }
+        return try CofferError.wrap { try Vault(file: self, master: master) }
+    }
+
+    /// Unlocks with a master key obtained elsewhere (a shell session). The
+    /// caller is responsible for having checked that it belongs to this
+    /// vault.
+    public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
+        try CofferError.wrap { try Vault(file: self, master: masterKey) }
+    }
+
+    /// Facts about the vault that need no passphrase.
+    public func info() throws(CofferError) -> VaultInfo {
+        try CofferError.wrap {
+            try store.read { db in
+                let local = try Queries.localReplica(db)
+                return VaultInfo(
+                    path: path, vaultID: header.vaultID, replicaID: local.id, formatVersion: header.formatVersion,
+                    kdf: kdf, itemCount: try Queries.itemCount(db),
+                    createdAt: Date(timeIntervalSince1970: Double(header.createdAt) / 1000))
+            }
+        }
+    }
+}
+
+/// Wall-clock helpers (milliseconds since 1970).
+enum Clock {
+    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
+}
+
+/// Identifies the machine a replica id was issued on.
+enum MachineIdentity {
+    /// `/etc/machine-id` when readable, else the host name.
+    static let host: String? = {
+        if let id = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
+            let t = id.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !t.isEmpty { return t }
+        }
+        return ProcessInfo.processInfo.hostName
+    }()
+}
+
+/// Where the vault lives when no path is given.
+public enum VaultLocation {
+    /// `explicit` (from `--vault`), else `$COFFER_VAULT`, else
+    /// `$XDG_DATA_HOME/coffer/vault.coffer`, else
+    /// `~/.local/share/coffer/vault.coffer`.
+    public static func resolve(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let p = explicit, !p.isEmpty { return absolute(p) }
+        if let p = environment["COFFER_VAULT"], !p.isEmpty { return absolute(p) }
+        if let d = environment["XDG_DATA_HOME"], d.hasPrefix("/") { return d + "/coffer/vault.coffer" }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/share/coffer/vault.coffer"
+    }
+
+    static func absolute(_ p: String) -> String {
+        if p.hasPrefix("/") { return p }
+        return FileManager.default.currentDirectoryPath + "/" + p
+    }
+}

@@ -1,0 +1,84 @@
+import GRDB
+
+/// Schema migrations. Each migration, once shipped, is never modified:
+/// a format change is a new migration and a new ``VaultStore/formatVersion``.
+/// The schema these produce must equal Schemas/vault.sql (a test checks).
+enum Migrations {
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: v1)
+            try db.execute(sql: "PRAGMA user_version = 1")
+        }
+        return m
+    }
+
+    /// Format version 1 (Schemas/vault.sql).
+    static let v1 = """
+        CREATE TABLE vault (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            formatVersion INTEGER NOT NULL,
+            vaultId BLOB NOT NULL CHECK (length(vaultId) = 16),
+            kdfAlgorithm TEXT NOT NULL CHECK (kdfAlgorithm = 'argon2id'),
+            kdfMemoryKiB INTEGER NOT NULL CHECK (kdfMemoryKiB > 0),
+            kdfIterations INTEGER NOT NULL CHECK (kdfIterations > 0),
+            kdfParallelism INTEGER NOT NULL CHECK (kdfParallelism > 0),
+            kdfSalt BLOB NOT NULL CHECK (length(kdfSalt) = 16),
+            wrappedMasterKey BLOB NOT NULL CHECK (length(wrappedMasterKey) = 72),
+            createdAt INTEGER NOT NULL
+        );
+
+        CREATE TABLE localReplica (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+            counter INTEGER NOT NULL CHECK (counter >= 0),
+            boundHost TEXT,
+            boundInode INTEGER
+        );
+
+        CREATE TABLE replica (
+            replicaId BLOB PRIMARY KEY CHECK (length(replicaId) = 16),
+            counter INTEGER NOT NULL CHECK (counter >= 0),
+            lastImportAt INTEGER
+        ) WITHOUT ROWID;
+
+        CREATE TABLE item (
+            itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
+            policy TEXT NOT NULL DEFAULT 'sync' CHECK (policy IN ('sync', 'local-only')),
+            nameHash BLOB,
+            isDeleted INTEGER NOT NULL DEFAULT 0,
+            hasConflict INTEGER NOT NULL DEFAULT 0,
+            createdAt INTEGER NOT NULL,
+            updatedAt INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE INDEX item_nameHash ON item(nameHash);
+
+        CREATE TABLE fieldVersion (
+            itemId BLOB NOT NULL REFERENCES item(itemId) ON DELETE CASCADE,
+            registerId BLOB NOT NULL CHECK (length(registerId) = 16),
+            replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+            counter INTEGER NOT NULL CHECK (counter > 0),
+            vector BLOB NOT NULL,
+            writtenAt INTEGER NOT NULL,
+            isTombstone INTEGER NOT NULL CHECK (isTombstone IN (0, 1)),
+            payload BLOB NOT NULL,
+            PRIMARY KEY (itemId, registerId, replicaId, counter)
+        ) WITHOUT ROWID;
+
+        CREATE INDEX fieldVersion_dot ON fieldVersion(replicaId, counter);
+
+        CREATE TABLE fieldHistory (
+            itemId BLOB NOT NULL REFERENCES item(itemId) ON DELETE CASCADE,
+            registerId BLOB NOT NULL,
+            replicaId BLOB NOT NULL,
+            counter INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            writtenAt INTEGER NOT NULL,
+            isTombstone INTEGER NOT NULL,
+            payload BLOB NOT NULL,
+            supersededAt INTEGER NOT NULL,
+            PRIMARY KEY (itemId, registerId, replicaId, counter)
+        ) WITHOUT ROWID;
+        """
+}

@@ -1,0 +1,18 @@
+/// Failures of the storage layer, translated to ``CofferError`` by
+/// CofferKit.
+public enum StoreError: Error, Sendable, Equatable {
+    /// No file at the path.
+    case notFound(path: String)
+    /// The file exists but is not a Coffer vault (or is damaged).
+    case notAVault(path: String, reason: String)
+    /// The vault was written by a newer Coffer.
+    case newerFormat(path: String, found: Int, supported: Int)
+    /// A file already exists where a new vault should be created.
+    case alreadyExists(path: String)
+    /// The file or its folder cannot be created (errno text).
+    case cannotCreate(path: String, reason: String)
+    /// Another process holds the vault locked longer than the busy timeout.
+    case busy(path: String)
+    /// Any other SQLite failure, with SQLite's message (never data).
+    case database(String)
+}

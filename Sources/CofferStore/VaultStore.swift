@@ -1,0 +1,175 @@
+import CofferSync
+import Foundation
+import GRDB
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The SQLite file behind a vault. Owns the connection; every query of
+/// the vault goes through here.
+public final class VaultStore: Sendable {
+    /// The newest vault format this build reads and writes.
+    public static let formatVersion = 1
+
+    public let path: String
+    let queue: DatabaseQueue
+
+    private init(path: String, queue: DatabaseQueue) {
+        self.path = path
+        self.queue = queue
+    }
+
+    static func configuration() -> Configuration {
+        var config = Configuration()
+        config.busyMode = .timeout(5)
+        config.foreignKeysEnabled = true
+        config.label = "coffer.vault"
+        // Item payloads are ciphertexts, but keep statement arguments out
+        // of any error text all the same.
+        config.publicStatementArguments = false
+        config.prepareDatabase { db in
+            // A crash never leaves a half-applied write: rollback journal,
+            // fsync on commit.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        return config
+    }
+
+    /// Opens an existing vault. Fast path: reads `user_version` only, and
+    /// runs migrations only when the file is older than this build.
+    public static func open(path: String) throws(StoreError) -> VaultStore {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw .notFound(path: path) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw .notAVault(path: path, reason: "not a regular file")
+        }
+        do {
+            var config = configuration()
+            config.readonly = false
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            let version = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+            if version > formatVersion {
+                throw StoreError.newerFormat(path: path, found: version, supported: formatVersion)
+            }
+            if version < formatVersion {
+                guard version > 0 else {
+                    throw StoreError.notAVault(path: path, reason: "no Coffer schema in this SQLite file")
+                }
+                try Migrations.migrator.migrate(queue)
+            }
+            return VaultStore(path: path, queue: queue)
+        } catch let e as StoreError {
+            throw e
+        } catch let e as DatabaseError {
+            throw translate(e, path: path)
+        } catch {
+            throw .database(String(describing: error))
+        }
+    }
+
+    /// Creates a new vault file (mode 0600, in a folder created 0700 when
+    /// missing) and writes its header and local replica in one transaction.
+    /// Refuses to overwrite anything.
+    public static func create(path: String, header: VaultHeader, replica: ReplicaID, host: String?) throws(StoreError) -> VaultStore {
+        let dir = (path as NSString).deletingLastPathComponent
+        if !dir.isEmpty {
+            try makeDirectory(dir)
+        }
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw .alreadyExists(path: path) }
+            throw .cannotCreate(path: path, reason: String(cString: strerror(errno)))
+        }
+        fchmod(fd, 0o600)
+        close(fd)
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration())
+            try Migrations.migrator.migrate(queue)
+            var st = stat()
+            stat(path, &st)
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO vault (singleton, formatVersion, vaultId, kdfAlgorithm, kdfMemoryKiB,
+                          kdfIterations, kdfParallelism, kdfSalt, wrappedMasterKey, createdAt)
+                        VALUES (1, ?, ?, 'argon2id', ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        header.formatVersion, Data(header.vaultID.bytes), Int64(header.kdfMemoryKiB),
+                        Int64(header.kdfIterations), Int64(header.kdfParallelism), Data(header.kdfSalt),
+                        Data(header.wrappedMasterKey), header.createdAt,
+                    ])
+                try db.execute(
+                    sql: "INSERT INTO localReplica (singleton, replicaId, counter, boundHost, boundInode) VALUES (1, ?, 0, ?, ?)",
+                    arguments: [Data(replica.bytes), host, Int64(st.st_ino)])
+                try db.execute(
+                    sql: "INSERT INTO replica (replicaId, counter) VALUES (?, 0)", arguments: [Data(replica.bytes)])
+            }
+            return VaultStore(path: path, queue: queue)
+        } catch {
+            unlink(path)
+            if let e = error as? DatabaseError { throw translate(e, path: path) }
+            throw .database(String(describing: error))
+        }
+    }
+
+    /// Creates `dir` and its parents; the last component gets mode 0700.
+    public static func makeDirectory(_ dir: String) throws(StoreError) {
+        var st = stat()
+        if stat(dir, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw .cannotCreate(path: dir, reason: "not a directory")
+            }
+            return
+        }
+        let parent = (dir as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != dir {
+            try makeDirectory(parent)
+        }
+        if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+            throw .cannotCreate(path: dir, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    static func translate(_ e: DatabaseError, path: String) -> StoreError {
+        switch e.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return .notAVault(path: path, reason: "not a Coffer vault (SQLite reports: \(e.message ?? "file is not a database"))")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return .busy(path: path)
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+            return .cannotCreate(path: path, reason: e.message ?? "cannot open")
+        default:
+            return .database(e.message ?? "SQLite error \(e.resultCode.rawValue)")
+        }
+    }
+
+    /// Runs `body` in a read transaction.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+    }
+
+    /// Runs `body` in one write transaction: all of it is committed or none.
+    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try queue.write(body)
+        } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+    }
+
+    /// Runs `body` inside an immediate transaction, for read-modify-write
+    /// sequences that must not interleave with another process.
+    public func writeImmediate<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try queue.inDatabase { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+    }
+}

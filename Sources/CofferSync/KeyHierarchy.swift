@@ -1,0 +1,69 @@
+import CofferCrypto
+
+/// The key hierarchy of docs/key-hierarchy.md, in one place so the vault,
+/// the bundle reader and the spec agree.
+///
+/// ```
+/// passphrase ──Argon2id(salt, m, t, p)──▶ KEK (32 bytes)
+/// KEK ──XChaCha20-Poly1305 unwrap(AD = wrapAD)──▶ master key (32 random bytes)
+/// master ──crypto_kdf(id, "coffer01")──▶ item key (1), name-index key (2),
+///                                        field-id key (3), bundle key (4)
+/// ```
+public enum KeyHierarchy {
+    public enum SubKeyID: UInt64, Sendable {
+        case itemPayload = 1
+        case nameIndex = 2
+        case fieldID = 3
+        case bundle = 4
+    }
+
+    /// Associated data of the wrapped master key: binds it to the vault
+    /// id and the exact KDF parameters and salt.
+    public static func wrapAssociatedData(vault: VaultID, kdf: KDFParameters, salt: [UInt8]) -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        w.bytes(Array("coffer-wrap-v1".utf8))
+        w.bytes(vault.bytes)
+        w.u32(kdf.memoryKiB)
+        w.u32(kdf.iterations)
+        w.u32(kdf.parallelism)
+        w.bytes(salt)
+        return w.data
+    }
+
+    /// Unwraps the master key with a passphrase. Throws
+    /// ``CryptoError/authenticationFailed`` for a wrong passphrase.
+    public static func unwrapMasterKey(
+        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8]
+    ) throws(CryptoError) -> SecretBytes {
+        let kek = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf)
+        let master = try AEAD.openSecret(
+            wrapped, key: kek, associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt))
+        guard master.count == 32 else { throw .authenticationFailed }
+        return master
+    }
+
+    /// Wraps `master` under a passphrase with fresh salt.
+    public static func wrapMasterKey(
+        _ master: SecretBytes, passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters
+    ) throws(CryptoError) -> (salt: [UInt8], wrapped: [UInt8]) {
+        let salt = Random.bytes(Argon2id.saltLength)
+        let kek = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf)
+        let wrapped = AEAD.sealSecret(master, key: kek, associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt))
+        return (salt, wrapped)
+    }
+
+    public static func subKey(_ id: SubKeyID, of master: SecretBytes) -> SecretBytes {
+        SubKey.derive(from: master, id: id.rawValue)
+    }
+
+    /// The register id of a user field: `BLAKE2b-128(key = field-id key,
+    /// item id || UTF-8 name)`.
+    public static func registerID(field: String, item: ItemID, fieldIDKey: SecretBytes) -> RegisterID {
+        RegisterID(bytes: KeyedHash.hash(item.bytes + Array(field.utf8), key: fieldIDKey, length: 16))!
+    }
+
+    /// The name-index hash: `BLAKE2b-256(key = name-index key, UTF-8 NFC name)`.
+    public static func nameHash(_ name: String, nameKey: SecretBytes) -> [UInt8] {
+        KeyedHash.hash(Array(name.utf8), key: nameKey, length: 32)
+    }
+}

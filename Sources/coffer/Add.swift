@@ -1,0 +1,82 @@
+import ArgumentParser
+import CofferKit
+
+extension ItemType: ExpressibleByArgument {}
+
+struct Add: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add a credential.",
+        discussion: """
+            The type's primary secret (key, password, notes) is read from standard input when it
+            is not a terminal, or asked for without echo, unless given with --field or --secret.
+            Examples:
+              printf %s "$KEY" | coffer add work/openai --type api-key --source openai
+              coffer add github --type login --field username=me --secret password --url https://github.com
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "Item name, a path such as work/openai.")
+    var name: String
+
+    @Option(help: "Credential type: api-key, email, api-key-with-email, login, note, custom.")
+    var type: ItemType = .apiKey
+
+    @Option(name: .customLong("field"), help: ArgumentHelp("Set a field (repeatable). Secret values here are visible to other processes.", valueName: "key=value"))
+    var fields: [String] = []
+
+    @Option(name: .customLong("secret"), help: ArgumentHelp("Read this field's value from stdin or a no-echo prompt (repeatable).", valueName: "key"))
+    var secrets: [String] = []
+
+    @Option(name: .customLong("tag"), help: "Add a tag (repeatable).")
+    var tags: [String] = []
+
+    @Option(help: ArgumentHelp("Source id, e.g. openai.", valueName: "id"))
+    var source: String?
+
+    @Option(help: "URL (sets the url field).")
+    var url: String?
+
+    @Option(help: ArgumentHelp("Expiry: YYYY-MM-DD, or a span from today such as 30d, 6w, 3m, 1y.", valueName: "date"))
+    var expires: String?
+
+    @Flag(help: "Keep this item on this machine: it never enters a bundle.")
+    var localOnly = false
+
+    func run() throws {
+        var draft = ItemDraft(name: name, type: type, tags: tags, source: source, policy: localOnly ? .localOnly : .sync)
+        if let expires {
+            guard let day = Day.parseExpiry(expires) else {
+                throw CofferError(.usage, "invalid --expires '\(expires)'", hint: "use YYYY-MM-DD or a span such as 30d, 6w, 3m, 1y")
+            }
+            draft.expires = day
+        }
+        // Validate cheap things before asking for any secret.
+        _ = try Vault.normalizeName(name)
+        var fieldList = try ItemInput.parseAssignments(fields, type: type)
+        if let url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
+        let vault = try options.unlock()
+        if try vault.contains(name) {
+            throw CofferError(.duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
+        }
+        var stdinUsed = options.passphraseFd == 0
+        for key in secrets {
+            fieldList.append(Field(name: key, value: try ItemInput.readSecret(named: key, stdinUsed: &stdinUsed), isSecret: true))
+        }
+        if let primary = type.primaryFieldName, type.defaultSecrecy(of: primary),
+            !fieldList.contains(where: { $0.name == primary })
+        {
+            fieldList.append(Field(name: primary, value: try ItemInput.readSecret(named: primary, stdinUsed: &stdinUsed), isSecret: true))
+        }
+        let item = try vault.add(draft.with(fields: fieldList))
+        Output.note("added \(item.name) (\(item.type.rawValue)\(item.policy == .localOnly ? ", local-only" : ""))")
+    }
+}
+
+extension ItemDraft {
+    func with(fields: [Field]) -> ItemDraft {
+        var d = self
+        d.fields = fields
+        return d
+    }
+}

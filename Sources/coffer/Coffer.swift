@@ -1,0 +1,44 @@
+import ArgumentParser
+import CofferCrypto
+import CofferKit
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Coffer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coffer",
+        abstract: "A passphrase-unlocked credential vault with file-based sync.",
+        discussion: """
+            The vault is one encrypted SQLite file: --vault PATH, else $COFFER_VAULT, else
+            $XDG_DATA_HOME/coffer/vault.coffer. Exit codes: 0 success, 64 usage, 65 bad data,
+            66 not found, 73 cannot create, 75 busy, 77 wrong passphrase or locked
+            (docs/exit-codes.md).
+            """,
+        version: CofferVersion.string,
+        subcommands: [
+            Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
+        ])
+
+    static func main() {
+        // Before anything can hold a key: no core dumps, no ptrace, and
+        // every file we create private to the user.
+        ProcessHardening.disableCoreDumps()
+        umask(0o077)
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as CofferError {
+            Output.fail(error)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+enum CofferVersion {
+    static let string = "0.1.0"
+}

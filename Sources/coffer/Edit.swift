@@ -1,0 +1,165 @@
+import ArgumentParser
+import CofferKit
+import CofferSync
+
+extension SyncPolicy: ExpressibleByArgument {}
+
+struct Edit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change a credential: set or unset fields, rename, tags, source, expiry, policy.",
+        discussion: """
+            All changes are one write. Examples:
+              coffer edit work/openai --secret key            # new key from stdin or a prompt
+              coffer edit work/openai --rename personal/openai --tag ai
+              coffer edit github --unset url --expires 90d
+              coffer edit work/openai --policy local-only     # stop syncing it
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "Item name, or id:HEX.")
+    var name: String
+
+    @Option(help: "New name.")
+    var rename: String?
+
+    @Option(name: .customLong("field"), help: ArgumentHelp("Set a field (repeatable).", valueName: "key=value"))
+    var fields: [String] = []
+
+    @Option(name: .customLong("secret"), help: ArgumentHelp("Set a field from stdin or a no-echo prompt (repeatable).", valueName: "key"))
+    var secrets: [String] = []
+
+    @Option(name: .customLong("unset"), help: ArgumentHelp("Remove a field (repeatable).", valueName: "key"))
+    var unset: [String] = []
+
+    @Option(name: .customLong("tag"), help: "Add a tag (repeatable).")
+    var tags: [String] = []
+
+    @Option(name: .customLong("untag"), help: "Remove a tag (repeatable).")
+    var untags: [String] = []
+
+    @Option(help: ArgumentHelp("Set the source id.", valueName: "id"))
+    var source: String?
+
+    @Flag(help: "Remove the source id.")
+    var noSource = false
+
+    @Option(help: ArgumentHelp("Set the expiry: YYYY-MM-DD or 30d, 6w, 3m, 1y.", valueName: "date"))
+    var expires: String?
+
+    @Flag(help: "Remove the expiry.")
+    var noExpires = false
+
+    @Option(help: "Change the type.")
+    var type: ItemType?
+
+    @Option(help: "Sync policy: sync or local-only.")
+    var policy: SyncPolicy?
+
+    @Option(help: "URL (sets the url field).")
+    var url: String?
+
+    func run() throws {
+        var edit = ItemEdit()
+        edit.rename = rename
+        edit.unsetFields = unset
+        edit.addTags = tags
+        edit.removeTags = untags
+        edit.type = type
+        edit.policy = policy
+        if noSource { edit.source = .some(nil) } else if let source { edit.source = .some(source) }
+        if noExpires {
+            edit.expires = .some(nil)
+        } else if let expires {
+            guard let d = Day.parseExpiry(expires) else {
+                throw CofferError(.usage, "invalid --expires '\(expires)'", hint: "use YYYY-MM-DD or a span such as 30d, 6w, 3m, 1y")
+            }
+            edit.expires = .some(d)
+        }
+        if let rename { _ = try Vault.normalizeName(rename) }
+        let vault = try options.unlock()
+        let current = try vault.item(named: name)
+        var set = try ItemInput.parseAssignments(fields, type: type ?? current.type)
+        if let url { set.append(Field(name: "url", value: url, isSecret: false)) }
+        var stdinUsed = options.passphraseFd == 0
+        for key in secrets {
+            set.append(Field(name: key, value: try ItemInput.readSecret(named: key, stdinUsed: &stdinUsed), isSecret: true))
+        }
+        // A field keeps its secrecy unless it is re-entered with --secret.
+        set = set.map { f in
+            var f = f
+            if let old = current.field(f.name), old.isSecret { f.isSecret = true }
+            return f
+        }
+        edit.setFields = set
+        let item = try vault.edit(name, edit)
+        Output.note("updated \(item.name)")
+    }
+}
+
+struct Remove: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm",
+        abstract: "Delete a credential.",
+        discussion: """
+            The delete syncs as a tombstone: it removes what this machine had seen of the item. An
+            edit made concurrently elsewhere keeps the item (flagged, see `coffer conflicts`).
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "Item name, or id:HEX.")
+    var name: String
+
+    @Flag(name: [.short, .long], help: "Do not ask for confirmation on a terminal.")
+    var force = false
+
+    func run() throws {
+        let vault = try options.unlock()
+        let item = try vault.item(named: name)
+        if !force && Output.stdinIsTerminal {
+            Output.err("Delete \(item.name)? [y/N] ")
+            guard let answer = readLine(), answer.lowercased().hasPrefix("y") else {
+                Output.note("nothing deleted")
+                return
+            }
+        }
+        try vault.delete(name)
+        Output.note("deleted \(item.name)")
+    }
+}
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show every version of a credential's fields, oldest first.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "Item name, or id:HEX.")
+    var name: String
+
+    @Flag(help: "Show secret values (hidden by default).")
+    var showSecrets = false
+
+    @Flag(help: "Print JSON (Schemas/history.schema.json).")
+    var json = false
+
+    func run() throws {
+        let vault = try options.unlock()
+        let entries = try vault.history(name)
+        if json {
+            try Output.json(entries.map {
+                HistoryJSON(
+                    field: $0.field, value: ($0.isSecret && !showSecrets) ? nil : $0.value, secret: $0.isSecret,
+                    removed: $0.removed, current: $0.isCurrent, writtenAt: $0.writtenAt, replica: $0.replica.hex,
+                    counter: $0.counter)
+            })
+            return
+        }
+        for e in entries {
+            let value: String
+            if e.removed { value = "(removed)" } else if e.isSecret && !showSecrets { value = "(secret)" } else { value = e.value ?? "" }
+            Output.out("\(ISO8601.string(e.writtenAt))  \(e.replica.hex.prefix(8)):\(e.counter)  \(e.isCurrent ? "*" : " ") \(e.field) = \(value)")
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import CofferKit
+import CofferSync
+import Foundation
+
+/// JSON shapes of `--json` output. Each has a schema in Schemas/; change
+/// them only compatibly (add optional keys) or with a schema version bump.
+struct ItemJSON: Encodable {
+    struct FieldJSON: Encodable {
+        var name: String
+        var value: String?
+        var secret: Bool
+    }
+    struct ConflictJSON: Encodable {
+        struct Side: Encodable {
+            var number: Int
+            var value: String?
+            var shown: Bool
+            var writtenAt: Date
+            var replica: String
+        }
+        var field: String
+        var sides: [Side]
+    }
+    var id: String
+    var name: String
+    var type: String
+    var fields: [FieldJSON]
+    var tags: [String]
+    var source: String?
+    var expires: String?
+    var expired: Bool
+    var policy: String
+    var createdAt: Date
+    var updatedAt: Date
+    var vector: [String: UInt64]
+    var conflicts: [ConflictJSON]
+    var deleteConflict: Bool
+
+    init(_ item: Item, showSecrets: Bool = true) {
+        id = item.id.hex
+        name = item.name
+        type = item.type.rawValue
+        fields = item.fields.map { FieldJSON(name: $0.name, value: ($0.isSecret && !showSecrets) ? nil : $0.value, secret: $0.isSecret) }
+        tags = item.tags
+        source = item.source
+        expires = item.expires?.description
+        expired = item.isExpired()
+        policy = item.policy.rawValue
+        createdAt = item.createdAt
+        updatedAt = item.updatedAt
+        vector = Dictionary(uniqueKeysWithValues: item.vector.entries.map { ($0.replica.hex, $0.counter) })
+        conflicts = item.conflicts.map { c in
+            ConflictJSON(field: c.field, sides: c.sides.map {
+                .init(number: $0.number, value: (c.isSecret && !showSecrets) ? nil : $0.value, shown: $0.isShown, writtenAt: $0.writtenAt, replica: $0.replica.hex)
+            })
+        }
+        deleteConflict = item.hasDeleteConflict
+    }
+
+    // Encode optionals as explicit nulls so every key is always present.
+    enum CodingKeys: String, CodingKey {
+        case id, name, type, fields, tags, source, expires, expired, policy, createdAt, updatedAt, vector, conflicts, deleteConflict
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(name, forKey: .name)
+        try c.encode(type, forKey: .type)
+        try c.encode(fields, forKey: .fields)
+        try c.encode(tags, forKey: .tags)
+        try c.encode(source, forKey: .source)
+        try c.encode(expires, forKey: .expires)
+        try c.encode(expired, forKey: .expired)
+        try c.encode(policy, forKey: .policy)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encode(vector, forKey: .vector)
+        try c.encode(conflicts, forKey: .conflicts)
+        try c.encode(deleteConflict, forKey: .deleteConflict)
+    }
+}
+
+struct FieldValueJSON: Encodable {
+    var name: String
+    var field: String
+    var value: String
+    var secret: Bool
+}
+
+struct SummaryJSON: Encodable {
+    var id: String
+    var name: String
+    var type: String
+    var tags: [String]
+    var source: String?
+    var expires: String?
+    var expired: Bool
+    var policy: String
+    var conflict: Bool
+    var updatedAt: Date
+
+    init(_ s: ItemSummary) {
+        id = s.id.hex
+        name = s.name
+        type = s.type.rawValue
+        tags = s.tags
+        source = s.source
+        expires = s.expires?.description
+        expired = s.expires.map { $0 < Day.today } ?? false
+        policy = s.policy.rawValue
+        conflict = s.hasConflict
+        updatedAt = s.updatedAt
+    }
+
+    enum CodingKeys: String, CodingKey { case id, name, type, tags, source, expires, expired, policy, conflict, updatedAt }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(name, forKey: .name)
+        try c.encode(type, forKey: .type)
+        try c.encode(tags, forKey: .tags)
+        try c.encode(source, forKey: .source)
+        try c.encode(expires, forKey: .expires)
+        try c.encode(expired, forKey: .expired)
+        try c.encode(policy, forKey: .policy)
+        try c.encode(conflict, forKey: .conflict)
+        try c.encode(updatedAt, forKey: .updatedAt)
+    }
+}
+
+struct HistoryJSON: Encodable {
+    var field: String
+    var value: String?
+    var secret: Bool
+    var removed: Bool
+    var current: Bool
+    var writtenAt: Date
+    var replica: String
+    var counter: UInt64
+
+    enum CodingKeys: String, CodingKey { case field, value, secret, removed, current, writtenAt, replica, counter }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(field, forKey: .field)
+        try c.encode(value, forKey: .value)
+        try c.encode(secret, forKey: .secret)
+        try c.encode(removed, forKey: .removed)
+        try c.encode(current, forKey: .current)
+        try c.encode(writtenAt, forKey: .writtenAt)
+        try c.encode(replica, forKey: .replica)
+        try c.encode(counter, forKey: .counter)
+    }
+}

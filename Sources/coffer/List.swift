@@ -1,0 +1,50 @@
+import ArgumentParser
+import CofferKit
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List credentials (names, types, tags; no secret values).")
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(help: "Only items with this tag.")
+    var tag: String?
+
+    @Option(help: "Only items of this type.")
+    var type: ItemType?
+
+    @Flag(help: "Print JSON (Schemas/ls.schema.json).")
+    var json = false
+
+    func run() throws {
+        let vault = try options.unlock()
+        var items = try vault.list()
+        if let tag { items = items.filter { $0.tags.contains(tag) } }
+        if let type { items = items.filter { $0.type == type } }
+        if json {
+            try Output.json(items.map(SummaryJSON.init))
+            return
+        }
+        let width = min(items.map(\.name.count).max() ?? 0, 48)
+        for s in items {
+            var line = s.name.padding(toLength: max(width, s.name.count), withPad: " ", startingAt: 0)
+            line += "  " + s.type.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
+            var marks: [String] = []
+            if s.policy == .localOnly { marks.append("local-only") }
+            if let e = s.expires { marks.append(e < Day.today ? "EXPIRED \(e)" : "expires \(e)") }
+            if s.hasConflict { marks.append("CONFLICT") }
+            if !s.tags.isEmpty { marks.append(s.tags.map { "#\($0)" }.joined(separator: " ")) }
+            line += marks.joined(separator: "  ")
+            Output.out(line.trimmingTrailingSpaces())
+        }
+    }
+}
+
+extension String {
+    func trimmingTrailingSpaces() -> String {
+        var s = self
+        while s.hasSuffix(" ") { s.removeLast() }
+        return s
+    }
+}

@@ -1,0 +1,52 @@
+import CofferKit
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything the CLI prints goes through here: values on stdout, people's
+/// messages on stderr with a `coffer:` prefix.
+enum Output {
+    static func out(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func err(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    static func warn(_ text: String) { err("coffer: warning: \(text)") }
+    static func note(_ text: String) { err("coffer: \(text)") }
+
+    /// Prints the error and its hint and exits with its code.
+    static func fail(_ error: CofferError) -> Never {
+        err("coffer: error: \(error.message)")
+        if let hint = error.hint { err("coffer: hint: \(hint)") }
+        exit(error.exitCode)
+    }
+
+    /// Stable JSON: sorted keys, no escaped slashes, one trailing newline.
+    static func json<T: Encodable>(_ value: T) throws {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+        enc.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(ISO8601.string(date))
+        }
+        let data = try enc.encode(value)
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+    static var stdinIsTerminal: Bool { isatty(0) == 1 }
+}
+
+enum ISO8601 {
+    static func string(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: date)
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import CofferCrypto
+import CofferKit
+import Foundation
+
+/// Options every command that opens a vault shares.
+struct VaultOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Vault file (default: $COFFER_VAULT, else $XDG_DATA_HOME/coffer/vault.coffer).", valueName: "path"))
+    var vault: String?
+
+    @Option(name: .long, help: ArgumentHelp("Read the passphrase from this open file descriptor.", valueName: "n"))
+    var passphraseFd: Int32?
+
+    @Option(name: .long, help: ArgumentHelp("Read the passphrase from this file.", valueName: "file"))
+    var passphraseFile: String?
+
+    var path: String { VaultLocation.resolve(explicit: vault) }
+
+    /// The passphrase from the first available source: --passphrase-fd,
+    /// --passphrase-file, $COFFER_PASSPHRASE, then the terminal (no echo).
+    /// `confirm` asks twice on the terminal.
+    func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws(CofferError) -> SecretBytes {
+        try PassphraseSource.read(fd: passphraseFd, file: passphraseFile, environment: "COFFER_PASSPHRASE", prompt: prompt, confirm: confirm)
+    }
+
+    /// Opens the vault without unlocking it.
+    func openFile() throws(CofferError) -> VaultFile {
+        try VaultFile.open(path: path)
+    }
+
+    /// Opens and unlocks the vault.
+    func unlock() throws(CofferError) -> Vault {
+        let file = try openFile()
+        return try file.unlock(passphrase: try passphrase())
+    }
+}
+
+/// Passphrase sources in their documented order.
+enum PassphraseSource {
+    static func read(fd: Int32?, file: String?, environment: String?, prompt: String, confirm: Bool) throws(CofferError) -> SecretBytes {
+        do {
+            if let fd {
+                return try SecretInput.read(fd: fd)
+            }
+            if let file {
+                return try SecretInput.read(path: file)
+            }
+            if let environment, let value = SecretInput.environment(environment) {
+                return value
+            }
+            let first = try SecretInput.prompt(prompt)
+            if confirm {
+                let second = try SecretInput.prompt("Repeat passphrase: ")
+                guard first.constantTimeEquals(second) else {
+                    throw CofferError(.usage, "the two passphrases differ", hint: "run the command again")
+                }
+            }
+            return first
+        } catch let e as SecretInputError {
+            throw translate(e)
+        } catch let e as CofferError {
+            throw e
+        } catch {
+            throw CofferError(.internalError, "\(error)")
+        }
+    }
+
+    static func translate(_ e: SecretInputError) -> CofferError {
+        switch e {
+        case .unreadableDescriptor(let fd, let why):
+            return CofferError(.usage, "cannot read the passphrase from file descriptor \(fd): \(why)", hint: "open the descriptor, e.g. `coffer … --passphrase-fd 3 3<file`")
+        case .unreadableFile(let path, let why):
+            return CofferError(.fileNotFound, "cannot read the passphrase file \(path): \(why)", hint: "check the --passphrase-file path")
+        case .noTerminal:
+            return CofferError(.locked, "a passphrase is needed and there is no terminal to ask on", hint: "use --passphrase-fd N, --passphrase-file F or COFFER_PASSPHRASE, or unlock a session")
+        case .tooLong:
+            return CofferError(.usage, "the passphrase or value is longer than 64 KiB")
+        case .interrupted:
+            return CofferError(.usage, "input ended before a newline; nothing was changed")
+        }
+    }
+}
