@@ -13,6 +13,7 @@ struct Edit: ParsableCommand {
               coffer edit work/openai --rename personal/openai --tag ai
               coffer edit github --unset url --expires 90d
               coffer edit work/openai --policy local-only     # stop syncing it
+              coffer edit work/openai --env-var key=OPENAI_API_KEY   # name used by `coffer env`
             """)
 
     @OptionGroup var options: VaultOptions
@@ -59,7 +60,21 @@ struct Edit: ParsableCommand {
     @Option(help: "URL (sets the url field).")
     var url: String?
 
+    @Option(name: .customLong("env-var"), help: ArgumentHelp("Name the variable `coffer env` uses for a field; VAR '-' leaves the field out (repeatable).", valueName: "field=VAR"))
+    var envVars: [String] = []
+
+    @Option(name: .customLong("no-env-var"), help: ArgumentHelp("Go back to the default variable name for a field (repeatable).", valueName: "field"))
+    var noEnvVars: [String] = []
+
     func run() throws {
+        var envChanges: [(field: String, variable: String?)] = []
+        for a in envVars {
+            guard let eq = a.firstIndex(of: "="), eq != a.startIndex, EnvNaming.isValidOverride(String(a[a.index(after: eq)...])) else {
+                throw CofferError(.usage, "invalid --env-var '\(a)'", hint: "write FIELD=VAR with VAR made of letters, digits and '_' (not starting with a digit), or FIELD=- to leave the field out")
+            }
+            envChanges.append((String(a[..<eq]), String(a[a.index(after: eq)...])))
+        }
+        for f in noEnvVars { envChanges.append((f, nil)) }
         var edit = ItemEdit()
         edit.rename = rename
         edit.unsetFields = unset
@@ -92,6 +107,16 @@ struct Edit: ParsableCommand {
             return f
         }
         edit.setFields = set
+        if !envChanges.isEmpty {
+            var env = current.env
+            for c in envChanges {
+                if c.variable != nil && current.field(c.field) == nil && !set.contains(where: { $0.name == c.field }) {
+                    Output.warn("'\(current.name)' has no field '\(c.field)' (yet); the variable name is kept for it")
+                }
+                env[c.field] = c.variable
+            }
+            if env != current.env { edit.env = env }
+        }
         let item = try vault.edit(name, edit)
         Output.note("updated \(item.name)")
     }

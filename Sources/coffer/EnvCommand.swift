@@ -1,0 +1,57 @@
+import ArgumentParser
+import CofferKit
+import Foundation
+
+enum EnvFormat: String, ExpressibleByArgument, CaseIterable {
+    case dotenv, shell, json
+}
+
+struct Env: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "env",
+        abstract: "Print credentials as environment variables (dotenv, shell or JSON).",
+        discussion: """
+            Each field of each item becomes one variable. The default name is the item name's last
+            segment and the field, upper-cased, other characters as '_': work/openai + key ->
+            OPENAI_KEY. Override it per item with `coffer edit NAME --env-var FIELD=VAR`, or leave a
+            field out with `--env-var FIELD=-`. Without NAME, every item is printed. Examples:
+              eval "$(coffer env work/openai --format shell)"
+              coffer env work/openai db/prod > .env      # a plaintext file: keep it private
+            Formats: dotenv (NAME=VALUE, quoted when needed), shell (export NAME='VALUE'), json (an
+            object, Schemas/env.schema.json). Exit codes: 65 two fields map to one variable,
+            66 no such item, 77 locked. See docs/references.md.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "Items to print (default: all).")
+    var names: [String] = []
+
+    @Option(help: "Output format: dotenv, shell or json.")
+    var format: EnvFormat = .dotenv
+
+    func run() throws {
+        let vault = try options.unlock()
+        var items: [Item] = []
+        if names.isEmpty {
+            for s in try vault.list() { items.append(try vault.item(named: "id:" + s.id.hex)) }
+        } else {
+            for n in names { items.append(try vault.item(named: n)) }
+        }
+        for item in items { ItemWarnings.emit(for: item) }
+        let vars = try EnvNaming.variables(for: items)
+        for v in vars where v.value.utf8.contains(0) {
+            throw CofferError(.badData, "'\(v.item)' field '\(v.field)' contains a NUL byte, which a variable cannot hold", hint: "leave it out with `coffer edit \(v.item) --env-var \(v.field)=-`")
+        }
+        switch format {
+        case .json:
+            try Output.json(Dictionary(vars.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }))
+        case .dotenv:
+            let text = vars.map { Dotenv.line(name: $0.name, value: $0.value) + "\n" }.joined()
+            FileHandle.standardOutput.write(Data(text.utf8))
+        case .shell:
+            let text = vars.map { Dotenv.shellLine(name: $0.name, value: $0.value) + "\n" }.joined()
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+}
