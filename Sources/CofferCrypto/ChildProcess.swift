@@ -67,6 +67,15 @@ public enum ChildProcess {
             sigaction(sig, &sa, &old)
             saved[sig] = old
         }
+        // A parent may have started us with some of them blocked (the
+        // mask is inherited): unblock them, or the child's exit and the
+        // signals to forward would never arrive.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for sig in forwardedSignals + [SIGCHLD] { sigaddset(&handled, sig) }
+        var oldMask = sigset_t()
+        pthread_sigmask(SIG_UNBLOCK, &handled, &oldMask)
+        defer { pthread_sigmask(SIG_SETMASK, &oldMask, nil) }
         if filter != nil {
             var ign = sigaction()
             ign.__sigaction_handler.sa_handler = SIG_IGN
