@@ -187,7 +187,8 @@ public struct ReferenceResolver {
             do throws(CofferError) {
                 return try vault.item(named: name)
             } catch {
-                if error.kind == .itemNotFound { return nil }
+                // A short `id:` prefix is no item either.
+                if error.kind == .itemNotFound || error.kind == .usage { return nil }
                 throw error
             }
         }
