@@ -203,6 +203,18 @@ public struct ReferenceResolver {
 
     /// Resolves `ref` by the rule in docs/references.md.
     public mutating func resolve(_ ref: Reference) throws(CofferError) -> ResolvedReference {
+        let r = try resolveUnrecorded(ref)
+        if !usedItems.contains(where: { $0.id.hex == r.itemID }), let item = cache.values.compactMap({ $0 }).first(where: { $0.id.hex == r.itemID }) {
+            usedItems.append(item)
+        }
+        return r
+    }
+
+    /// The items resolved references pointed into, in first-use order (for
+    /// expiry and conflict warnings).
+    public private(set) var usedItems: [Item] = []
+
+    private mutating func resolveUnrecorded(_ ref: Reference) throws(CofferError) -> ResolvedReference {
         func done(_ item: Item, _ field: Field) -> ResolvedReference {
             ResolvedReference(reference: ref.text, itemID: item.id.hex, item: item.name, field: field.name, value: field.value, isSecret: field.isSecret)
         }

@@ -69,7 +69,9 @@ struct Edit: ParsableCommand {
     func run() throws {
         var envChanges: [(field: String, variable: String?)] = []
         for a in envVars {
-            guard let eq = a.firstIndex(of: "="), eq != a.startIndex, EnvNaming.isValidOverride(String(a[a.index(after: eq)...])) else {
+            guard let eq = a.firstIndex(of: "="), eq != a.startIndex, EnvNaming.isValidOverride(String(a[a.index(after: eq)...])),
+                !a.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
                 throw CofferError(.usage, "invalid --env-var '\(a)'", hint: "write FIELD=VAR with VAR made of letters, digits and '_' (not starting with a digit), or FIELD=- to leave the field out")
             }
             envChanges.append((String(a[..<eq]), String(a[a.index(after: eq)...])))

@@ -21,6 +21,7 @@ enum ReferenceResolution {
                 throw error
             }
         }
+        for item in resolver.usedItems { ItemWarnings.emit(for: item) }
         return out
     }
 

@@ -82,6 +82,15 @@ struct ProgramsTests {
         #expect(obj?["secret"] as? Bool == false)
     }
 
+    @Test func expiredItemsWarnButStillResolve() {
+        let home = Self.home()
+        #expect(home.coffer(["add", "old/key", "--type", "api-key", "--secret", "key", "--expires", "2020-01-01"], stdin: "old-secret\n").status == 0)
+        let r = home.coffer(["read", "coffer://old/key"])
+        #expect(r.status == 0)
+        #expect(r.stdout == "old-secret\n")
+        #expect(r.stderr.contains("expired on 2020-01-01") && !r.stderr.contains("old-secret"))
+    }
+
     // MARK: run
 
     @Test func runReplacesInheritedEnvAndFlagVariables() {
