@@ -21,7 +21,7 @@ struct Coffer: ParsableCommand {
         version: CofferVersion.string,
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
-            Read.self, Run.self, Inject.self, Env.self,
+            Read.self, Run.self, Inject.self, Env.self, Populate.self,
         ])
 
     static func main() {
