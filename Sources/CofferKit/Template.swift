@@ -77,11 +77,16 @@ public struct StreamMasker: Sendable {
     public static let replacement: [UInt8] = Array("<concealed>".utf8)
 
     let secrets: [[UInt8]]
+    /// Whether some secret starts with this byte (the fast path).
+    let starts: [Bool]
     var pending: [UInt8] = []
 
     public init(secrets: [String]) {
         // Longest first, so the longest match at a position wins.
         self.secrets = Array(Set(secrets.filter { !$0.isEmpty }.map { Array($0.utf8) })).sorted { $0.count > $1.count }
+        var starts = [Bool](repeating: false, count: 256)
+        for s in self.secrets { starts[Int(s[0])] = true }
+        self.starts = starts
     }
 
     public var isEmpty: Bool { secrets.isEmpty }
@@ -100,6 +105,11 @@ public struct StreamMasker: Sendable {
         var i = 0
         let n = pending.count
         scan: while i < n {
+            if !starts[Int(pending[i])] {
+                out.append(pending[i])
+                i += 1
+                continue
+            }
             for s in secrets {
                 let avail = n - i
                 if avail >= s.count {

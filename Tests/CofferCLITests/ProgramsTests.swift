@@ -194,6 +194,39 @@ struct ProgramsTests {
         #expect((try? String(contentsOfFile: marker, encoding: .utf8)) == "usr1\nhup\n")
     }
 
+    /// Ctrl-C on a terminal reaches the child once (from the terminal), not
+    /// a second time through coffer. Runs coffer on a pseudo-terminal.
+    @Test func terminalInterruptReachesTheChildOnce() throws {
+        let home = Self.home()
+        let marker = home.path("ints")
+        let script = """
+            import os, pty, sys, time, signal
+            exe, fd3, marker = sys.argv[1], sys.argv[2], sys.argv[3]
+            pid, fd = pty.fork()
+            if pid == 0:
+                child = "trap 'echo INT >> " + marker + "' INT; trap 'echo TERM >> " + marker + "; exit 9' TERM; echo ready; while :; do sleep 0.05; done"
+                os.execv(exe, [exe, "run", "--passphrase-file", fd3, "--", "/bin/sh", "-c", child])
+            buf = b""
+            deadline = time.time() + 20
+            while b"ready" not in buf and time.time() < deadline:
+                try:
+                    buf += os.read(fd, 100)
+                except OSError:
+                    print(buf); sys.exit(1)
+            os.write(fd, b"\\x03")
+            time.sleep(0.6)
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+            sys.exit(os.waitstatus_to_exitcode(status))
+            """
+        try (home.passphrase + "\n").write(toFile: home.path("pass"), atomically: true, encoding: .utf8)
+        var env = home.environment
+        env["K"] = "coffer://work/openai"
+        let r = Spawn.run("/usr/bin/python3", ["-c", script, CofferBinary.path, home.path("pass"), marker], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+        #expect(r.status == 9, "\(r)")
+        #expect((try? String(contentsOfFile: marker, encoding: .utf8)) == "INT\nTERM\n")
+    }
+
     @Test func maskConcealsSecretsEvenWhenSplitAcrossWrites() {
         let home = Self.home()
         let script = "printf 'A sk-te'; sleep 0.3; printf 'st-123 B\\n'; printf 'e: %s.\\n' \"$K\" >&2; printf 'user %s\\n' \"$U\""
