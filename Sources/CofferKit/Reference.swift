@@ -272,3 +272,12 @@ public struct ReferenceResolver {
         return out
     }
 }
+
+extension Vault {
+    /// Resolves one `coffer://` reference (docs/references.md). For many,
+    /// use one ``ReferenceResolver`` so each item is read once.
+    public func resolve(reference text: String) throws(CofferError) -> ResolvedReference {
+        var resolver = ReferenceResolver(vault: self)
+        return try resolver.resolve(try Reference(parsing: text))
+    }
+}

@@ -85,6 +85,7 @@ struct ReferenceTests {
         #expect(kind("coffer://work/openai?field=nope") == .itemNotFound)
         #expect(kind("coffer://empty") == .itemNotFound)
         #expect(kind("coffer://id:zz/x") == .itemNotFound)
+        #expect(try v.resolve(reference: "coffer://work/openai").value == "sk-1")
         let id = try v.item(named: "work/openai").id.hex
         #expect(try value("coffer://id:\(id.prefix(8))/key") == "sk-1")
     }
