@@ -11,14 +11,15 @@ struct Env: ParsableCommand {
         commandName: "env",
         abstract: "Print credentials as environment variables (dotenv, shell or JSON).",
         discussion: """
-            Each field of each item becomes one variable. The default name is the item name's last
-            segment and the field, upper-cased, other characters as '_': work/openai + key ->
-            OPENAI_KEY. Override it per item with `coffer edit NAME --env-var FIELD=VAR`, or leave a
-            field out with `--env-var FIELD=-`. Without NAME, every item is printed. Examples:
+            Each field of each item becomes one variable. The default name is the item name's last \
+            segment and the field, upper-cased, other characters as '_' (work/openai + key gives \
+            OPENAI_KEY). Override it per item with `coffer edit NAME --env-var FIELD=VAR`, or leave \
+            a field out with `--env-var FIELD=-`. Without NAME, every item is printed. The output \
+            holds secrets in clear text. Examples:
               eval "$(coffer env work/openai --format shell)"
-              coffer env work/openai db/prod > .env      # a plaintext file: keep it private
-            Formats: dotenv (NAME=VALUE, quoted when needed), shell (export NAME='VALUE'), json (an
-            object, Schemas/env.schema.json). Exit codes: 65 two fields map to one variable,
+              coffer env --format json work/openai db/prod
+            Formats: dotenv (NAME=VALUE, quoted when needed), shell (export NAME='VALUE'), json (an \
+            object, Schemas/env.schema.json). Exit codes: 65 two fields map to one variable, \
             66 no such item, 77 locked. See docs/references.md.
             """)
 

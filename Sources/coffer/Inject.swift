@@ -6,14 +6,15 @@ struct Inject: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Render a template, replacing {{ coffer://… }} with secrets.",
         discussion: """
-            Reads the template from -i FILE (default: stdin) and writes the result to -o FILE
-            (default: stdout). An output file is written atomically with mode 0600 (a temporary
-            file in the same folder, then renamed); it is replaced, never appended to. If any
+            Reads the template from -i FILE (default: stdin) and writes the result to -o FILE \
+            (default: stdout). An output file is written atomically with mode 0600 (a temporary \
+            file in the same folder, then renamed); it is replaced, never appended to. If any \
             reference cannot be resolved, nothing is written. Example:
               coffer inject -i config.yml.tpl -o config.yml
-            where config.yml.tpl holds e.g.  api_key: {{ coffer://work/openai }}
-            {{ … }} not starting with coffer:// is left as it is. Exit codes: 65 malformed or
-            ambiguous reference, 66 unknown item or field or missing template, 73 cannot write
+            where config.yml.tpl holds lines such as:
+              api_key: {{ coffer://work/openai }}
+            {{ … }} not starting with coffer:// is left as it is. Exit codes: 65 malformed or \
+            ambiguous reference, 66 unknown item or field or missing template, 73 cannot write \
             the output, 77 locked. See docs/references.md.
             """)
 

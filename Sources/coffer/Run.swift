@@ -11,18 +11,18 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a command with coffer:// references in its environment replaced by secrets.",
         discussion: """
-            Every environment variable whose value is a coffer:// reference (inherited, from
-            --env-file, or from --env) is replaced by the secret before CMD starts; secrets reach
+            Every environment variable whose value is a coffer:// reference (inherited, from \
+            --env-file, or from --env) is replaced by the secret before CMD starts; secrets reach \
             CMD only through its environment. Examples:
               OPENAI_API_KEY=coffer://work/openai coffer run -- python app.py
               coffer run --env-file .env.refs -- ./deploy.sh
               coffer run --env PGPASSWORD=coffer://db/prod/password --mask -- psql
-            stdin, stdout and stderr pass through (with --mask, stdout and stderr go through a
-            filter that prints <concealed> instead of any resolved value). SIGINT, SIGTERM, SIGHUP,
-            SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH sent to coffer are forwarded to CMD. The exit
-            status is CMD's (128+N when signal N killed it). Before CMD starts: 64 usage, 65
-            malformed or ambiguous reference or bad --env-file, 66 unknown item or field or missing
-            --env-file, 77 locked, 126 CMD not executable, 127 CMD not found. See
+            stdin, stdout and stderr pass through (with --mask, stdout and stderr go through a \
+            filter that prints <concealed> instead of any resolved value). SIGINT, SIGTERM, SIGHUP, \
+            SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH sent to coffer are forwarded to CMD. The exit \
+            status is CMD's (128+N when signal N killed it). Before CMD starts: 64 usage, 65 \
+            malformed or ambiguous reference or bad --env-file, 66 unknown item or field or missing \
+            --env-file, 77 locked, 126 CMD not executable, 127 CMD not found. See \
             docs/references.md.
             """)
 
