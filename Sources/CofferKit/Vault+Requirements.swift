@@ -1,0 +1,263 @@
+import Foundation
+
+/// Whether one source of a manifest can be used, and why not.
+public struct SourceStatus: Sendable, Equatable {
+    /// The four outcomes of `coffer check`.
+    public enum State: String, Sendable, CaseIterable {
+        /// A credential is stored, passes its rules and has not expired.
+        case ready
+        /// No item (or not every needed field) for the source.
+        case missing
+        /// A stored value fails the source's format rule.
+        case invalid
+        /// The credential's expiry date has passed.
+        case expired
+    }
+
+    /// The source.
+    public var requirement: SourceRequirement
+    /// The outcome.
+    public var state: State
+    /// Names of the items that supply the credential (empty when missing).
+    public var items: [String]
+    /// The earliest expiry among those items.
+    public var expires: Day?
+    /// What is wrong, one phrase each; never contains a value.
+    public var problems: [String]
+
+    /// True when ``state`` is ``State/ready``.
+    public var isReady: Bool { state == .ready }
+}
+
+/// A registered requirements manifest stored in the vault.
+public struct RegisteredRequirements: Sendable, Equatable {
+    /// The name it was registered under.
+    public var name: String
+    /// The parsed manifest; nil when the stored text no longer parses
+    /// (e.g. written by a newer coffer), see ``problem``.
+    public var manifest: RequirementsManifest?
+    /// Why the stored manifest could not be read.
+    public var problem: String?
+    /// When it was last registered or replaced.
+    public var updatedAt: Date
+}
+
+extension Vault {
+    /// Item names starting with this are the vault's own data (registered
+    /// requirements manifests): `list()` hides them and `add`/`edit
+    /// --rename` refuse them. They are ordinary encrypted items otherwise,
+    /// so they sync in bundles like any item.
+    public static let reservedNamePrefix = ".coffer/"
+    static let requirementsPrefix = ".coffer/requirements/"
+
+    /// Whether `name` is under ``reservedNamePrefix``.
+    public static func isReserved(_ name: String) -> Bool { name.hasPrefix(reservedNamePrefix) }
+
+    static func checkNotReserved(_ name: String) throws(CofferError) {
+        guard !isReserved(name) else {
+            throw CofferError(.usage, "names starting with '\(reservedNamePrefix)' are reserved for coffer's own data", hint: "choose another name")
+        }
+    }
+
+    // MARK: Finding a source's credential
+
+    /// Live items whose source is `sourceID`, decrypted.
+    func items(forSource sourceID: String) throws(CofferError) -> [Item] {
+        var out: [Item] = []
+        for s in try list() where s.source == sourceID {
+            out.append(try item(named: "id:" + s.id.hex))
+        }
+        return out
+    }
+
+    static func typeRank(_ t: ItemType, field: String) -> Int {
+        let order: [ItemType]
+        switch field {
+        case "key": order = [.apiKey, .apiKeyWithEmail]
+        case "email": order = [.email, .apiKeyWithEmail]
+        case "password": order = [.login]
+        default: order = []
+        }
+        return order.firstIndex(of: t) ?? order.count
+    }
+
+    /// The best item among `items` holding `field`: the preferred type
+    /// first (api-key for `key`, email for `email`, then
+    /// api-key-with-email, then any other), then not expired before
+    /// expired, then the most recently updated.
+    static func best(_ items: [Item], holding field: String, today: Day) -> Item? {
+        items.filter { $0.field(field) != nil }.min { a, b in
+            let ka = (typeRank(a.type, field: field), a.isExpired(today: today) ? 1 : 0)
+            let kb = (typeRank(b.type, field: field), b.isExpired(today: today) ? 1 : 0)
+            if ka != kb { return ka < kb }
+            return a.updatedAt > b.updatedAt
+        }
+    }
+
+    /// The stored value of `field` (`key`, `email`, `password`, …) for the
+    /// source `sourceID`, chosen as ``status(of:today:)`` does, with the
+    /// item it came from; nil when no live item with that source has the
+    /// field.
+    public func credential(forSource sourceID: String, field: String, today: Day = .today) throws(CofferError) -> (item: Item, value: String)? {
+        guard let item = Vault.best(try items(forSource: sourceID), holding: field, today: today), let f = item.field(field) else { return nil }
+        return (item, f.value)
+    }
+
+    /// Whether `requirement`'s source is ready, missing, invalid or expired.
+    ///
+    /// Lookup: the live items whose `source` equals the source id. An
+    /// `api-key` source needs a `key` field, `email` an `email` field,
+    /// `login` a `password` field, `custom` any item. An
+    /// `api-key-with-email` source uses one api-key-with-email item holding
+    /// both, else a `key` and an `email` from separate items. See
+    /// ``best(_:holding:today:)`` for which item wins when several qualify.
+    public func status(of requirement: SourceRequirement, today: Day = .today) throws(CofferError) -> SourceStatus {
+        let all = try items(forSource: requirement.id)
+        var chosen: [Item] = []
+        var missing: [String] = []
+        if requirement.type == .apiKeyWithEmail,
+            let both = all.filter({ $0.type == .apiKeyWithEmail && $0.field("key") != nil && $0.field("email") != nil })
+                .min(by: { a, b in
+                    (a.isExpired(today: today) ? 1 : 0, -a.updatedAt.timeIntervalSince1970)
+                        < (b.isExpired(today: today) ? 1 : 0, -b.updatedAt.timeIntervalSince1970)
+                })
+        {
+            chosen = [both]
+        } else if requirement.type == .custom {
+            if let any = all.min(by: { a, b in
+                (a.isExpired(today: today) ? 1 : 0, -a.updatedAt.timeIntervalSince1970)
+                    < (b.isExpired(today: today) ? 1 : 0, -b.updatedAt.timeIntervalSince1970)
+            }) {
+                chosen = [any]
+            } else {
+                missing.append("no item")
+            }
+        } else {
+            for field in requirement.type.requiredFields {
+                if let item = Vault.best(all, holding: field, today: today) {
+                    if !chosen.contains(where: { $0.id == item.id }) { chosen.append(item) }
+                } else {
+                    missing.append(field)
+                }
+            }
+        }
+        if !missing.isEmpty {
+            let what = missing == ["no item"]
+                ? "no item has source '\(requirement.id)'"
+                : "no item with source '\(requirement.id)' has a " + missing.joined(separator: " or ") + " field"
+            return SourceStatus(requirement: requirement, state: .missing, items: chosen.map(\.name), expires: nil, problems: [what])
+        }
+        var problems: [String] = []
+        var checked = Set<String>()
+        let needed = requirement.type.requiredFields
+        for item in chosen {
+            for f in item.fields where !checked.contains(f.name) {
+                guard needed.contains(f.name) || requirement.fieldFormats[f.name] != nil else { continue }
+                checked.insert(f.name)
+                for p in requirement.problems(field: f.name, value: f.value) {
+                    problems.append("\(f.name) of '\(item.name)' \(p)")
+                }
+            }
+        }
+        let expiries = chosen.compactMap(\.expires)
+        let earliest = expiries.min()
+        var state = SourceStatus.State.ready
+        if !problems.isEmpty {
+            state = .invalid
+        } else if let e = earliest, e < today {
+            state = .expired
+            problems.append("expired on \(e)")
+        }
+        return SourceStatus(requirement: requirement, state: state, items: chosen.map(\.name), expires: earliest, problems: problems)
+    }
+
+    /// The status of every source of `manifest`, in manifest order.
+    public func check(_ manifest: RequirementsManifest, today: Day = .today) throws(CofferError) -> [SourceStatus] {
+        var out: [SourceStatus] = []
+        for s in manifest.sources { out.append(try status(of: s, today: today)) }
+        return out
+    }
+
+    // MARK: Registered manifests
+
+    /// Stores a manifest in the vault under `name` (replacing one
+    /// registered under the same name), as an encrypted item named
+    /// `.coffer/requirements/NAME` that syncs like any item. `data` must
+    /// parse; `file` names it in errors. Returns whether it replaced one.
+    @discardableResult
+    public func registerRequirements(_ data: Data, name: String, file: String) throws(CofferError) -> Bool {
+        _ = try RequirementsManifest.parse(data, file: file)
+        guard !name.isEmpty, name.count <= 128,
+            name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
+        else {
+            throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", hint: "pass --name NAME")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CofferError(.badData, "\(file): not UTF-8 text")
+        }
+        let itemName = Vault.requirementsPrefix + name
+        let field = Field(name: "manifest", value: text, isSecret: false)
+        if try contains(itemName) {
+            var e = ItemEdit()
+            e.setFields = [field]
+            try edit(itemName, e)
+            return true
+        }
+        try add(ItemDraft(name: itemName, type: .custom, fields: [field]), allowReserved: true)
+        return false
+    }
+
+    /// Every registered manifest, sorted by name.
+    public func registeredRequirements() throws(CofferError) -> [RegisteredRequirements] {
+        var out: [RegisteredRequirements] = []
+        for s in try listIncludingReserved() where s.name.hasPrefix(Vault.requirementsPrefix) {
+            let name = String(s.name.dropFirst(Vault.requirementsPrefix.count))
+            let item = try item(named: "id:" + s.id.hex)
+            let text = item.field("manifest")?.value ?? ""
+            do {
+                let m = try RequirementsManifest.parse(Data(text.utf8), file: "registered manifest '\(name)'")
+                out.append(RegisteredRequirements(name: name, manifest: m, problem: nil, updatedAt: item.updatedAt))
+            } catch {
+                out.append(RegisteredRequirements(name: name, manifest: nil, problem: error.message, updatedAt: item.updatedAt))
+            }
+        }
+        return out.sorted { $0.name < $1.name }
+    }
+
+    /// The stored text of the manifest registered as `name`.
+    public func registeredRequirementsText(named name: String) throws(CofferError) -> String {
+        let itemName = Vault.requirementsPrefix + name
+        guard try contains(itemName) else {
+            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
+        }
+        return try item(named: itemName).field("manifest")?.value ?? ""
+    }
+
+    /// Removes the manifest registered as `name` (a delete that syncs).
+    public func removeRequirements(named name: String) throws(CofferError) {
+        let itemName = Vault.requirementsPrefix + name
+        guard try contains(itemName) else {
+            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
+        }
+        try delete(itemName)
+    }
+
+    /// The requirement for `sourceID`: from `manifest` when given, else
+    /// from the registered manifests (by name order; the first that
+    /// declares the source wins).
+    public func requirement(forSource sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> SourceRequirement? {
+        if let manifest { return manifest.source(sourceID) }
+        for r in try registeredRequirements() {
+            if let s = r.manifest?.source(sourceID) { return s }
+        }
+        return nil
+    }
+
+    /// Checks values about to be written for an item with source `source`
+    /// against its requirement (from `manifest`, else the registered
+    /// manifests) and the built-in catalogue. See ``CredentialValidation``.
+    public func validate(fields: [Field], type: ItemType, source: String?, manifest: RequirementsManifest? = nil) throws(CofferError) -> CredentialCheck {
+        let req = try source.map { s throws(CofferError) in try requirement(forSource: s, manifest: manifest) } ?? nil
+        return CredentialValidation.check(fields: fields, type: type, source: source, requirement: req)
+    }
+}
