@@ -25,8 +25,8 @@ public struct CredentialCheck: Sendable, Equatable {
     /// The error to refuse the write with (exit 65): the first failure
     /// and how many more, and that `--force` stores it anyway.
     public var refusal: CofferError {
-        let who = requirement.map { "source '\($0.id)'" } ?? "its source"
-        var msg = "the value fails \(who)'s format rule: \(errors.first ?? "")"
+        let who = requirement.map { "the format rule of source '\($0.id)'" } ?? "its source's format rule"
+        var msg = "the value fails \(who): \(errors.first ?? "")"
         if errors.count > 1 { msg += " (and \(errors.count - 1) more: \(errors.dropFirst().joined(separator: "; ")))" }
         return CofferError(.invalidCredential, msg, hint: "check what you pasted; to store it anyway, add --force")
     }
@@ -46,7 +46,7 @@ public enum CredentialValidation {
             if r.type != .custom && r.type.itemType != type && !(r.type == .apiKey && type == .apiKeyWithEmail)
                 && !(r.type == .email && type == .apiKeyWithEmail)
             {
-                result.warnings.append("source '\(r.id)' needs a \(r.type.rawValue) credential; this item is of type \(type.rawValue)")
+                result.warnings.append("source '\(r.id)' needs \(Article.a(r.type.rawValue)) \(r.type.rawValue) credential; this item is of type \(type.rawValue)")
             }
             for f in fields {
                 for p in r.problems(field: f.name, value: f.value) { result.errors.append("\(f.name) \(p)") }
@@ -61,5 +61,13 @@ public enum CredentialValidation {
             result.warnings += KeyCatalogue.warnings(for: f.value, field: f.name, source: source)
         }
         return result
+    }
+}
+
+/// "a" or "an" before a word, for messages.
+enum Article {
+    static func a(_ word: String) -> String {
+        guard let c = word.lowercased().first else { return "a" }
+        return "aeiou".contains(c) ? "an" : "a"
     }
 }

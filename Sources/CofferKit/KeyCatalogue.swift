@@ -177,9 +177,9 @@ public enum KeyCatalogue {
         let seen = recognize(core)
         if let expected {
             if let wrong = expected.wrongKinds.first(where: { core.hasPrefix($0.prefix) }) {
-                out.append("\(label) is a \(expected.provider) \(wrong.kind) ('\(wrong.prefix)…'), not a secret key")
+                out.append("\(label) is \(Article.a(expected.provider)) \(expected.provider) \(wrong.kind) ('\(wrong.prefix)…'), not a secret key")
             } else if let seen, seen.format.provider != expected.provider {
-                out.append("\(label) looks like a \(seen.format.provider) \(seen.variant.kind) ('\(seen.variant.prefix)…'), but the source is '\(source!)' (\(expected.provider))")
+                out.append("\(label) looks like \(Article.a(seen.format.provider)) \(seen.format.provider) \(seen.variant.kind) ('\(seen.variant.prefix)…'), but the source is '\(source!)' (\(expected.provider))")
             } else if seen == nil && expected.prefixExpected {
                 let prefixes = expected.variants.map { "'\($0.prefix)'" }
                 out.append("\(label) does not start with \(prefixes.joined(separator: ", ")) as \(expected.provider) keys do")
@@ -187,9 +187,9 @@ public enum KeyCatalogue {
         }
         if let (f, v) = seen, expected == nil || f.provider == expected?.provider {
             if core.count < v.minLength {
-                out.append("\(label) looks truncated: a \(f.provider) \(v.kind) has at least \(v.minLength) characters, this one has \(core.count)")
+                out.append("\(label) looks truncated: \(Article.a(f.provider)) \(f.provider) \(v.kind) has at least \(v.minLength) characters, this one has \(core.count)")
             } else if let max = v.maxLength, core.count > max {
-                out.append("\(label) is longer than a \(f.provider) \(v.kind) (\(max) characters, this one has \(core.count)); two values pasted together?")
+                out.append("\(label) is longer than \(Article.a(f.provider)) \(f.provider) \(v.kind) (\(max) characters, this one has \(core.count)); two values pasted together?")
             }
         }
         return out

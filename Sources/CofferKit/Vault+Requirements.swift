@@ -144,7 +144,7 @@ extension Vault {
         if !missing.isEmpty {
             let what = missing == ["no item"]
                 ? "no item has source '\(requirement.id)'"
-                : "no item with source '\(requirement.id)' has a " + missing.joined(separator: " or ") + " field"
+                : "no item with source '\(requirement.id)' has " + missing.map { "\(Article.a($0)) \($0)" }.joined(separator: " or ") + " field"
             return SourceStatus(requirement: requirement, state: .missing, items: chosen.map(\.name), expires: nil, problems: [what])
         }
         var problems: [String] = []
