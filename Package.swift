@@ -78,7 +78,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CofferKitTests",
-            dependencies: ["CofferKit", "CofferStore", "CofferSync", "CofferCrypto"],
+            dependencies: ["CofferKit", "CofferStore", "CofferSync", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
         .testTarget(

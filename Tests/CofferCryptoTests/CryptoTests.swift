@@ -1,0 +1,182 @@
+import CofferCrypto
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
+private func secret(_ s: String) -> SecretBytes { SecretBytes(copying: Array(s.utf8)) }
+
+@Suite("Argon2id")
+struct Argon2idTests {
+    /// Known answers from the reference implementation's test suite
+    /// (phc-winner-argon2 src/test.c, Argon2id v1.3), also reproduced with
+    /// Debian's `argon2` command.
+    @Test(arguments: [
+        (UInt32(2), UInt32(65536), "09316115d5cf24ed5a15a31a3ba326e5cf32edc24702987c02b6566f61913cf7"),
+        (UInt32(1), UInt32(1024), "c8e9aedc956f6a7dff0a4d42940df628623f328ea1235005abac933c57093e23"),
+    ])
+    func knownAnswers(iterations: UInt32, memoryKiB: UInt32, expected: String) throws {
+        let key = try Argon2id.deriveKey(
+            passphrase: secret("password"), salt: Array("somesalt".utf8),
+            parameters: KDFParameters(memoryKiB: memoryKiB, iterations: iterations, parallelism: 1))
+        #expect(hex(key.revealedBytes()) == expected)
+    }
+
+    @Test func rejectsImpossibleParameters() {
+        #expect(throws: CryptoError.self) {
+            try KDFParameters(memoryKiB: 8, iterations: 1, parallelism: 4).validate()
+        }
+        #expect(throws: CryptoError.self) {
+            try KDFParameters(memoryKiB: 8192, iterations: 0, parallelism: 1).validate()
+        }
+        #expect(KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1).isWeak)
+        #expect(!KDFParameters.default.isWeak)
+    }
+}
+
+@Suite("XChaCha20-Poly1305")
+struct AEADTests {
+    let key = SecretBytes.random(count: 32)
+
+    @Test(arguments: [0, 1, 15, 16, 17, 1000, 65536])
+    func roundTrip(size: Int) throws {
+        let plain = Random.bytes(size)
+        let box = AEAD.seal(plain, key: key, associatedData: [1, 2, 3])
+        #expect(box.count == size + AEAD.overhead)
+        #expect(try AEAD.open(box, key: key, associatedData: [1, 2, 3]) == plain)
+    }
+
+    @Test func everyBitFlipIsDetected() {
+        let box = AEAD.seal(Array("api key".utf8), key: key, associatedData: [])
+        for i in 0..<(box.count * 8) {
+            var bad = box
+            bad[i / 8] ^= UInt8(1 << (i % 8))
+            #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(bad, key: key, associatedData: []) }
+        }
+    }
+
+    @Test func associatedDataAndKeyAreBound() {
+        let box = AEAD.seal(Array("x".utf8), key: key, associatedData: [1])
+        #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(box, key: key, associatedData: [2]) }
+        #expect(throws: CryptoError.authenticationFailed) {
+            try AEAD.open(box, key: SecretBytes.random(count: 32), associatedData: [1])
+        }
+        #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(box.prefix(10), key: key, associatedData: [1]) }
+    }
+
+    @Test func wrapsSecretsWithoutLeavingGuardedMemory() throws {
+        let master = SecretBytes.random(count: 32)
+        let box = AEAD.sealSecret(master, key: key, associatedData: [9])
+        let back = try AEAD.openSecret(box, key: key, associatedData: [9])
+        #expect(back.constantTimeEquals(master))
+        #expect(throws: CryptoError.authenticationFailed) { try AEAD.openSecret(box, key: key, associatedData: [8]) }
+    }
+
+    @Test func noncesAreFresh() {
+        let a = AEAD.seal([1], key: key, associatedData: [])
+        let b = AEAD.seal([1], key: key, associatedData: [])
+        #expect(a != b)
+    }
+}
+
+@Suite("Sub-keys and keyed hashes")
+struct KeyDerivationTests {
+    @Test func subKeysAreDeterministicAndDistinct() {
+        let master = SecretBytes.random(count: 32)
+        let a1 = SubKey.derive(from: master, id: 1), a2 = SubKey.derive(from: master, id: 1)
+        let b = SubKey.derive(from: master, id: 2)
+        #expect(a1.constantTimeEquals(a2))
+        #expect(!a1.constantTimeEquals(b))
+        #expect(!a1.constantTimeEquals(master))
+    }
+
+    /// crypto_kdf_derive_from_key is BLAKE2b-256(key = master, salt = id as
+    /// 8 little-endian bytes + 8 zero bytes, personal = context + 8 zero
+    /// bytes, message = empty). Expected value computed independently with
+    /// Python's hashlib.blake2b; it pins the context string "coffer01".
+    @Test func subKeyKnownAnswer() {
+        let master = SecretBytes(copying: Array(0..<32) as [UInt8])
+        let k = SubKey.derive(from: master, id: 1)
+        #expect(hex(k.revealedBytes()) == "63b599f4a32e97915cbb53a7d61c32bef29eea7f8a3521a825820b24fe1b10fe")
+    }
+
+    @Test func keyedHashDependsOnKey() {
+        let k1 = SecretBytes.random(count: 32), k2 = SecretBytes.random(count: 32)
+        let m = Array("work/openai".utf8)
+        #expect(KeyedHash.hash(m, key: k1) == KeyedHash.hash(m, key: k1))
+        #expect(KeyedHash.hash(m, key: k1) != KeyedHash.hash(m, key: k2))
+        #expect(KeyedHash.hash(m, key: k1, length: 16).count == 16)
+    }
+
+    /// BLAKE2b-256("abc"), RFC 7693 appendix uses BLAKE2b-512; this is the
+    /// published 256-bit digest of "abc".
+    @Test func unkeyedDigestKnownAnswer() {
+        #expect(hex(KeyedHash.digest(Array("abc".utf8))) == "bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319")
+    }
+}
+
+@Suite("secretstream")
+struct SecretStreamTests {
+    @Test func roundTripAndTruncation() throws {
+        let key = SecretBytes.random(count: 32)
+        let w = SecretStream.Writer(key: key)
+        let c1 = w.push([1, 2, 3], associatedData: [7])
+        let c2 = w.push([4], tag: .final)
+        let r = try SecretStream.Reader(key: key, header: w.header)
+        let m1 = try r.pull(c1, associatedData: [7])
+        #expect(m1.message == [1, 2, 3] && m1.tag == .message)
+        #expect(!r.finished)
+        let m2 = try r.pull(c2)
+        #expect(m2.message == [4] && m2.tag == .final && r.finished)
+
+        // Reordering and dropping are detected.
+        let r2 = try SecretStream.Reader(key: key, header: w.header)
+        #expect(throws: CryptoError.self) { try r2.pull(c2) }
+        // Wrong associated data.
+        let r3 = try SecretStream.Reader(key: key, header: w.header)
+        #expect(throws: CryptoError.self) { try r3.pull(c1, associatedData: [8]) }
+    }
+}
+
+@Suite("Secret input")
+struct SecretInputTests {
+    func withFile(_ contents: [UInt8], _ body: (String) throws -> Void) rethrows {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-in-\(UUID())").path
+        FileManager.default.createFile(atPath: path, contents: Data(contents))
+        defer { unlink(path) }
+        try body(path)
+    }
+
+    @Test(arguments: [
+        ("pass\n", "pass"), ("pass", "pass"), ("pass\n\n", "pass\n"), ("pass\r\n", "pass"), ("\n", ""),
+        ("two words \n", "two words "),
+    ])
+    func stripsExactlyOneTrailingNewline(input: String, expected: String) throws {
+        try withFile(Array(input.utf8)) { path in
+            let s = try SecretInput.read(path: path)
+            #expect(s.revealedBytes() == Array(expected.utf8))
+        }
+    }
+
+    @Test func missingFileAndBadDescriptor() {
+        #expect(throws: SecretInputError.self) { try SecretInput.read(path: "/nonexistent/coffer") }
+        #expect(throws: SecretInputError.self) { try SecretInput.read(fd: 987) }
+    }
+
+    @Test func tooLongIsRejected() throws {
+        try withFile(Array(repeating: 65, count: SecretInput.maximumLength + 10)) { path in
+            #expect(throws: SecretInputError.tooLong) { try SecretInput.read(path: path) }
+        }
+    }
+}
+
+@Suite("Process hardening")
+struct HardeningTests {
+    @Test func coreDumpsDisabled() {
+        #expect(ProcessHardening.disableCoreDumps())
+        #expect(ProcessHardening.coreDumpLimit == 0)
+    }
+}
