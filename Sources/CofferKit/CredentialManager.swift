@@ -139,15 +139,11 @@ public actor CredentialManager {
             throw CofferError(.usage, "the \(f.name) for source '\(source)' is empty")
         }
         let check = try vault.validate(fields: fields, type: type.itemType, source: source, manifest: manifest)
-        if !check.passes {
-            if check.requirement == nil {
-                // Only the built-in email check can fail without a rule.
-                throw CofferError(.invalidCredential, "the \(check.errors.joined(separator: "; "))")
-            }
-            throw check.refusal
-        }
+        if !check.passes { throw check.refusal }
         var warnings = check.warnings
         if check.requirement == nil, type != .apiKey {
+            // Without a rule the email check only warns in the CLI; an
+            // application storing an identifier wants it refused.
             let emailProblems = fields.filter { $0.name == "email" }.flatMap { EmailRule.problems(in: $0.value) }
             if !emailProblems.isEmpty {
                 throw CofferError(.invalidCredential, "the email for source '\(source)' \(emailProblems[0])")
