@@ -32,6 +32,7 @@ public struct KnownKeyFormat: Sendable, Equatable {
     /// Where the format is documented.
     public var reference: String
 
+    /// Formats are equal when provider, sources and variants are.
     public static func == (a: KnownKeyFormat, b: KnownKeyFormat) -> Bool {
         a.provider == b.provider && a.sources == b.sources && a.variants == b.variants
     }

@@ -62,9 +62,11 @@ extension Vault {
     // MARK: Finding a source's credential
 
     /// Live items whose source is `sourceID`, decrypted.
-    func items(forSource sourceID: String) throws(CofferError) -> [Item] {
+    func items(forSource sourceID: String, in summaries: [ItemSummary]? = nil) throws(CofferError) -> [Item] {
         var out: [Item] = []
-        for s in try list() where s.source == sourceID {
+        let all: [ItemSummary]
+        if let summaries { all = summaries } else { all = try list() }
+        for s in all where s.source == sourceID {
             out.append(try item(named: "id:" + s.id.hex))
         }
         return out
@@ -112,7 +114,11 @@ extension Vault {
     /// both, else a `key` and an `email` from separate items. See
     /// ``best(_:holding:today:)`` for which item wins when several qualify.
     public func status(of requirement: SourceRequirement, today: Day = .today) throws(CofferError) -> SourceStatus {
-        let all = try items(forSource: requirement.id)
+        try status(of: requirement, today: today, summaries: nil)
+    }
+
+    func status(of requirement: SourceRequirement, today: Day, summaries: [ItemSummary]?) throws(CofferError) -> SourceStatus {
+        let all = try items(forSource: requirement.id, in: summaries)
         var chosen: [Item] = []
         var missing: [String] = []
         if requirement.type == .apiKeyWithEmail,
@@ -174,7 +180,8 @@ extension Vault {
     /// The status of every source of `manifest`, in manifest order.
     public func check(_ manifest: RequirementsManifest, today: Day = .today) throws(CofferError) -> [SourceStatus] {
         var out: [SourceStatus] = []
-        for s in manifest.sources { out.append(try status(of: s, today: today)) }
+        let summaries = try list()
+        for s in manifest.sources { out.append(try status(of: s, today: today, summaries: summaries)) }
         return out
     }
 
