@@ -225,3 +225,30 @@ struct RequirementsCLITests {
         #expect(r.status == 64)
     }
 }
+
+/// The example program (Examples/ReadAPIKey) reads its key through
+/// CofferKit's CredentialManager. It is built with the package; the test
+/// is skipped if this build did not produce it.
+@Suite("coffer-example, black-box", .enabled(if: FileManager.default.isExecutableFile(atPath: ExampleBinary.path)))
+struct ExampleProgramTests {
+    @Test func readsTheKeyThroughCofferKit() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "ads", "--source", "ads"], stdin: goodKey).status == 0)
+        var env = home.environment
+        env["COFFER_PASSPHRASE"] = home.passphrase
+        var r = Spawn.run(ExampleBinary.path, ["ads", "--print"], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+        #expect(r.status == 0 && r.stdout == goodKey + "\n", "\(r)")
+        r = Spawn.run(ExampleBinary.path, ["ads", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
+        #expect(r.status == 0 && r.stdout.contains("abcd… (23 characters, from 'ads')"), "\(r)")
+        r = Spawn.run(ExampleBinary.path, ["nope"], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+        #expect(r.status == 66 && r.stderr.contains("no API key stored for source 'nope'"), "\(r)")
+        env["COFFER_PASSPHRASE"] = "wrong"
+        r = Spawn.run(ExampleBinary.path, ["ads"], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+        #expect(r.status == 77, "\(r)")
+    }
+}
+
+enum ExampleBinary {
+    static let path = URL(fileURLWithPath: CofferBinary.path).deletingLastPathComponent().appendingPathComponent("coffer-example").path
+}
