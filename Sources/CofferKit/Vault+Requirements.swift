@@ -210,7 +210,7 @@ extension Vault {
             try edit(itemName, e)
             return true
         }
-        try add(ItemDraft(name: itemName, type: .custom, fields: [field]), allowReserved: true)
+        try add([ItemDraft(name: itemName, type: .custom, fields: [field])], allowReserved: true)
         return false
     }
 

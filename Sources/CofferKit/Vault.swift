@@ -210,52 +210,72 @@ public final class Vault: Sendable {
     /// live item already has the name.
     @discardableResult
     public func add(_ draft: ItemDraft) throws(CofferError) -> Item {
-        try add(draft, allowReserved: false)
+        try add([draft])[0]
     }
 
-    /// `add`, optionally allowing a name under ``reservedNamePrefix``
-    /// (used by Vault+Requirements to store registered manifests).
-    func add(_ draft: ItemDraft, allowReserved: Bool) throws(CofferError) -> Item {
-        let name = try Vault.normalizeName(draft.name)
-        if !allowReserved { try Vault.checkNotReserved(name) }
-        for f in draft.fields { try Vault.checkFieldName(f.name) }
-        for t in draft.tags { try Vault.checkTag(t) }
-        let names = draft.fields.map(\.name)
-        if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
-            throw CofferError(.usage, "field '\(dup)' is given twice")
+    /// Stores several new items in one transaction (all or none), each
+    /// its own write.
+    @discardableResult
+    public func add(_ drafts: [ItemDraft]) throws(CofferError) -> [Item] {
+        try add(drafts, allowReserved: false)
+    }
+
+    /// `add`, optionally allowing names under ``reservedNamePrefix`` (used
+    /// by Vault+Requirements to store registered manifests).
+    func add(_ drafts: [ItemDraft], allowReserved: Bool) throws(CofferError) -> [Item] {
+        var checked: [(String, ItemDraft)] = []
+        for draft in drafts {
+            let name = try Vault.normalizeName(draft.name)
+            if !allowReserved { try Vault.checkNotReserved(name) }
+            for f in draft.fields { try Vault.checkFieldName(f.name) }
+            for t in draft.tags { try Vault.checkTag(t) }
+            let names = draft.fields.map(\.name)
+            if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
+                throw CofferError(.usage, "field '\(dup)' is given twice")
+            }
+            checked.append((name, draft))
         }
         return try CofferError.wrap {
             try store.writeImmediate { db in
-                let hash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
-                guard try Queries.itemIDs(db, nameHash: hash).isEmpty else {
-                    throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
+                var added: [Item] = []
+                var seen = Set<String>()
+                for (name, draft) in checked {
+                    let hash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
+                    guard seen.insert(name).inserted, try Queries.itemIDs(db, nameHash: hash).isEmpty else {
+                        throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
+                    }
+                    added.append(try insert(db, name: name, draft: draft))
                 }
-                let id = ItemID.random()
-                let dot = try Queries.nextDot(db)
-                let now = Clock.nowMillis()
-                var changes = [
-                    Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
-                    Change(register: .type, payload: FieldPayload(name: "@type", value: Array(draft.type.rawValue.utf8), isSecret: false), tombstone: false),
-                ]
-                if !draft.tags.isEmpty {
-                    changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(draft.tags).utf8), isSecret: false), tombstone: false))
-                }
-                if let s = draft.source {
-                    changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array(s.utf8), isSecret: false), tombstone: false))
-                }
-                if let e = draft.expires {
-                    changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
-                }
-                for f in draft.fields {
-                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
-                }
-                var state = ItemState(id: id)
-                apply(changes, to: &state, dot: dot, at: now)
-                let row = try derivedRow(for: state, policy: draft.policy, createdAt: now, updatedAt: now)
-                try Queries.saveItem(db, row: row, old: nil, new: state, now: now)
-                return try decode(state, row: row)
+                return added
             }
         }
+    }
+
+    private func insert(_ db: Database, name: String, draft: ItemDraft) throws -> Item {
+        let id = ItemID.random()
+        let dot = try Queries.nextDot(db)
+        let now = Clock.nowMillis()
+        var changes = [
+            Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
+            Change(register: .type, payload: FieldPayload(name: "@type", value: Array(draft.type.rawValue.utf8), isSecret: false), tombstone: false),
+        ]
+        if !draft.tags.isEmpty {
+            changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(draft.tags).utf8), isSecret: false), tombstone: false))
+        }
+        if let s = draft.source {
+            changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array(s.utf8), isSecret: false), tombstone: false))
+        }
+        if let e = draft.expires {
+            changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
+        }
+        for f in draft.fields {
+            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+        }
+        var state = ItemState(id: id)
+        apply(changes, to: &state, dot: dot, at: now)
+        let row = try derivedRow(for: state, policy: draft.policy, createdAt: now, updatedAt: now)
+        try Queries.saveItem(db, row: row, old: nil, new: state, now: now)
+        return try decode(state, row: row)
     }
 
     /// The item called `name` (or `id:HEX`), decrypted.
