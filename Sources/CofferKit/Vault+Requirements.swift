@@ -1,3 +1,5 @@
+import CofferStore
+import CofferSync
 import Foundation
 
 /// Whether one source of a manifest can be used, and why not.
@@ -43,12 +45,11 @@ public struct RegisteredRequirements: Sendable, Equatable {
 }
 
 extension Vault {
-    /// Item names starting with this are the vault's own data (registered
-    /// requirements manifests): `list()` hides them and `add`/`edit
+    /// Item names starting with this are the vault's own data (the
+    /// registered requirements manifests, `.coffer/requirements`): `list()` hides them and `add`/`edit
     /// --rename` refuse them. They are ordinary encrypted items otherwise,
     /// so they sync in bundles like any item.
     public static let reservedNamePrefix = ".coffer/"
-    static let requirementsPrefix = ".coffer/requirements/"
 
     /// Whether `name` is under ``reservedNamePrefix``.
     public static func isReserved(_ name: String) -> Bool { name.hasPrefix(reservedNamePrefix) }
@@ -61,15 +62,32 @@ extension Vault {
 
     // MARK: Finding a source's credential
 
-    /// Live items whose source is `sourceID`, decrypted.
-    func items(forSource sourceID: String, in summaries: [ItemSummary]? = nil) throws(CofferError) -> [Item] {
-        var out: [Item] = []
-        let all: [ItemSummary]
-        if let summaries { all = summaries } else { all = try list() }
-        for s in all where s.source == sourceID {
-            out.append(try item(named: "id:" + s.id.hex))
+    /// Live item ids by source, decrypting only the source register of
+    /// each item (one AEAD open per item, not five as `list()` does).
+    func sourceIndex() throws(CofferError) -> [String: [ItemID]] {
+        try CofferError.wrap {
+            try store.read { db in
+                let live = Set(try Queries.itemRows(db).map(\.id))
+                var out: [String: [ItemID]] = [:]
+                for (id, regs) in try Queries.versionsOfAllItems(db, registers: [.source]) where live.contains(id) {
+                    guard let v = Register.shown(regs[.source] ?? []), !v.isTombstone else { continue }
+                    out[try open(v, item: id, register: .source).text, default: []].append(id)
+                }
+                return out
+            }
         }
-        return out
+    }
+
+    /// Live items whose source is `sourceID`, decrypted.
+    func items(forSource sourceID: String, in index: [String: [ItemID]]? = nil) throws(CofferError) -> [Item] {
+        let ids: [ItemID]
+        if let index { ids = index[sourceID] ?? [] } else { ids = try sourceIndex()[sourceID] ?? [] }
+        var out: [Item] = []
+        for id in ids {
+            let item = try item(named: "id:" + id.hex)
+            if !Vault.isReserved(item.name) { out.append(item) }
+        }
+        return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
     static func typeRank(_ t: ItemType, field: String) -> Int {
@@ -114,11 +132,11 @@ extension Vault {
     /// both, else a `key` and an `email` from separate items. See
     /// ``best(_:holding:today:)`` for which item wins when several qualify.
     public func status(of requirement: SourceRequirement, today: Day = .today) throws(CofferError) -> SourceStatus {
-        try status(of: requirement, today: today, summaries: nil)
+        try status(of: requirement, today: today, index: nil)
     }
 
-    func status(of requirement: SourceRequirement, today: Day, summaries: [ItemSummary]?) throws(CofferError) -> SourceStatus {
-        let all = try items(forSource: requirement.id, in: summaries)
+    func status(of requirement: SourceRequirement, today: Day, index: [String: [ItemID]]?) throws(CofferError) -> SourceStatus {
+        let all = try items(forSource: requirement.id, in: index)
         var chosen: [Item] = []
         var missing: [String] = []
         if requirement.type == .apiKeyWithEmail,
@@ -180,52 +198,96 @@ extension Vault {
     /// The status of every source of `manifest`, in manifest order.
     public func check(_ manifest: RequirementsManifest, today: Day = .today) throws(CofferError) -> [SourceStatus] {
         var out: [SourceStatus] = []
-        let summaries = try list()
-        for s in manifest.sources { out.append(try status(of: s, today: today, summaries: summaries)) }
+        let index = try sourceIndex()
+        for s in manifest.sources { out.append(try status(of: s, today: today, index: index)) }
         return out
     }
 
     // MARK: Registered manifests
 
-    /// Stores a manifest in the vault under `name` (replacing one
-    /// registered under the same name), as an encrypted item named
-    /// `.coffer/requirements/NAME` that syncs like any item. `data` must
-    /// parse; `file` names it in errors. Returns whether it replaced one.
-    @discardableResult
-    public func registerRequirements(_ data: Data, name: String, file: String) throws(CofferError) -> Bool {
-        _ = try RequirementsManifest.parse(data, file: file)
+    /// The one item holding every registered manifest: a `custom` item
+    /// whose fields are named after the manifests and hold their JSON. It
+    /// is found through the name index (no scan of the vault), and
+    /// manifests registered on different replicas merge field by field.
+    static let registryName = ".coffer/requirements"
+
+    /// The registry item, or nil. If two replicas each created one before
+    /// syncing, there are several: reading unions their fields (the oldest
+    /// item wins a name); with `heal`, the others' fields are copied into
+    /// the oldest and the others are deleted.
+    func requirementsRegistry(heal: Bool) throws(CofferError) -> Item? {
+        do {
+            return try item(named: Vault.registryName)
+        } catch where error.kind == .itemNotFound {
+            return nil
+        } catch where error.kind == .ambiguousName {
+            var all: [Item] = []
+            for s in try listIncludingReserved() where s.name == Vault.registryName {
+                all.append(try item(named: "id:" + s.id.hex))
+            }
+            all.sort { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+            guard var keeper = all.first else { return nil }
+            var extra: [Field] = []
+            for other in all.dropFirst() {
+                for f in other.fields where keeper.field(f.name) == nil && !extra.contains(where: { $0.name == f.name }) {
+                    extra.append(f)
+                }
+            }
+            if !heal {
+                keeper.fields += extra
+                return keeper
+            }
+            if !extra.isEmpty {
+                var e = ItemEdit()
+                e.setFields = extra
+                keeper = try edit("id:" + keeper.id.hex, e)
+            }
+            for other in all.dropFirst() { try delete("id:" + other.id.hex) }
+            return keeper
+        }
+    }
+
+    static func checkManifestName(_ name: String) throws(CofferError) {
         guard !name.isEmpty, name.count <= 128,
             name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
         else {
             throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", hint: "pass --name NAME")
         }
+    }
+
+    /// Stores a manifest in the vault under `name` (replacing one
+    /// registered under the same name). All registered manifests live,
+    /// encrypted, in the hidden item `.coffer/requirements` (one field per
+    /// manifest), which syncs like any item. `data` must parse; `file`
+    /// names it in errors. Returns whether it replaced one.
+    @discardableResult
+    public func registerRequirements(_ data: Data, name: String, file: String) throws(CofferError) -> Bool {
+        _ = try RequirementsManifest.parse(data, file: file)
+        try Vault.checkManifestName(name)
         guard let text = String(data: data, encoding: .utf8) else {
             throw CofferError(.badData, "\(file): not UTF-8 text")
         }
-        let itemName = Vault.requirementsPrefix + name
-        let field = Field(name: "manifest", value: text, isSecret: false)
-        if try contains(itemName) {
+        let field = Field(name: name, value: text, isSecret: false)
+        if let registry = try requirementsRegistry(heal: true) {
             var e = ItemEdit()
             e.setFields = [field]
-            try edit(itemName, e)
-            return true
+            try edit("id:" + registry.id.hex, e)
+            return registry.field(name) != nil
         }
-        try add([ItemDraft(name: itemName, type: .custom, fields: [field])], allowReserved: true)
+        try add([ItemDraft(name: Vault.registryName, type: .custom, fields: [field])], allowReserved: true)
         return false
     }
 
     /// Every registered manifest, sorted by name.
     public func registeredRequirements() throws(CofferError) -> [RegisteredRequirements] {
+        guard let registry = try requirementsRegistry(heal: false) else { return [] }
         var out: [RegisteredRequirements] = []
-        for s in try listIncludingReserved() where s.name.hasPrefix(Vault.requirementsPrefix) {
-            let name = String(s.name.dropFirst(Vault.requirementsPrefix.count))
-            let item = try item(named: "id:" + s.id.hex)
-            let text = item.field("manifest")?.value ?? ""
+        for f in registry.fields {
             do {
-                let m = try RequirementsManifest.parse(Data(text.utf8), file: "registered manifest '\(name)'")
-                out.append(RegisteredRequirements(name: name, manifest: m, problem: nil, updatedAt: item.updatedAt))
+                let m = try RequirementsManifest.parse(Data(f.value.utf8), file: "registered manifest '\(f.name)'")
+                out.append(RegisteredRequirements(name: f.name, manifest: m, problem: nil, updatedAt: registry.updatedAt))
             } catch {
-                out.append(RegisteredRequirements(name: name, manifest: nil, problem: error.message, updatedAt: item.updatedAt))
+                out.append(RegisteredRequirements(name: f.name, manifest: nil, problem: error.message, updatedAt: registry.updatedAt))
             }
         }
         return out.sorted { $0.name < $1.name }
@@ -233,20 +295,20 @@ extension Vault {
 
     /// The stored text of the manifest registered as `name`.
     public func registeredRequirementsText(named name: String) throws(CofferError) -> String {
-        let itemName = Vault.requirementsPrefix + name
-        guard try contains(itemName) else {
+        guard let f = try requirementsRegistry(heal: false)?.field(name) else {
             throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
         }
-        return try item(named: itemName).field("manifest")?.value ?? ""
+        return f.value
     }
 
-    /// Removes the manifest registered as `name` (a delete that syncs).
+    /// Removes the manifest registered as `name` (a change that syncs).
     public func removeRequirements(named name: String) throws(CofferError) {
-        let itemName = Vault.requirementsPrefix + name
-        guard try contains(itemName) else {
+        guard let registry = try requirementsRegistry(heal: true), registry.field(name) != nil else {
             throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
         }
-        try delete(itemName)
+        var e = ItemEdit()
+        e.unsetFields = [name]
+        try edit("id:" + registry.id.hex, e)
     }
 
     /// The requirement for `sourceID`: from `manifest` when given, else
