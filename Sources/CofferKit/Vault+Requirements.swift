@@ -78,13 +78,23 @@ extension Vault {
         }
     }
 
+    /// The item with this id, decrypted (no name or prefix lookup).
+    func item(id: ItemID) throws(CofferError) -> Item {
+        try CofferError.wrap {
+            try store.read { db in
+                guard let row = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item with id \(id.hex)") }
+                return try decode(try Queries.itemState(db, id: id), row: row)
+            }
+        }
+    }
+
     /// Live items whose source is `sourceID`, decrypted.
     func items(forSource sourceID: String, in index: [String: [ItemID]]? = nil) throws(CofferError) -> [Item] {
         let ids: [ItemID]
         if let index { ids = index[sourceID] ?? [] } else { ids = try sourceIndex()[sourceID] ?? [] }
         var out: [Item] = []
         for id in ids {
-            let item = try item(named: "id:" + id.hex)
+            let item = try item(id: id)
             if !Vault.isReserved(item.name) { out.append(item) }
         }
         return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
@@ -223,7 +233,7 @@ extension Vault {
         } catch where error.kind == .ambiguousName {
             var all: [Item] = []
             for s in try listIncludingReserved() where s.name == Vault.registryName {
-                all.append(try item(named: "id:" + s.id.hex))
+                all.append(try item(id: s.id))
             }
             all.sort { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
             guard var keeper = all.first else { return nil }
