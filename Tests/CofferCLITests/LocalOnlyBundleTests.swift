@@ -83,4 +83,52 @@ struct LocalOnlyBundleTests {
         #expect(home.unlocked(["clone", b2, "--vault", c2]).status == 0)
         #expect(home.unlocked(["get", "k", "--vault", c2]).stdout == "VALUE-K\n")
     }
+
+    /// Registered manifests sync like items: manifests registered on two
+    /// replicas merge (one registry item, one field per manifest), and two
+    /// registry items created concurrently are read as one and healed on
+    /// the next registration.
+    @Test func registeredManifestsSyncBetweenReplicas() throws {
+        let home = TestHome()
+        home.initVault()
+        func manifest(_ id: String) -> String {
+            let p = home.path("\(id).json")
+            FileManager.default.createFile(atPath: p, contents: Data(#"{"version": 1, "sources": [{"id": "\#(id)", "type": "api-key"}]}"#.utf8))
+            return p
+        }
+        let a = home.vaultPath
+        let b = home.path("b/vault.coffer")
+        let b0 = home.path("b0.bundle")
+        #expect(home.unlocked(["add", "seed"], stdin: "v").status == 0)
+        #expect(home.unlocked(["export", "--out", b0]).status == 0)
+        #expect(home.unlocked(["clone", b0, "--vault", b]).status == 0)
+        func sync() {
+            let fa = home.path("a.bundle"), fb = home.path("b.bundle")
+            #expect(home.unlocked(["export", "--out", fa, "--vault", a]).status == 0)
+            #expect(home.unlocked(["export", "--out", fb, "--vault", b]).status == 0)
+            #expect(home.unlocked(["import", fb, "--vault", a]).status == 0)
+            #expect(home.unlocked(["import", fa, "--vault", b]).status == 0)
+        }
+        func registered(_ vault: String) -> String { home.unlocked(["requirements", "ls", "--vault", vault]).stdout }
+
+        // Concurrent first registrations create two registry items.
+        #expect(home.unlocked(["requirements", "add", manifest("x"), "--vault", a]).status == 0)
+        #expect(home.unlocked(["requirements", "add", manifest("y"), "--vault", b]).status == 0)
+        sync()
+        for v in [a, b] {
+            #expect(registered(v) == "x  1 source: x\ny  1 source: y\n", "\(registered(v))")
+            #expect(home.unlocked(["ls", "--vault", v]).stdout.split(separator: "\n").count == 1, "registry stays hidden")
+        }
+        // The next registration heals them into one; it syncs.
+        #expect(home.unlocked(["requirements", "add", manifest("z"), "--vault", a]).status == 0)
+        #expect(home.unlocked(["requirements", "add", manifest("w"), "--vault", b]).status == 0)
+        sync()
+        for v in [a, b] {
+            #expect(registered(v) == "w  1 source: w\nx  1 source: x\ny  1 source: y\nz  1 source: z\n", "\(registered(v))")
+        }
+        // A removal syncs too.
+        #expect(home.unlocked(["requirements", "rm", "x", "--vault", b]).status == 0)
+        sync()
+        #expect(!registered(a).contains("x  "))
+    }
 }
