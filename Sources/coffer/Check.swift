@@ -144,8 +144,8 @@ struct Requirements: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Register requirements manifests in the vault (they sync like items).",
         discussion: """
-            A registered manifest is stored encrypted in the vault (as the hidden item
-            .coffer/requirements/NAME) and travels in bundles. `coffer check` without
+            Registered manifests are stored encrypted in the vault (in the hidden item
+            .coffer/requirements) and travel in bundles. `coffer check` without
             --requirements and `coffer add/edit --source ID` use the registered manifests.
             """,
         subcommands: [RequirementsAdd.self, RequirementsList.self, RequirementsShow.self, RequirementsRemove.self])
