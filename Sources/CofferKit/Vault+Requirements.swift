@@ -284,7 +284,7 @@ extension Vault {
             try edit("id:" + registry.id.hex, e)
             return registry.field(name) != nil
         }
-        try add([ItemDraft(name: Vault.registryName, type: .custom, fields: [field])], allowReserved: true)
+        _ = try add([ItemDraft(name: Vault.registryName, type: .custom, fields: [field])], allowReserved: true)
         return false
     }
 

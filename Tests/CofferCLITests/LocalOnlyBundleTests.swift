@@ -30,7 +30,7 @@ struct LocalOnlyBundleTests {
         #expect(home.unlocked(["edit", "device/key", "--secret", "key"], stdin: deviceSecret + "-v2").status == 0)
         // A registered manifest travels like any sync item.
         let req = home.path("app.json")
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: req, contents: Data(#"{"version": 1, "sources": [{"id": "ads", "type": "api-key", "required": true}]}"#.utf8))
         #expect(home.unlocked(["requirements", "add", req]).status == 0)
 
@@ -93,7 +93,7 @@ struct LocalOnlyBundleTests {
         home.initVault()
         func manifest(_ id: String) -> String {
             let p = home.path("\(id).json")
-            FileManager.default.createFile(atPath: p, contents: Data(#"{"version": 1, "sources": [{"id": "\#(id)", "type": "api-key"}]}"#.utf8))
+            _ = FileManager.default.createFile(atPath: p, contents: Data(#"{"version": 1, "sources": [{"id": "\#(id)", "type": "api-key"}]}"#.utf8))
             return p
         }
         let a = home.vaultPath

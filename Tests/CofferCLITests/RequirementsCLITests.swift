@@ -19,7 +19,7 @@ extension TestHome {
     /// Writes `text` to a file in the sandbox and returns its path.
     func write(_ name: String, _ text: String) -> String {
         let p = path(name)
-        FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
         return p
     }
 }
