@@ -60,6 +60,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
+        // Example: an application reading its API key through CofferKit.
+        .executableTarget(
+            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/ReadAPIKey",
+            swiftSettings: strict),
 
         .testTarget(
             name: "CofferCryptoTests",

@@ -217,9 +217,16 @@ public final class Vault: Sendable {
     /// its own write.
     @discardableResult
     public func add(_ drafts: [ItemDraft]) throws(CofferError) -> [Item] {
+        try add(drafts, allowReserved: false)
+    }
+
+    /// `add`, optionally allowing names under ``reservedNamePrefix`` (used
+    /// by Vault+Requirements to store registered manifests).
+    func add(_ drafts: [ItemDraft], allowReserved: Bool) throws(CofferError) -> [Item] {
         var checked: [(String, ItemDraft)] = []
         for draft in drafts {
             let name = try Vault.normalizeName(draft.name)
+            if !allowReserved { try Vault.checkNotReserved(name) }
             for f in draft.fields { try Vault.checkFieldName(f.name) }
             for t in draft.tags { try Vault.checkTag(t) }
             let names = draft.fields.map(\.name)
@@ -293,8 +300,15 @@ public final class Vault: Sendable {
     }
 
     /// Every live item's name, type, tags and expiry (field values are not
-    /// decrypted), sorted by name.
+    /// decrypted), sorted by name. Items under ``reservedNamePrefix`` (the
+    /// vault's own data, such as registered requirements manifests) are
+    /// left out.
     public func list() throws(CofferError) -> [ItemSummary] {
+        try listIncludingReserved().filter { !Vault.isReserved($0.name) }
+    }
+
+    /// `list()` including reserved items.
+    func listIncludingReserved() throws(CofferError) -> [ItemSummary] {
         try CofferError.wrap {
             try store.read { db in
                 let rows = try Queries.itemRows(db)
@@ -325,6 +339,7 @@ public final class Vault: Sendable {
     public func edit(_ name: String, _ edit: ItemEdit) throws(CofferError) -> Item {
         guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
+        if let n = newName { try Vault.checkNotReserved(n) }
         for f in edit.setFields { try Vault.checkFieldName(f.name) }
         for t in edit.addTags { try Vault.checkTag(t) }
         return try CofferError.wrap {

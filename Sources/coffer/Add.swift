@@ -43,6 +43,12 @@ struct Add: ParsableCommand {
     @Flag(help: "Keep this item on this machine: it never enters a bundle.")
     var localOnly = false
 
+    @Option(help: ArgumentHelp("Check the value against this requirements manifest (default: the registered ones).", valueName: "file"))
+    var requirements: String?
+
+    @Flag(help: "Store the value even if it fails its source's format rule.")
+    var force = false
+
     func run() throws {
         var draft = ItemDraft(name: name, type: type, tags: tags, source: source, policy: localOnly ? .localOnly : .sync)
         if let expires {
@@ -55,6 +61,7 @@ struct Add: ParsableCommand {
         _ = try Vault.normalizeName(name)
         var fieldList = try ItemInput.parseAssignments(fields, type: type)
         if let url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
+        let manifest = try CredentialGate.loadManifest(requirements)
         let vault = try options.unlock()
         if try vault.contains(name) {
             throw CofferError(.duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
@@ -68,6 +75,7 @@ struct Add: ParsableCommand {
         {
             fieldList.append(Field(name: primary, value: try ItemInput.readSecret(named: primary, stdinUsed: &stdinUsed), isSecret: true))
         }
+        try CredentialGate.run(vault: vault, fields: fieldList, type: type, source: source, manifest: manifest, force: force)
         let item = try vault.add(draft.with(fields: fieldList))
         Output.note("added \(item.name) (\(item.type.rawValue)\(item.policy == .localOnly ? ", local-only" : ""))")
     }

@@ -16,12 +16,13 @@ struct Coffer: ParsableCommand {
             The vault is one encrypted SQLite file: --vault PATH, else $COFFER_VAULT, else
             $XDG_DATA_HOME/coffer/vault.coffer. Exit codes: 0 success, 64 usage, 65 bad data,
             66 not found, 73 cannot create, 75 busy, 77 wrong passphrase or locked
-            (docs/exit-codes.md).
+            (docs/exit-codes.md); `coffer check` exits 1 when a required source is not ready.
             """,
         version: CofferVersion.string,
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
             Read.self, Run.self, Inject.self, Env.self, Populate.self,
+            Check.self, Requirements.self,
         ])
 
     static func main() {

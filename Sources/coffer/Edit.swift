@@ -66,6 +66,12 @@ struct Edit: ParsableCommand {
     @Option(name: .customLong("no-env-var"), help: ArgumentHelp("Go back to the default variable name for a field (repeatable).", valueName: "field"))
     var noEnvVars: [String] = []
 
+    @Option(help: ArgumentHelp("Check new values against this requirements manifest (default: the registered ones).", valueName: "file"))
+    var requirements: String?
+
+    @Flag(help: "Store values even if they fail their source's format rule.")
+    var force = false
+
     func run() throws {
         var envChanges: [(field: String, variable: String?)] = []
         for a in envVars {
@@ -94,6 +100,7 @@ struct Edit: ParsableCommand {
             edit.expires = .some(d)
         }
         if let rename { _ = try Vault.normalizeName(rename) }
+        let manifest = try CredentialGate.loadManifest(requirements)
         let vault = try options.unlock()
         let current = try vault.item(named: name)
         var set = try ItemInput.parseAssignments(fields, type: type ?? current.type)
@@ -119,8 +126,19 @@ struct Edit: ParsableCommand {
             }
             if env != current.env { edit.env = env }
         }
+
+        // Check what is written; all values when the source changes.
+        let newSource: String? = edit.source ?? current.source
+        let toCheck = edit.source != nil
+            ? current.fields.filter { f in !unset.contains(f.name) && !set.contains { $0.name == f.name } } + set : set
+        try CredentialGate.run(vault: vault, fields: toCheck, type: type ?? current.type, source: newSource, manifest: manifest, force: force)
         let item = try vault.edit(name, edit)
         Output.note("updated \(item.name)")
+        if let p = policy, p != current.policy {
+            Output.note(p == .localOnly
+                ? "'\(item.name)' is now local-only: it stays on this machine and leaves future bundles (copies already synced elsewhere are not removed)"
+                : "'\(item.name)' now syncs: it enters the next bundle")
+        }
     }
 }
 

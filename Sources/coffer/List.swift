@@ -14,12 +14,26 @@ struct List: ParsableCommand {
     @Option(help: "Only items of this type.")
     var type: ItemType?
 
+    @Flag(help: "Only items whose expiry date has passed.")
+    var expired = false
+
+    @Option(help: ArgumentHelp("Only items that expire within this span (30d, 6w, 3m, 1y) or have expired.", valueName: "span"))
+    var expiring: String?
+
     @Flag(help: "Print JSON (Schemas/ls.schema.json).")
     var json = false
 
     func run() throws {
+        let horizon = try expiring.map { text throws(CofferError) -> Day in
+            guard let days = Day.parseSpan(text) else {
+                throw CofferError(.usage, "invalid --expiring '\(text)'", hint: "use a span such as 30d, 6w, 3m, 1y")
+            }
+            return Day.today.adding(days: days)
+        }
         let vault = try options.unlock()
         var items = try vault.list()
+        if expired { items = items.filter { $0.expires.map { $0 < Day.today } ?? false } }
+        if let horizon { items = items.filter { $0.expires.map { $0 <= horizon } ?? false } }
         if let tag { items = items.filter { $0.tags.contains(tag) } }
         if let type { items = items.filter { $0.type == type } }
         if json {

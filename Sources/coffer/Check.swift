@@ -1,0 +1,229 @@
+import ArgumentParser
+import CofferKit
+import Foundation
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Report which sources of a requirements manifest have a usable credential.",
+        discussion: """
+            Each source is ready, missing, invalid (fails its format rule) or expired. Without
+            --requirements, checks every manifest registered with `coffer requirements add`.
+            Exit status: 0 when every required source is ready (with --all: every source),
+            1 when one is not, 64-77 for errors as everywhere (docs/requirements.md).
+              coffer check --requirements app-requirements.json || echo "keys missing"
+            """)
+
+    /// Exit status when the vault is fine but a required source is not ready.
+    static let notReadyExitCode: Int32 = 1
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(help: ArgumentHelp("Requirements manifest (JSON, docs/requirements.md).", valueName: "file"))
+    var requirements: String?
+
+    @Flag(help: "Treat optional sources as required for the exit status.")
+    var all = false
+
+    @Flag(help: "Print JSON (Schemas/check.schema.json).")
+    var json = false
+
+    func run() throws {
+        var manifests: [(label: String, manifest: RequirementsManifest)] = []
+        if let requirements {
+            manifests.append((requirements, try RequirementsManifest.load(path: requirements)))
+        }
+        let vault = try options.unlock()
+        if requirements == nil {
+            for r in try vault.registeredRequirements() {
+                if let m = r.manifest {
+                    manifests.append(("registered:" + r.name, m))
+                } else {
+                    Output.warn("skipping registered manifest '\(r.name)': \(r.problem ?? "unreadable")")
+                }
+            }
+            guard !manifests.isEmpty else {
+                throw CofferError(.usage, "no requirements manifest to check", hint: "pass --requirements FILE, or register one with `coffer requirements add FILE`")
+            }
+        }
+        var rows: [(manifest: String, status: SourceStatus)] = []
+        var seen = Set<String>()
+        for (label, m) in manifests {
+            for s in try vault.check(m) where seen.insert(s.requirement.id).inserted {
+                rows.append((label, s))
+            }
+        }
+        let blocking = rows.filter { ($0.status.requirement.isRequired || all) && !$0.status.isReady }
+        if json {
+            try Output.json(CheckJSON(rows: rows, ok: blocking.isEmpty, manifests: manifests.map(\.label)))
+        } else {
+            let idWidth = min(rows.map(\.status.requirement.id.count).max() ?? 0, 32)
+            for (_, s) in rows {
+                let r = s.requirement
+                var line = s.state.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + " "
+                line += r.id.padding(toLength: max(idWidth, r.id.count), withPad: " ", startingAt: 0) + "  "
+                line += r.isRequired ? "required" : "optional"
+                if r.name != r.id { line += "  \(r.name)" }
+                if !s.items.isEmpty { line += "  (" + s.items.joined(separator: ", ") + ")" }
+                if s.state == .ready, let e = s.expires { line += "  expires \(e)" }
+                Output.out(line)
+                if !s.isReady {
+                    for p in s.problems { Output.out("         - \(p)") }
+                    if s.state == .missing, let url = r.registrationURL { Output.out("         - get one at \(url)") }
+                    if !r.unavailableWithout.isEmpty {
+                        Output.out("         - unavailable without it: " + r.unavailableWithout.joined(separator: ", "))
+                    }
+                }
+            }
+        }
+        if !blocking.isEmpty {
+            let list = blocking.map { "\($0.status.requirement.id) (\($0.status.state.rawValue))" }.joined(separator: ", ")
+            Output.note("\(blocking.count) \(all ? "" : "required ")source\(blocking.count == 1 ? " is" : "s are") not ready: \(list)")
+            throw ExitCode(Check.notReadyExitCode)
+        }
+    }
+}
+
+/// `coffer check --json` (Schemas/check.schema.json).
+struct CheckJSON: Encodable {
+    struct Source: Encodable {
+        var id: String
+        var name: String
+        var type: String
+        var required: Bool
+        var status: String
+        var items: [String]
+        var expires: String?
+        var problems: [String]
+        var registrationURL: String?
+        var description: String?
+        var unavailableWithout: [String]
+        var manifest: String
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, type, required, status, items, expires, problems, registrationURL, description, unavailableWithout, manifest
+        }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(name, forKey: .name)
+            try c.encode(type, forKey: .type)
+            try c.encode(required, forKey: .required)
+            try c.encode(status, forKey: .status)
+            try c.encode(items, forKey: .items)
+            try c.encode(expires, forKey: .expires)
+            try c.encode(problems, forKey: .problems)
+            try c.encode(registrationURL, forKey: .registrationURL)
+            try c.encode(description, forKey: .description)
+            try c.encode(unavailableWithout, forKey: .unavailableWithout)
+            try c.encode(manifest, forKey: .manifest)
+        }
+    }
+    var ok: Bool
+    var manifests: [String]
+    var counts: [String: Int]
+    var sources: [Source]
+
+    init(rows: [(manifest: String, status: SourceStatus)], ok: Bool, manifests: [String]) {
+        self.ok = ok
+        self.manifests = manifests
+        var counts: [String: Int] = [:]
+        for s in SourceStatus.State.allCases { counts[s.rawValue] = 0 }
+        for r in rows { counts[r.status.state.rawValue, default: 0] += 1 }
+        self.counts = counts
+        sources = rows.map { m, s in
+            let r = s.requirement
+            return Source(
+                id: r.id, name: r.name, type: r.type.rawValue, required: r.isRequired, status: s.state.rawValue,
+                items: s.items, expires: s.expires?.description, problems: s.problems, registrationURL: r.registrationURL,
+                description: r.description, unavailableWithout: r.unavailableWithout, manifest: m)
+        }
+    }
+}
+
+struct Requirements: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Register requirements manifests in the vault (they sync like items).",
+        discussion: """
+            Registered manifests are stored encrypted in the vault (in the hidden item
+            .coffer/requirements) and travel in bundles. `coffer check` without
+            --requirements and `coffer add/edit --source ID` use the registered manifests.
+            """,
+        subcommands: [RequirementsAdd.self, RequirementsList.self, RequirementsShow.self, RequirementsRemove.self])
+}
+
+struct RequirementsAdd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add", abstract: "Register (or replace) a manifest.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The manifest file (JSON).")
+    var file: String
+
+    @Option(help: "Name to register it under (default: the manifest's name, else the file name without .json).")
+    var name: String?
+
+    func run() throws {
+        let manifest = try RequirementsManifest.load(path: file)
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+            throw CofferError(.fileNotFound, "cannot read \(file)")
+        }
+        var base = URL(fileURLWithPath: file).lastPathComponent
+        if base.hasSuffix(".json") { base = String(base.dropLast(5)) }
+        let chosen = name ?? manifest.name ?? base
+        let vault = try options.unlock()
+        let replaced = try vault.registerRequirements(data, name: chosen, file: file)
+        Output.note("\(replaced ? "replaced" : "registered") requirements '\(chosen)' (\(manifest.sources.count) source\(manifest.sources.count == 1 ? "" : "s"))")
+    }
+}
+
+struct RequirementsList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "List registered manifests.")
+
+    @OptionGroup var options: VaultOptions
+
+    func run() throws {
+        let vault = try options.unlock()
+        for r in try vault.registeredRequirements() {
+            if let m = r.manifest {
+                Output.out("\(r.name)  \(m.sources.count) source\(m.sources.count == 1 ? "" : "s"): " + m.sources.map(\.id).joined(separator: ", "))
+            } else {
+                Output.out("\(r.name)  (unreadable: \(r.problem ?? "?"))")
+            }
+        }
+    }
+}
+
+struct RequirementsShow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Print a registered manifest's JSON.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The manifest's registered name.")
+    var name: String
+
+    func run() throws {
+        let vault = try options.unlock()
+        let text = try vault.registeredRequirementsText(named: name)
+        Output.out(text.hasSuffix("\n") ? String(text.dropLast()) : text)
+    }
+}
+
+struct RequirementsRemove: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Unregister a manifest (the removal syncs).")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The manifest's registered name.")
+    var name: String
+
+    func run() throws {
+        let vault = try options.unlock()
+        try vault.removeRequirements(named: name)
+        Output.note("removed requirements '\(name)'")
+    }
+}
