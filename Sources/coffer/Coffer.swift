@@ -21,6 +21,7 @@ struct Coffer: ParsableCommand {
         version: CofferVersion.string,
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
+            Unlock.self, Lock.self, Status.self, Passwd.self,
         ])
 
     static func main() {
