@@ -162,11 +162,13 @@ public enum Session {
         let secret: SecretBytes
 
         init(parsing text: String) throws(CofferError) {
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            // Plain byte work, no Foundation: this runs on every command.
+            var t = Substring(text)
+            while let last = t.last, last == "\n" || last == " " || last == "\r" { t = t.dropLast() }
             let parts = t.split(separator: ".", omittingEmptySubsequences: false)
-            guard t.hasPrefix(Session.tokenPrefix), parts.count == 3,
+            guard parts.count == 3, parts[0] == "cs1",
                 let id = Hex.decode(String(parts[1])), id.count == 16,
-                var secret = Base64URL.decode(String(parts[2])), secret.count == 32
+                var secret = Base64URL.decode(parts[2]), secret.count == 32
             else {
                 throw Session.unusable("\(Session.environmentVariable) does not hold a Coffer session token")
             }
@@ -358,16 +360,49 @@ public struct SessionDirectory: Sendable, Equatable {
 
 /// Base64 with the URL alphabet and no padding (RFC 4648 §5).
 enum Base64URL {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
     static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i < bytes.count {
+            let b0 = UInt32(bytes[i])
+            let b1 = i + 1 < bytes.count ? UInt32(bytes[i + 1]) : 0
+            let b2 = i + 2 < bytes.count ? UInt32(bytes[i + 2]) : 0
+            let n = b0 << 16 | b1 << 8 | b2
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            if i + 1 < bytes.count { out.append(alphabet[Int(n >> 6 & 63)]) }
+            if i + 2 < bytes.count { out.append(alphabet[Int(n & 63)]) }
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: String) -> [UInt8]? {
-        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while s.count % 4 != 0 { s += "=" }
-        return Data(base64Encoded: s).map { Array($0) }
+    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        var out: [UInt8] = []
+        var acc: UInt32 = 0
+        var bits = 0
+        for c in text.utf8 {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): v = 62
+            case UInt8(ascii: "_"): v = 63
+            default: return nil
+            }
+            acc = acc << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(acc >> UInt32(bits) & 0xff))
+            }
+        }
+        // Leftover bits must be zero (canonical encoding only).
+        guard bits < 6, acc & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return out
     }
 }
