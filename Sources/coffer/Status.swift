@@ -32,6 +32,7 @@ struct Status: ParsableCommand {
                 reason = e.message
             }
         }
+        directory.sweep()
         let others = directory.sessions().filter { $0.vaultID == info.vaultID && $0.expiresAt > Date() }.count
         if json {
             try Output.json(

@@ -97,6 +97,7 @@ struct Lock: ParsableCommand {
 
     func run() throws {
         let directory = SessionDirectory.resolve()
+        defer { directory.sweep() }
         if all {
             let file = try options.openFile()
             var ended = Session.endAll(vaultID: file.header.vaultID, directory: directory)
