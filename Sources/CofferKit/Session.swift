@@ -162,18 +162,37 @@ public enum Session {
         let secret: SecretBytes
 
         init(parsing text: String) throws(CofferError) {
-            // Plain byte work, no Foundation: this runs on every command.
-            var t = Substring(text)
-            while let last = t.last, last == "\n" || last == " " || last == "\r" { t = t.dropLast() }
-            let parts = t.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, parts[0] == "cs1",
-                let id = Hex.decode(String(parts[1])), id.count == 16,
-                var secret = Base64URL.decode(parts[2]), secret.count == 32
+            // Plain byte work, no Foundation and no generic collection
+            // algorithms: this runs on every command.
+            var bytes = Array(text.utf8)
+            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
+            // "cs1." + 32 hex + "." + 43 base64url
+            guard bytes.count == 4 + 32 + 1 + 43, bytes[0] == 0x63, bytes[1] == 0x73, bytes[2] == 0x31, bytes[3] == 0x2E,
+                bytes[36] == 0x2E, let id = Token.hex(bytes[4..<36]),
+                var secret = Base64URL.decode(bytes[37...]), secret.count == 32
             else {
                 throw Session.unusable("\(Session.environmentVariable) does not hold a Coffer session token")
             }
             self.id = id
             self.secret = SecretBytes(consuming: &secret)
+        }
+
+        static func hex(_ digits: ArraySlice<UInt8>) -> [UInt8]? {
+            var out: [UInt8] = []
+            out.reserveCapacity(digits.count / 2)
+            var high: UInt8 = 0
+            var odd = false
+            for c in digits {
+                let v: UInt8
+                switch c {
+                case 0x30...0x39: v = c - 0x30
+                case 0x61...0x66: v = c - 0x61 + 10
+                default: return nil
+                }
+                if odd { out.append(high << 4 | v) } else { high = v }
+                odd.toggle()
+            }
+            return odd ? nil : out
         }
     }
 }
@@ -380,11 +399,13 @@ enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    static func decode(_ text: String) -> [UInt8]? { decode(Array(text.utf8)[...]) }
+
+    static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
         var out: [UInt8] = []
         var acc: UInt32 = 0
         var bits = 0
-        for c in text.utf8 {
+        for c in text {
             let v: UInt8
             switch c {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")

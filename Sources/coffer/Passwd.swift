@@ -5,6 +5,7 @@ import Foundation
 
 struct Passwd: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "passwd",
         abstract: "Change the vault passphrase (and optionally the Argon2id parameters).",
         discussion: """
             The current passphrase comes from --passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE

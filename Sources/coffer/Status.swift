@@ -4,6 +4,7 @@ import Foundation
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show the vault and whether this shell's session unlocks it.",
         discussion: """
             Needs no passphrase: prints the vault path, vault id, replica id, format version, item

@@ -14,6 +14,7 @@ enum ShellSyntax: String, ExpressibleByArgument, CaseIterable {
 
 struct Unlock: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unlock",
         abstract: "Start a shell session: later commands need no passphrase.",
         discussion: """
             Use as  eval "$(coffer unlock)"  (fish: coffer unlock | source). Asks for the passphrase
@@ -82,6 +83,7 @@ struct UnlockJSON: Encodable {
 
 struct Lock: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "lock",
         abstract: "End this shell's session (or --all sessions of the vault) and wipe its file.",
         discussion: """
             Without --all, ends the session named by $COFFER_SESSION (its key file is overwritten and
