@@ -37,10 +37,11 @@ NAME="bench/item-$(( ITEMS / 2 ))"
 
 if command -v hyperfine >/dev/null 2>&1; then
   hf() { hyperfine -N --style basic --warmup 5 --runs "$RUNS" --export-json "$DIR/hf.json" "$@" >/dev/null 2>&1
-         python3 - "$DIR/hf.json" <<'PY'
+         python3 - "$DIR/hf.json" "$COFFER" "$DIR" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
-    print(f"  {r['command'][:70]:70s} median {r['median']*1000:7.2f} ms  (user {r['user']*1000:.1f} ms, system {r['system']*1000:.1f} ms, min {r['min']*1000:.2f} ms)")
+    cmd = r["command"].replace(sys.argv[2], "coffer").replace(sys.argv[3], "$TMP")
+    print(f"  {cmd[:58]:58s} median {r['median']*1000:8.2f} ms  min {r['min']*1000:8.2f} ms  cpu {(r['user']+r['system'])*1000:6.1f} ms")
 PY
   }
 else

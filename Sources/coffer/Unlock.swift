@@ -102,8 +102,7 @@ struct Lock: ParsableCommand {
         defer { directory.sweep() }
         if all {
             let file = try options.openFile()
-            var ended = Session.endAll(vaultID: file.header.vaultID, directory: directory)
-            if let token = SessionEnvironment.token, (try? Session.end(token: token, directory: directory)) == true { ended += 1 }
+            let ended = Session.endAll(vaultID: file.header.vaultID, directory: directory)
             Output.note("ended \(ended) session\(ended == 1 ? "" : "s") of \(file.path)")
             return
         }

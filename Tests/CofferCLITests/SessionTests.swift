@@ -243,6 +243,34 @@ struct SessionTests {
         #expect(home.run(["lock"]).status == 0)
     }
 
+    @Test("without XDG_RUNTIME_DIR, sessions live in a private per-user folder under TMPDIR")
+    func fallbackFolder() throws {
+        let home = Self.homeWithItem()
+        home.environment.removeValue(forKey: "XDG_RUNTIME_DIR")
+        let tmp = home.path("tmp")
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        home.environment["TMPDIR"] = tmp
+        let token = try Self.unlock(home)
+        let folder = tmp + "/coffer-\(geteuid())"
+        let id = String(token.split(separator: ".")[1])
+        #expect(FileManager.default.fileExists(atPath: folder + "/\(id).session"))
+        var st = stat()
+        #expect(lstat(folder, &st) == 0 && st.st_mode & 0o777 == 0o700)
+        #expect(Self.get(home, token: token).out == "sk-test-123")
+        // A folder others can enter is refused, for unlock as for use.
+        chmod(folder, 0o711)
+        let r = Self.get(home, token: token)
+        #expect(r.status == 77 && r.stderr.contains("not a private folder"), "\(r)")
+        let u = home.unlocked(["unlock"])
+        #expect(u.status == 77 && u.stdout.isEmpty, "\(u)")
+        // A symbolic link in its place is refused too.
+        chmod(folder, 0o700)
+        try FileManager.default.moveItem(atPath: folder, toPath: tmp + "/real")
+        try FileManager.default.createSymbolicLink(atPath: folder, withDestinationPath: tmp + "/real")
+        let l = Self.get(home, token: token)
+        #expect(l.status == 77 && l.stderr.contains("not a private folder"), "\(l)")
+    }
+
     // MARK: Status
 
     @Test("status needs no passphrase and its JSON follows the schema")
