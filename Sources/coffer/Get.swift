@@ -3,6 +3,7 @@ import CofferKit
 
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print one value of a credential.",
         discussion: """
             Prints the item's primary secret (or --field F) followed by a newline, for use in
