@@ -54,7 +54,7 @@ struct Get: ParsableCommand {
 /// Warnings printed on stderr whenever a credential is read.
 enum ItemWarnings {
     static func emit(for item: Item) {
-        if item.isExpired(), let e = item.expires {
+        if let e = item.expires, item.isExpired() {  // no calendar work for items without expiry (hot path)
             Output.warn("'\(item.name)' expired on \(e); renew it and run `coffer edit \(item.name) --expires …`")
         }
         for c in item.conflicts {
