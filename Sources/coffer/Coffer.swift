@@ -30,6 +30,7 @@ struct Coffer: ParsableCommand {
         ProcessHardening.disableCoreDumps()
         umask(0o077)
         do {
+            if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {

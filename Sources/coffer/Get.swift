@@ -23,7 +23,11 @@ struct Get: ParsableCommand {
     var json = false
 
     func run() throws {
-        let vault = try options.unlock()
+        try Get.show(vault: try options.unlock(), name: name, field: field, json: json)
+    }
+
+    /// Prints the value (shared with ``FastPath``).
+    static func show(vault: Vault, name: String, field: String?, json: Bool) throws {
         let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
         if json && field == nil {

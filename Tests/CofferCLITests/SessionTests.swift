@@ -272,6 +272,22 @@ struct SessionTests {
         #expect(l.status == 77 && l.stderr.contains("not a private folder"), "\(l)")
     }
 
+    @Test("the fast path of `get NAME` behaves like the parsed command")
+    func fastPathMatchesParsedGet() throws {
+        let home = Self.homeWithItem()
+        let token = try Self.unlock(home)
+        let env = ["COFFER_SESSION": token]
+        // `--vault PATH` forces argument-parser; the bare form takes the fast path.
+        for name in ["work/openai", "nope", "id:zz", "/bad"] {
+            let fast = home.run(["get", name], env: env)
+            let parsed = home.run(["get", "--vault", home.vaultPath, name], env: env)
+            #expect(fast.status == parsed.status && fast.stdout == parsed.stdout && fast.stderr == parsed.stderr, "\(name):\n\(fast)\n\(parsed)")
+        }
+        #expect(home.run(["get", "--help"], env: env).stdout.contains("USAGE"))
+        home.run(["lock"], env: env)
+        Self.expectSessionRefused(home.run(["get", "work/openai"], env: env), mentioning: "session ended", token: token)
+    }
+
     // MARK: Status
 
     @Test("status needs no passphrase and its JSON follows the schema")
