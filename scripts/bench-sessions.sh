@@ -3,7 +3,8 @@
 #   scripts/bench-sessions.sh path/to/release/coffer
 # Builds a vault of $BENCH_ITEMS items (default 10000) in a temp dir with
 # `coffer add` under a session, then measures:
-#   1. coffer get NAME        with a session            (target <= 10 ms)
+#   1. coffer get NAME        with a session            (target <= 10 ms),
+#      also with --vault, which goes through argument-parser (no fast path)
 #   2. coffer add NAME        with a session            (target <= 15 ms)
 #   3. coffer get NAME        default KDF, no session   (for comparison)
 #   plus `coffer --version` (start-up floor) and /bin/true (machine floor).
@@ -55,6 +56,8 @@ echo "start-up floor:"
 hf "/bin/true" "$COFFER --version"
 echo "with a session (COFFER_SESSION set):"
 hf "$COFFER get $NAME"
+# The same through argument-parser (any option disables the `get NAME` fast path).
+hf "$COFFER get --vault $XDG_DATA_HOME/coffer/vault.coffer $NAME"
 # The same name is added again after each `coffer rm` (not timed).
 "$COFFER" add bench/new --type api-key --field key=sk-new </dev/null 2>/dev/null
 hf --prepare "$COFFER rm -f bench/new" "$COFFER add bench/new --type api-key --field key=sk-new"
