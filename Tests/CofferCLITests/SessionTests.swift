@@ -58,7 +58,7 @@ struct SessionTests {
     }
 
     static func writePrivate(_ path: String, _ text: String) {
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
     }
 
     /// Validates JSON text against a schema in Schemas/ with python3's jsonschema.
@@ -66,7 +66,7 @@ struct SessionTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let schemaPath = root.appendingPathComponent("Schemas/\(schema)").path
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-json-\(UUID().uuidString).json").path
-        FileManager.default.createFile(atPath: tmp, contents: Data(json.utf8))
+        _ = FileManager.default.createFile(atPath: tmp, contents: Data(json.utf8))
         defer { try? FileManager.default.removeItem(atPath: tmp) }
         let script = """
             import json, sys, jsonschema
