@@ -5,6 +5,7 @@ extension ItemType: ExpressibleByArgument {}
 
 struct Add: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "add",
         abstract: "Add a credential.",
         discussion: """
             The type's primary secret (key, password, notes) is read from standard input when it

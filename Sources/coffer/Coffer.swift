@@ -21,6 +21,7 @@ struct Coffer: ParsableCommand {
         version: CofferVersion.string,
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
+            Unlock.self, Lock.self, Status.self, Passwd.self,
             Read.self, Run.self, Inject.self, Env.self, Populate.self,
             Check.self, Requirements.self,
         ])
@@ -31,6 +32,7 @@ struct Coffer: ParsableCommand {
         ProcessHardening.disableCoreDumps()
         umask(0o077)
         do {
+            if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {

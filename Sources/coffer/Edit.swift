@@ -6,6 +6,7 @@ extension SyncPolicy: ExpressibleByArgument {}
 
 struct Edit: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "edit",
         abstract: "Change a credential: set or unset fields, rename, tags, source, expiry, policy.",
         discussion: """
             All changes are one write. Examples:
@@ -176,6 +177,7 @@ struct Remove: ParsableCommand {
 
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "history",
         abstract: "Show every version of a credential's fields, oldest first.")
 
     @OptionGroup var options: VaultOptions

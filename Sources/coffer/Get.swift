@@ -3,6 +3,7 @@ import CofferKit
 
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print one value of a credential.",
         discussion: """
             Prints the item's primary secret (or --field F) followed by a newline, for use in
@@ -22,7 +23,11 @@ struct Get: ParsableCommand {
     var json = false
 
     func run() throws {
-        let vault = try options.unlock()
+        try Get.show(vault: try options.unlock(), name: name, field: field, json: json)
+    }
+
+    /// Prints the value (shared with ``FastPath``).
+    static func show(vault: Vault, name: String, field: String?, json: Bool) throws {
         let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
         if json && field == nil {
@@ -53,7 +58,7 @@ struct Get: ParsableCommand {
 /// Warnings printed on stderr whenever a credential is read.
 enum ItemWarnings {
     static func emit(for item: Item) {
-        if item.isExpired(), let e = item.expires {
+        if let e = item.expires, item.isExpired() {  // no calendar work for items without expiry (hot path)
             Output.warn("'\(item.name)' expired on \(e); renew it and run `coffer edit \(item.name) --expires …`")
         }
         for c in item.conflicts {

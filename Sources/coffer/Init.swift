@@ -4,6 +4,7 @@ import CofferKit
 
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "init",
         abstract: "Create a new vault.",
         discussion: """
             Asks for a new passphrase twice on the terminal (or reads it from --passphrase-fd,

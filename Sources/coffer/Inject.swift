@@ -41,7 +41,7 @@ struct Inject: ParsableCommand {
         let values = try ReferenceResolution.resolve(template.references, options: options) { _ in source }
         let rendered = Data(template.render(values).utf8)
         if let output {
-            try PrivateFile.writeAtomically(rendered, to: output)
+            try AtomicFile.writeAtomically(rendered, to: output)
             Output.note("wrote \(output) (\(template.references.count) reference\(template.references.count == 1 ? "" : "s"))")
         } else {
             FileHandle.standardOutput.write(rendered)

@@ -40,6 +40,7 @@ enum Output {
 
     static var stderrIsTerminal: Bool { isatty(2) == 1 }
     static var stdinIsTerminal: Bool { isatty(0) == 1 }
+    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 }
 
 enum ISO8601 {

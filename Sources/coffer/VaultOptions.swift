@@ -28,10 +28,25 @@ struct VaultOptions: ParsableArguments {
         try VaultFile.open(path: path)
     }
 
-    /// Opens and unlocks the vault.
+    /// Opens and unlocks the vault: with the shell session in
+    /// $COFFER_SESSION when one is set (and no --passphrase-fd/-file is
+    /// given), else with the passphrase. An unusable session is an error
+    /// (exit 77), never a silent prompt.
     func unlock() throws(CofferError) -> Vault {
         let file = try openFile()
+        if passphraseFd == nil, passphraseFile == nil, let token = SessionEnvironment.token {
+            return try Session.unlock(file: file, token: token, directory: .resolve())
+        }
         return try file.unlock(passphrase: try passphrase())
+    }
+}
+
+/// The session token of this shell, if any.
+enum SessionEnvironment {
+    /// $COFFER_SESSION when set and not empty.
+    static var token: String? {
+        guard let v = ProcessInfo.processInfo.environment[Session.environmentVariable], !v.isEmpty else { return nil }
+        return v
     }
 }
 

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Writes files that may hold secrets: mode 0600, all or nothing.
-public enum PrivateFile {
+public enum AtomicFile {
     /// Writes `data` to `path` atomically: a new 0600 temporary file in the
     /// same folder, fsync, then rename over `path`. On any failure the
     /// temporary file is removed and `path` is untouched.

@@ -1,0 +1,119 @@
+import ArgumentParser
+import CofferKit
+import Foundation
+
+enum ShellSyntax: String, ExpressibleByArgument, CaseIterable {
+    case sh, fish, json
+
+    /// fish when $SHELL is fish, else sh.
+    static var detected: ShellSyntax {
+        let shell = ProcessInfo.processInfo.environment["SHELL"] ?? ""
+        return shell.hasSuffix("/fish") || shell == "fish" ? .fish : .sh
+    }
+}
+
+struct Unlock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unlock",
+        abstract: "Start a shell session: later commands need no passphrase.",
+        discussion: """
+            Use as  eval "$(coffer unlock)"  (fish: coffer unlock | source). Asks for the passphrase
+            (--passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE, else the terminal without echo)
+            and prints the line that sets COFFER_SESSION. The session ends after --timeout without use
+            (default 15m, or session.timeout in $XDG_CONFIG_HOME/coffer/config), after --max-lifetime
+            in any case (default 8h, session.max-lifetime), or with `coffer lock`. Other sessions are
+            not affected. Durations: 90s, 15m, 2h, 1d, 1h30m. See docs/sessions.md.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(help: ArgumentHelp("End the session after this long without use (e.g. 15m, 2s).", valueName: "duration"))
+    var timeout: String?
+
+    @Option(help: ArgumentHelp("End the session this long after unlocking, used or not (e.g. 8h).", valueName: "duration"))
+    var maxLifetime: String?
+
+    @Option(help: ArgumentHelp("Syntax of the printed line: sh (bash, zsh, dash), fish, or json (default: from $SHELL).", valueName: "syntax"))
+    var shell: ShellSyntax?
+
+    func run() throws {
+        let config = try CofferConfig.load(path: CofferConfig.path())
+        let idle = try duration(timeout, option: "--timeout") ?? config.sessionTimeout ?? Session.defaultIdleTimeout
+        let lifetime = try duration(maxLifetime, option: "--max-lifetime") ?? config.sessionMaxLifetime ?? Session.defaultMaxLifetime
+        let syntax = shell ?? ShellSyntax.detected
+        let file = try options.openFile()
+        let vault = try file.unlock(passphrase: try options.passphrase())
+        let started = try Session.start(vault: vault, idleTimeout: idle, maxLifetime: lifetime, directory: .resolve())
+        let info = started.info
+        switch syntax {
+        case .sh: Output.out("export \(Session.environmentVariable)='\(started.token)';")
+        case .fish: Output.out("set -gx \(Session.environmentVariable) '\(started.token)';")
+        case .json:
+            try Output.json(
+                UnlockJSON(
+                    variable: Session.environmentVariable, token: started.token, vault: file.path,
+                    vaultId: info.vaultID.hex, sessionId: info.id, idleTimeoutSeconds: info.idleTimeout,
+                    expiresAt: info.expiresAt, lifetimeEndsAt: info.lifetimeEndsAt))
+        }
+        if syntax != .json && Output.stdoutIsTerminal {
+            Output.warn("the session was printed, not set; run it as  eval \"$(coffer unlock)\"  (and `coffer lock` this one)")
+        }
+        Output.note("session started for \(file.path): ends after \(SessionDuration.format(idle)) unused, at \(ISO8601.string(info.lifetimeEndsAt)) at the latest")
+    }
+
+    func duration(_ text: String?, option: String) throws(CofferError) -> Int64? {
+        guard let text else { return nil }
+        guard let s = SessionDuration.parse(text), s > 0, s <= Session.longestLifetime else {
+            throw CofferError(.usage, "invalid \(option) '\(text)'", hint: "give a duration between 1s and 30d, such as 90s, 15m, 8h or 1h30m")
+        }
+        return s
+    }
+}
+
+struct UnlockJSON: Encodable {
+    var variable: String
+    var token: String
+    var vault: String
+    var vaultId: String
+    var sessionId: String
+    var idleTimeoutSeconds: Int64
+    var expiresAt: Date
+    var lifetimeEndsAt: Date
+}
+
+struct Lock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lock",
+        abstract: "End this shell's session (or --all sessions of the vault) and wipe its file.",
+        discussion: """
+            Without --all, ends the session named by $COFFER_SESSION (its key file is overwritten and
+            removed; the variable itself stays set until you `unset COFFER_SESSION`). With --all, ends
+            every session of the vault (--vault, $COFFER_VAULT or the default), e.g. those of other
+            terminals or cron jobs. Needs no passphrase.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Flag(help: "End every session of this vault, not just this shell's.")
+    var all = false
+
+    func run() throws {
+        let directory = SessionDirectory.resolve()
+        defer { directory.sweep() }
+        if all {
+            let file = try options.openFile()
+            let ended = Session.endAll(vaultID: file.header.vaultID, directory: directory)
+            Output.note("ended \(ended) session\(ended == 1 ? "" : "s") of \(file.path)")
+            return
+        }
+        guard let token = SessionEnvironment.token else {
+            Output.note("no session in this shell (COFFER_SESSION is not set); nothing to end")
+            return
+        }
+        if try Session.end(token: token, directory: directory) {
+            Output.note("session ended; `unset COFFER_SESSION` to forget it")
+        } else {
+            Output.note("this session had already ended; `unset COFFER_SESSION` to forget it")
+        }
+    }
+}

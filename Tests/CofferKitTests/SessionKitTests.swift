@@ -1,0 +1,85 @@
+import CofferCrypto
+import Foundation
+import Testing
+
+@testable import CofferKit
+
+/// Library-level tests of shell sessions (the CLI tests cover the commands).
+@Suite("Session library")
+struct SessionKitTests {
+    static let kdf = KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1)
+
+    final class Sandbox {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sessionkit-\(UUID().uuidString.prefix(8))").path
+        var vaultPath: String { root + "/vault.coffer" }
+        var directory: SessionDirectory { SessionDirectory(path: root + "/sessions") }
+        init() { try! FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+        deinit { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    @Test func base64URLRoundTrip() {
+        for n in 0..<40 {
+            let bytes = Random.bytes(n)
+            let text = Base64URL.encode(bytes)
+            #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+            #expect(Base64URL.decode(text) == bytes)
+            let foundation = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(text == foundation)
+        }
+        #expect(Base64URL.decode("a b") == nil)
+        #expect(Base64URL.decode("AB") == nil, "non-canonical trailing bits are refused")
+    }
+
+    @Test func durations() {
+        #expect(SessionDuration.parse("15m") == 900)
+        #expect(SessionDuration.parse("1h30m") == 5400)
+        #expect(SessionDuration.parse("2s") == 2)
+        #expect(SessionDuration.parse("1d") == 86400)
+        #expect(SessionDuration.parse("15") == nil)
+        #expect(SessionDuration.parse("m") == nil)
+        #expect(SessionDuration.parse("5x") == nil)
+        #expect(SessionDuration.format(5400) == "1h30m")
+        let c = try? CofferConfig.parse("session.timeout = 5m # short\n\nfuture.key = 1\n")
+        #expect(c?.sessionTimeout == 300)
+        #expect((try? CofferConfig.parse("session.timeout")) == nil)
+    }
+
+    @Test func startUnlockEnd() throws {
+        let box = Sandbox()
+        let vault = try VaultFile.create(path: box.vaultPath, passphrase: SecretBytes(copying: Array("pw".utf8)), kdf: Self.kdf)
+        _ = try vault.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "v1", isSecret: true)]))
+        let started = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        #expect(started.token.hasPrefix("cs1."))
+        let file = try VaultFile.open(path: box.vaultPath)
+        let again = try Session.unlock(file: file, token: started.token, directory: box.directory)
+        #expect(try again.item(named: "a").field("key")?.value == "v1")
+        // Idle and lifetime limits, checked against a given clock.
+        let later = Date().addingTimeInterval(61)
+        #expect(throws: CofferError.self) { _ = try Session.unlock(file: file, token: started.token, directory: box.directory, refresh: false, now: later) }
+        let s2 = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        #expect(box.directory.sessions().count == 1, "the expired session's file was wiped")
+        if case .success(let info) = Session.check(file: file, token: s2.token, directory: box.directory) {
+            #expect(info.idleTimeout == 60)
+        } else {
+            Issue.record("a fresh session checks out")
+        }
+        #expect(try Session.end(token: s2.token, directory: box.directory))
+        #expect(box.directory.sessions().isEmpty)
+    }
+
+    @Test func passphraseChangeKeepsMasterKey() throws {
+        let box = Sandbox()
+        let old = SecretBytes(copying: Array("old".utf8)), new = SecretBytes(copying: Array("new".utf8))
+        let vault = try VaultFile.create(path: box.vaultPath, passphrase: old, kdf: Self.kdf)
+        let s = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        let file = try VaultFile.open(path: box.vaultPath)
+        try file.changePassphrase(current: old, new: new)
+        let reopened = try VaultFile.open(path: box.vaultPath)
+        #expect(throws: CofferError.self) { _ = try reopened.unlock(passphrase: old) }
+        _ = try reopened.unlock(passphrase: new)
+        _ = try Session.unlock(file: reopened, token: s.token, directory: box.directory)
+        // A stale second change (it read the old header) is refused, not applied.
+        #expect(throws: CofferError.self) { try file.changePassphrase(current: old, new: SecretBytes(copying: Array("x".utf8))) }
+    }
+}
