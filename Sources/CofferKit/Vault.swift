@@ -224,7 +224,7 @@ public final class Vault: Sendable {
                     throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
                 }
                 let id = ItemID.random()
-                let dot = try Queries.nextDot(db)
+                let dot = try nextDot(db)
                 let now = Clock.nowMillis()
                 var changes = [
                     Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
@@ -358,7 +358,7 @@ public final class Vault: Sendable {
                 var state = old
                 let now = Clock.nowMillis()
                 if !changes.isEmpty {
-                    apply(changes, to: &state, dot: try Queries.nextDot(db), at: now)
+                    apply(changes, to: &state, dot: try nextDot(db), at: now)
                 }
                 let row = try derivedRow(for: state, policy: policy, createdAt: oldRow.createdAt, updatedAt: now)
                 try Queries.saveItem(db, row: row, old: old, new: state, now: now)
@@ -376,7 +376,7 @@ public final class Vault: Sendable {
                 let id = try resolve(db, name)
                 guard let oldRow = try Queries.itemRow(db, id: id) else { return }
                 let old = try Queries.itemState(db, id: id)
-                let dot = try Queries.nextDot(db)
+                let dot = try nextDot(db)
                 let now = Clock.nowMillis()
                 var vector = old.vector
                 vector[dot.replica] = dot.counter

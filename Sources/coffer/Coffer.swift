@@ -21,6 +21,7 @@ struct Coffer: ParsableCommand {
         version: CofferVersion.string,
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
+            Conflicts.self, Resolve.self,
         ])
 
     static func main() {

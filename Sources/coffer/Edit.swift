@@ -77,7 +77,7 @@ struct Edit: ParsableCommand {
             edit.expires = .some(d)
         }
         if let rename { _ = try Vault.normalizeName(rename) }
-        let vault = try options.unlock()
+        let vault = try options.unlockForWriting()
         let current = try vault.item(named: name)
         var set = try ItemInput.parseAssignments(fields, type: type ?? current.type)
         if let url { set.append(Field(name: "url", value: url, isSecret: false)) }
@@ -115,7 +115,7 @@ struct Remove: ParsableCommand {
     var force = false
 
     func run() throws {
-        let vault = try options.unlock()
+        let vault = try options.unlockForWriting()
         let item = try vault.item(named: name)
         if !force && Output.stdinIsTerminal {
             Output.err("Delete \(item.name)? [y/N] ")
