@@ -321,6 +321,10 @@ extension Vault {
             reason = .otherMachine
         } else if let bound = local.boundInode, let inode, bound != inode {
             reason = .otherFile
+        } else if try Queries.summary(db)[local.id] > local.counter {
+            // A bundle carried writes under this id that this file never
+            // made: another file writes as this replica.
+            reason = .reusedElsewhere
         }
         guard let reason else { return nil }
         let new = ReplicaID.random()
@@ -343,6 +347,9 @@ public struct ReplicaRebinding: Sendable, Equatable {
         case otherMachine
         /// The file is another file (copied, or restored by replacing it).
         case otherFile
+        /// A merged bundle held writes under this replica id that this file
+        /// never made (a copy that was not detected, or a restored backup).
+        case reusedElsewhere
     }
     public var old: ReplicaID
     public var new: ReplicaID
@@ -350,7 +357,12 @@ public struct ReplicaRebinding: Sendable, Equatable {
 
     /// One line for people.
     public var message: String {
-        let why = reason == .otherMachine ? "was copied from another machine" : "was copied or replaced (its inode changed)"
+        let why: String
+        switch reason {
+        case .otherMachine: why = "was copied from another machine"
+        case .otherFile: why = "was copied or replaced (its inode changed)"
+        case .reusedElsewhere: why = "shares its replica id with another vault file (a bundle holds writes under it that this file never made)"
+        }
         return "this vault file \(why); it now writes as replica \(new.hex.prefix(8)) (was \(old.hex.prefix(8))) so that the two copies never reuse one replica id"
     }
 }

@@ -354,6 +354,12 @@ public final class Vault: Sendable {
                     changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                 }
                 let policy = edit.policy ?? oldRow.policy
+                if oldRow.policy == .localOnly && policy == .sync {
+                    // Versions written while local-only carry dots other
+                    // replicas' summaries already cover; re-stamp them so
+                    // that bundles (and sync's skip test) carry the item.
+                    changes += try restampChanges(old, skipping: Set(changes.map(\.register)))
+                }
                 if changes.isEmpty && policy == oldRow.policy { return current }
                 var state = old
                 let now = Clock.nowMillis()

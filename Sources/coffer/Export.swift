@@ -64,11 +64,24 @@ struct Import: ParsableCommand {
     @Argument(help: ArgumentHelp("Bundle files written by `coffer export`.", valueName: "file"))
     var files: [String]
 
+    @Flag(help: "Show item by item and field by field what merging would change; change nothing.")
+    var dryRun = false
+
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("give at least one bundle file") }
     }
 
     func run() throws {
+        if dryRun {
+            let vault = try options.unlock()
+            let (reports, preview) = try vault.previewImport(paths: files)
+            for r in reports {
+                Output.out("would merge \(r.path) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+            }
+            PreviewPrinter.print(preview)
+            Output.note("dry run: nothing was changed")
+            return
+        }
         let vault = try options.unlock()
         for file in files {
             let r = try vault.importBundle(at: file)
@@ -76,6 +89,8 @@ struct Import: ParsableCommand {
             if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
             Output.note(line)
         }
+        // A bundle may show this replica's id used by another vault file.
+        if let change = try vault.claimReplica() { Output.note(change.message) }
     }
 }
 
