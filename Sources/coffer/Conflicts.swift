@@ -100,14 +100,11 @@ struct Resolve: ParsableCommand {
     @Flag(help: "Read the value from standard input (or a no-echo prompt on a terminal).")
     var valueStdin = false
 
-    func validate() throws {
+    func run() throws {
         let n = [keep != nil, value != nil, valueStdin].filter { $0 }.count
         guard n == 1 else {
             throw CofferError(.usage, "give exactly one of --keep N, --value V or --value-stdin", hint: "see `coffer resolve --help`")
         }
-    }
-
-    func run() throws {
         let vault = try options.unlockForWriting()
         let resolution: Resolution
         if let keep {
