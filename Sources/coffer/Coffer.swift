@@ -22,7 +22,7 @@ struct Coffer: ParsableCommand {
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
             Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
-            Conflicts.self, Resolve.self, Sync.self, Replicas.self,
+            Conflicts.self, Resolve.self, Sync.self, Replicas.self, DevTouch.self,
         ])
 
     static func main() {
