@@ -220,12 +220,25 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 let now = Clock.nowMillis()
+                // What this vault has already seen: a version whose dot it
+                // covers is held here or superseded by one held here, so
+                // merging it changes nothing (docs/sync.md, "Import").
+                let seen = try Queries.summary(db)
                 while true {
                     let next: ItemState?
                     do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
                     guard let incoming = next else { break }
                     report.records += 1
-                    try mergeIncoming(incoming, db: db, report: &report, path: path, now: now)
+                    var unseen = ItemState(id: incoming.id)
+                    for (rid, versions) in incoming.registers {
+                        let fresh = versions.filter { !seen.contains($0.dot) }
+                        if !fresh.isEmpty { unseen.registers[rid] = fresh }
+                    }
+                    if unseen.registers.isEmpty {
+                        report.unchanged += 1
+                        continue
+                    }
+                    try mergeIncoming(unseen, db: db, report: &report, path: path, now: now)
                 }
                 try Queries.noteSeen(db, vector: header.summary, at: now)
                 return report

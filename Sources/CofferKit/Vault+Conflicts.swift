@@ -88,7 +88,9 @@ extension Vault {
         try CofferError.wrap {
             try store.read { db in
                 var out: [VaultConflict] = []
-                for row in try Queries.itemRows(db) where row.hasConflict {
+                let ids = try Data.fetchAll(db, sql: "SELECT itemId FROM item WHERE isDeleted = 0 AND hasConflict = 1")
+                for id in ids.compactMap({ ItemID(bytes: $0) }) {
+                    guard let row = try Queries.itemRow(db, id: id) else { continue }
                     let state = try Queries.itemState(db, id: row.id)
                     out += try itemConflicts(state, row: row, revealSecrets: revealSecrets)
                 }
@@ -147,21 +149,23 @@ extension Vault {
 
     /// Names carried by more than one live item.
     func nameClashes(_ db: Database) throws -> [VaultConflict] {
-        let rows = try Queries.itemRows(db).filter { $0.nameHash != nil }
-        let groups = Dictionary(grouping: rows) { $0.nameHash! }.values.filter { $0.count > 1 }
-        guard !groups.isEmpty else { return [] }
+        let hashes = try Data.fetchAll(
+            db,
+            sql: "SELECT nameHash FROM item WHERE isDeleted = 0 AND nameHash IS NOT NULL GROUP BY nameHash HAVING count(*) > 1")
         var out: [VaultConflict] = []
-        for group in groups {
+        for hash in hashes {
+            let group = try Queries.itemIDs(db, nameHash: Array(hash))
+            guard group.count > 1 else { continue }
             var sides: [(FieldVersion, ItemID)] = []
             var name = ""
-            for row in group {
-                let versions = try Queries.versions(db, item: row.id, registers: [.name])[.name] ?? []
+            for id in group {
+                let versions = try Queries.versions(db, item: id, registers: [.name])[.name] ?? []
                 guard let shown = Register.shown(versions) else { continue }
-                name = try open(shown, item: row.id, register: .name).text
-                sides.append((shown, row.id))
+                name = try open(shown, item: id, register: .name).text
+                sides.append((shown, id))
             }
             sides.sort { ($0.0.writtenAt, $0.1) < ($1.0.writtenAt, $1.1) }
-            let first = sides.first?.1 ?? group[0].id
+            let first = sides.first?.1 ?? group[0]
             out.append(
                 VaultConflict(
                     kind: .name, item: name, itemID: first, field: "@name", isSecret: false,

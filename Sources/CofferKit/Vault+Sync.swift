@@ -222,6 +222,13 @@ extension Vault {
 
         let before = candidates.isEmpty ? [] : try conflicts()
         for c in candidates {
+            // An earlier bundle (say the original of a conflict copy) may
+            // have brought everything this one holds.
+            let now = try CofferError.wrap { try store.read { db in try Queries.summary(db) } }
+            if c.header.summary.isDominated(by: now) {
+                report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
+                continue
+            }
             do {
                 report.merged.append(try importBundle(at: c.path))
             } catch {
@@ -323,11 +330,22 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 var changes: [MergePreview.ItemChange] = []
+                // Versions the vault has seen change nothing (as in import).
+                let seen = try Queries.summary(db)
                 while true {
                     let next: ItemState?
                     do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
-                    guard let incoming = next else { break }
+                    guard let full = next else { break }
                     report.records += 1
+                    var incoming = ItemState(id: full.id)
+                    for (rid, versions) in full.registers {
+                        let fresh = versions.filter { !seen.contains($0.dot) }
+                        if !fresh.isEmpty { incoming.registers[rid] = fresh }
+                    }
+                    if incoming.registers.isEmpty {
+                        report.unchanged += 1
+                        continue
+                    }
                     var o: Overlay
                     if let held = local[incoming.id] {
                         o = held
