@@ -175,10 +175,17 @@ struct SyncCLITests {
         let dir = a.path("sync")
         F.expectOK(a.unlocked(["edit", "db", "--field", "username=alice"]))
         F.expectOK(a.unlocked(["sync", dir]))
-        // A damaged copy of a bundle, a truncated one, a README and a
-        // bundle of another vault sit in the folder too.
+        // A third replica's bundle arrives damaged (one flipped bit) and as a
+        // truncated copy; a README and a bundle of another vault sit in the
+        // folder too.
+        let c = TestHome()
+        let cDir = c.path("own")
+        try FileManager.default.createDirectory(atPath: cDir, withIntermediateDirectories: true)
         let bID = b.unlocked(["replicas", "--json"]).stdout.localReplica ?? "?"
-        let good = try Data(contentsOf: URL(fileURLWithPath: F.bundles(in: dir).first { !$0.contains(bID) }!))
+        F.expectOK(c.unlocked(["clone", F.bundles(in: dir).first { !$0.contains(bID) }!]))
+        F.expectOK(c.unlocked(["edit", "db", "--field", "url=https://c.example"]))
+        F.expectOK(c.unlocked(["sync", cDir]))
+        let good = try Data(contentsOf: URL(fileURLWithPath: F.bundles(in: cDir)[0]))
         var flipped = good
         flipped[flipped.count / 2] ^= 0x40
         try flipped.write(to: URL(fileURLWithPath: dir + "/flipped.coffer-bundle"))
@@ -195,8 +202,10 @@ struct SyncCLITests {
         #expect(r.stderr.contains("cut.coffer-bundle"))
         #expect(r.stderr.contains("foreign.coffer-bundle"))
         #expect(!r.stderr.contains("README"))
-        // The good bundle merged and b's own bundle was written.
+        // The good bundle merged, nothing of the damaged ones did, and b's
+        // own bundle was written.
         #expect(b.unlocked(["get", "db", "--field", "username"]).out == "alice")
+        #expect(b.unlocked(["get", "db", "--field", "url"]).status == 66)
         #expect(r.stderr.contains("wrote "))
         // The files of others are untouched.
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/flipped.coffer-bundle")) == flipped)
