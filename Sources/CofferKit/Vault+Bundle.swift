@@ -220,14 +220,26 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 let now = Clock.nowMillis()
-                while true {
-                    let next: ItemState?
-                    do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
-                    guard let incoming = next else { break }
-                    report.records += 1
-                    try mergeIncoming(incoming, db: db, report: &report, path: path, now: now)
+                // A large import dirties many pages inside one transaction:
+                // a 16 MiB page cache (instead of 2 MiB) spills far less.
+                try db.execute(sql: "PRAGMA cache_size = -16384")
+                defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
+                // Every record decrypts with the item key and hashes names
+                // with the name-index key: keep both readable meanwhile.
+                try keys.item.keepingReadable {
+                    try keys.nameIndex.keepingReadable {
+                        while true {
+                            let next: ItemState?
+                            do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
+                            guard let incoming = next else { break }
+                            report.records += 1
+                            try mergeIncoming(incoming, db: db, report: &report, path: path, now: now)
+                        }
+                    }
                 }
                 try Queries.noteSeen(db, vector: header.summary, at: now)
+                let local = try Queries.localReplica(db).id
+                if header.summary[local] > 0 { try Queries.raiseLocalCounter(db, to: header.summary[local]) }
                 return report
             }
         }

@@ -169,6 +169,23 @@ struct BundleTests {
         #expect(try b.importBundle(at: box.path("delta.cb")).added == 1)
     }
 
+    @Test func restoredVaultFileNeverReusesADot() throws {
+        let box = BundleSandbox()
+        let a = try box.newVault()
+        try a.add(apiKey("one", "1"))
+        try FileManager.default.copyItem(atPath: box.path("a.coffer"), toPath: box.path("old.coffer"))
+        try a.add(apiKey("two", "2"))
+        try a.add(apiKey("three", "3"))
+        try a.exportBundle(to: box.path("a.cb"))
+        let old = try VaultFile.open(path: box.path("old.coffer")).unlock(passphrase: box.passphrase)
+        let rid = try old.replicaID()
+        try old.importBundle(at: box.path("a.cb"))
+        let item = try old.add(apiKey("four", "4"))
+        if rid == (try a.replicaID()) {
+            #expect(item.vector[rid] == 4)
+        }
+    }
+
     @Test func cloneFailuresLeaveNothing() throws {
         let box = BundleSandbox()
         let a = try box.newVault()
