@@ -11,8 +11,8 @@
 # 2. `coffer sync DIR` with nothing new on a 10,000-item vault (two replicas'
 #    bundles in DIR). Target <= 100 ms.
 #
-# Vaults are filled with the hidden `coffer dev-touch --create` (one
-# transaction). Argon2id uses 19 MiB / 2 passes / 1 lane so that the unlock
+# Vaults are filled with the hidden `coffer dev-fill` and changed with the
+# hidden `coffer dev-touch` (one transaction each). Argon2id uses 19 MiB / 2 passes / 1 lane so that the unlock
 # does not dominate; the default KDF adds its own memory and time to every
 # command that unlocks (sync with nothing new does not unlock at all).
 # Before each timed run, A's vault is restored with `cat backup > vault`,
@@ -52,7 +52,7 @@ hf() { # name prepare command
 D="$W/big"; mkdir -p "$D/dir"
 A="$D/a.coffer"; B="$D/b.coffer"
 "$COFFER" init --vault "$A" "${KDF[@]}" >/dev/null 2>&1
-"$COFFER" dev-touch --vault "$A" --create 0 "$N" 2>/dev/null
+"$COFFER" dev-fill --vault "$A" "$N" 2>/dev/null
 "$COFFER" sync --vault "$A" "$D/dir" 2>/dev/null
 "$COFFER" clone --vault "$B" "$D/dir/"*.coffer-bundle >/dev/null 2>&1
 "$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null
@@ -75,7 +75,7 @@ bundle_mb=$(( $(stat -c %s "$BB") / 1048576 ))
 # --- 2. sync with nothing new ----------------------------------------------
 S="$W/small"; mkdir -p "$S/dir"
 "$COFFER" init --vault "$S/c.coffer" "${KDF[@]}" >/dev/null 2>&1
-"$COFFER" dev-touch --vault "$S/c.coffer" --create 0 10000 2>/dev/null
+"$COFFER" dev-fill --vault "$S/c.coffer" 10000 2>/dev/null
 "$COFFER" sync --vault "$S/c.coffer" "$S/dir" 2>/dev/null
 "$COFFER" clone --vault "$S/d.coffer" "$S/dir/"*.coffer-bundle >/dev/null 2>&1
 "$COFFER" sync --vault "$S/d.coffer" "$S/dir" 2>/dev/null

@@ -50,11 +50,11 @@ extension Queries {
             let key: Data = row[0]
             if current == nil || key != currentKey {
                 if let c = current { try body(c) }
-                guard let id = ItemID(bytes: key) else { throw StoreError.database("item id of wrong length") }
+                guard let id = ItemID(bytes: key.byteArray) else { throw StoreError.database("item id of wrong length") }
                 current = ItemState(id: id)
                 currentKey = key
             }
-            guard let rid = RegisterID(bytes: row[1] as Data) else { throw StoreError.database("register id of wrong length") }
+            guard let rid = RegisterID(bytes: (row[1] as Data).byteArray) else { throw StoreError.database("register id of wrong length") }
             current!.registers[rid, default: []].append(try positionalVersion(row, from: 2))
         }
         if let c = current { try body(c) }
@@ -63,16 +63,16 @@ extension Queries {
     /// A version from columns replicaId, counter, vector, writtenAt,
     /// isTombstone, payload starting at `i`.
     static func positionalVersion(_ row: Row, from i: Int) throws -> FieldVersion {
-        guard let replica = ReplicaID(bytes: row[i] as Data) else { throw StoreError.database("replica id of wrong length") }
+        guard let replica = ReplicaID(bytes: (row[i] as Data).byteArray) else { throw StoreError.database("replica id of wrong length") }
         let vector: VersionVector
-        do { vector = try VersionVector(decoding: row[i + 2] as Data) } catch {
+        do { vector = try VersionVector(decoding: (row[i + 2] as Data).byteArray) } catch {
             throw StoreError.database("stored version vector is malformed")
         }
         let counter: Int64 = row[i + 1]
         let payload: Data = row[i + 5]
         return FieldVersion(
             dot: Dot(replica: replica, counter: UInt64(counter)), vector: vector, writtenAt: row[i + 3],
-            isTombstone: row[i + 4], payload: Array(payload))
+            isTombstone: row[i + 4], payload: payload.byteArray)
     }
 
     /// ``itemRow(_:id:)`` with a cached statement.
@@ -88,10 +88,28 @@ extension Queries {
         var state = ItemState(id: id)
         let rows = try Row.fetchCursor(stmt, arguments: [Data(id.bytes)])
         while let row = try rows.next() {
-            guard let rid = RegisterID(bytes: row[0] as Data) else { continue }
+            guard let rid = RegisterID(bytes: (row[0] as Data).byteArray) else { continue }
             state.registers[rid, default: []].append(try positionalVersion(row, from: 1))
         }
         for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }
         return state
+    }
+}
+
+extension Data {
+    /// The bytes as an array, copied in one step (`Array(data)` iterates
+    /// byte by byte).
+    var byteArray: [UInt8] {
+        withUnsafeBytes { [UInt8]($0) }
+    }
+}
+
+extension Queries {
+    /// Raises the local write counter to at least `counter`. A bundle that
+    /// has seen more writes of this replica than this file knows (a vault
+    /// file restored from a backup) must not make it reuse those dots.
+    public static func raiseLocalCounter(_ db: Database, to counter: UInt64) throws {
+        try db.execute(
+            sql: "UPDATE localReplica SET counter = max(counter, ?) WHERE singleton = 1", arguments: [Int64(counter)])
     }
 }

@@ -21,7 +21,7 @@ struct Coffer: ParsableCommand {
         version: CofferVersion.string,
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
-            Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
+            Export.self, Import.self, Clone.self, Inspect.self, Summary.self, DevFill.self,
             Conflicts.self, Resolve.self, Sync.self, Replicas.self, DevTouch.self,
         ])
 

@@ -20,12 +20,9 @@ struct DevTouch: ParsableCommand {
     @Option(help: "Name prefix.")
     var prefix = "bench/item-"
 
-    @Flag(help: "Create the items instead of editing them.")
-    var create = false
-
     func run() throws {
         let vault = try options.unlockForWriting()
-        try vault._bulkEditForBenchmarks(range: from..<max(from, to), prefix: prefix, create: create)
-        Output.note("\(create ? "created" : "edited") \(max(0, to - from)) items")
+        try vault._bulkEditForBenchmarks(range: from..<max(from, to), prefix: prefix)
+        Output.note("edited \(max(0, to - from)) items")
     }
 }

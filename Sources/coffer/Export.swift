@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferKit
+import Foundation
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -111,8 +112,11 @@ struct Clone: ParsableCommand {
 
     func run() throws {
         let path = options.path
-        // Checked again inside clone; here it spares asking for a passphrase.
+        // Checked again inside clone; here they spare asking for a passphrase.
         _ = try Vault.inspectBundle(at: file)
+        if FileManager.default.fileExists(atPath: path) {
+            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
+        }
         let passphrase = try options.passphrase()
         let r = try Vault.clone(bundleAt: file, to: path, passphrase: passphrase)
         let info = try VaultFile.open(path: path).info()

@@ -169,6 +169,25 @@ struct BundleTests {
         #expect(try b.importBundle(at: box.path("delta.cb")).added == 1)
     }
 
+    @Test func restoredVaultFileNeverReusesADot() throws {
+        let box = BundleSandbox()
+        let a = try box.newVault()
+        try a.add(apiKey("one", "1"))
+        try FileManager.default.copyItem(atPath: box.path("a.coffer"), toPath: box.path("old.coffer"))
+        try a.add(apiKey("two", "2"))
+        try a.add(apiKey("three", "3"))
+        try a.exportBundle(to: box.path("a.cb"))
+        let old = try VaultFile.open(path: box.path("old.coffer")).unlock(passphrase: box.passphrase)
+        let rid = try old.replicaID()
+        try old.importBundle(at: box.path("a.cb"))
+        try old.add(apiKey("four", "4"))
+        // The restored file takes a new replica id (it is another file, and
+        // the bundle saw writes under its id it never made): none of its
+        // new dots can be one a wrote.
+        #expect(try old.replicaID() != rid)
+        for d in try old.state(of: "four").dots { #expect(d.replica != rid) }
+    }
+
     @Test func cloneFailuresLeaveNothing() throws {
         let box = BundleSandbox()
         let a = try box.newVault()
