@@ -4,6 +4,10 @@ import CofferSync
 import Foundation
 import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An open conflict in the vault: concurrent writes that a merge kept side
 /// by side until someone settles them (docs/sync.md).
 public struct VaultConflict: Sendable, Equatable {
@@ -373,11 +377,13 @@ public struct ReplicaRebinding: Sendable, Equatable {
 
 extension MachineIdentity {
     /// The inode of the file at `path`, or nil when it cannot be read.
+    /// Follows symbolic links, like the `stat` at creation
+    /// (VaultStore.create), so a vault reached through a link is not taken
+    /// for a copy.
     static func inode(of path: String) -> Int64? {
-        guard let attrs = try? FileManager.default.attributesOfItem(atPath: path),
-            let n = attrs[.systemFileNumber] as? NSNumber
-        else { return nil }
-        return n.int64Value
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Int64(bitPattern: UInt64(st.st_ino))
     }
 }
 

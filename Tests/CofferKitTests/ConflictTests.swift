@@ -78,6 +78,27 @@ struct ConflictTests {
         #expect(try r.b.claimReplica() == nil)
     }
 
+    @Test func writesUnderThisIDSeenElsewhereTakeANewID() throws {
+        let r = try TwoReplicas()
+        try r.a.add(ItemDraft(name: "x", type: .custom))
+        let id = try r.a.replicaID()
+        // A bundle reported writes under a's id beyond a's counter.
+        try r.a.store.write { db in
+            try Queries.noteSeen(db, vector: VersionVector([id: 7]), at: nil)
+        }
+        let change = try #require(try r.a.claimReplica())
+        #expect(change.reason == .reusedElsewhere && change.old == id)
+        #expect(try r.a.claimReplica() == nil)
+    }
+
+    @Test func aVaultReachedThroughASymlinkIsNotACopy() throws {
+        let r = try TwoReplicas()
+        let link = r.dir.appendingPathComponent("link.coffer").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: r.a.path)
+        let viaLink = try VaultFile.open(path: link).unlock(passphrase: SecretBytes(copying: Array(TwoReplicas.passphrase.utf8)))
+        #expect(try viaLink.claimReplica() == nil)
+    }
+
     @Test func writesRebindWithoutBeingAsked() throws {
         let r = try TwoReplicas()
         let old = try r.b.replicaID()
