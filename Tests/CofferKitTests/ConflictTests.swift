@@ -293,3 +293,49 @@ struct ConflictTests {
         #expect(withCalm.count == before.count + 1)
     }
 }
+
+@Suite("merge preview (--dry-run)")
+struct MergePreviewTests {
+    func key(_ v: String) -> Field { Field(name: "key", value: v, isSecret: true) }
+
+    @Test func previewNamesEveryKindOfChangeAndWritesNothing() throws {
+        let r = try TwoReplicas()
+        try r.a.add(ItemDraft(name: "gh", type: .apiKey, fields: [key("t0")]))
+        try r.a.add(ItemDraft(name: "db", type: .login, fields: [Field(name: "username", value: "u", isSecret: false)]))
+        try r.a.add(ItemDraft(name: "old", type: .custom))
+        try r.exchange()
+        // a: delete gh, change db's username, rename old, add aws.
+        try r.a.delete("gh")
+        var e1 = ItemEdit(); e1.setFields = [Field(name: "username", value: "alice", isSecret: false)]
+        try r.a.edit("db", e1)
+        var e2 = ItemEdit(); e2.rename = "new"
+        try r.a.edit("old", e2)
+        try r.a.add(ItemDraft(name: "aws", type: .apiKey, fields: [key("A")]))
+        // b: edit gh concurrently, also create aws.
+        var e3 = ItemEdit(); e3.setFields = [key("t1")]
+        try r.b.edit("gh", e3)
+        try r.b.add(ItemDraft(name: "aws", type: .apiKey, fields: [key("B")]))
+        let bundle = r.dir.appendingPathComponent("a.cb").path
+        try r.a.exportBundle(to: bundle)
+        let before = try TwoReplicas.dump(r.b)
+        let (reports, preview) = try r.b.previewImport(paths: [bundle])
+        #expect(try TwoReplicas.dump(r.b) == before)
+        #expect(reports.count == 1 && reports[0].changed == 3 && reports[0].added == 1)
+        let byName = Dictionary(uniqueKeysWithValues: preview.items.map { ($0.name, $0) })
+        let gh = try #require(byName["gh"])
+        #expect(gh.kind == .changed && gh.opensDeleteConflict)
+        let db = try #require(byName["db"])
+        #expect(db.fields == [.init(field: "username", kind: .changed, value: "alice", isSecret: false, sides: 1)])
+        let renamed = try #require(byName["new"])
+        #expect(renamed.oldName == "old")
+        #expect(renamed.fields.map(\.field) == ["@name"])
+        let aws = try #require(byName["aws"])
+        #expect(aws.kind == .added && aws.opensNameClash)
+        #expect(aws.fields.first { $0.field == "key" }?.value == nil)
+        // The real import does what the preview said.
+        let done = try r.b.importBundle(at: bundle)
+        #expect(done.changed == 3 && done.added == 1)
+        #expect(try r.b.item(named: "gh").hasDeleteConflict)
+        #expect(try r.b.conflicts().contains { $0.kind == .name && $0.item == "aws" })
+    }
+}
