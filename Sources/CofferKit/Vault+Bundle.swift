@@ -220,9 +220,11 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 let now = Clock.nowMillis()
-                // A large import dirties many pages inside one transaction:
-                // a 16 MiB page cache (instead of 2 MiB) spills far less.
-                try db.execute(sql: "PRAGMA cache_size = -16384")
+                // A large import dirties many pages inside one transaction,
+                // and the dot and name indexes are written in random order:
+                // a 64 MiB page cache (instead of 2 MiB) keeps them in memory
+                // (100,000 items: 22 s instead of 30 s, peak RSS 100 MB).
+                try db.execute(sql: "PRAGMA cache_size = -65536")
                 defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
                 // What this vault has already seen: a version whose dot it
                 // covers is held here or superseded by one held here, so
