@@ -86,6 +86,15 @@ public final class SecretBytes: @unchecked Sendable {
         return try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
+    /// Keeps the bytes readable (instead of inaccessible between uses)
+    /// for the duration of `body`, so that a bulk operation using this key
+    /// thousands of times (importing a bundle) does not pay two `mprotect`
+    /// calls per use. The memory stays guarded and is protected again when
+    /// `body` returns.
+    public func keepingReadable<R>(_ body: () throws -> R) rethrows -> R {
+        try withBytes { _ in try body() }
+    }
+
     /// Write access, for filling scratch buffers inside this module.
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         lock.lock()

@@ -41,6 +41,25 @@ public enum SecretStream {
             header = h
         }
 
+        /// Starts a stream under `key` with a caller-chosen 24-byte
+        /// header. Only for deterministic test vectors: a header must never
+        /// repeat under one key. libsodium's `init_pull` derives exactly the
+        /// state `init_push` would derive from the same header, so the
+        /// messages pushed are ordinary stream messages.
+        public init(key: SecretBytes, deterministicHeader: [UInt8]) {
+            precondition(key.count == keyLength && deterministicHeader.count == headerLength)
+            Sodium.ensure()
+            state = sodium_malloc(crypto_secretstream_xchacha20poly1305_statebytes())!
+            let st = state.assumingMemoryBound(to: crypto_secretstream_xchacha20poly1305_state.self)
+            deterministicHeader.withUnsafeBufferPointer { hp in
+                key.withBytes { k in
+                    _ = crypto_secretstream_xchacha20poly1305_init_pull(
+                        st, hp.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+            header = deterministicHeader
+        }
+
         deinit { sodium_free(state) }
 
         /// Encrypts one message. After a `.final` message the writer refuses

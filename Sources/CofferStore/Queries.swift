@@ -161,13 +161,15 @@ public enum Queries {
     /// Writes an item's row and replaces its versions with `new`. Versions
     /// present in `old` but not in `new` move to the history table.
     public static func saveItem(_ db: Database, row: ItemRow, old: ItemState?, new: ItemState, now: Int64) throws {
-        try db.execute(
+        // Cached: imports call this once per item.
+        try db.cachedStatement(
             sql: """
                 INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(itemId) DO UPDATE SET policy = excluded.policy, nameHash = excluded.nameHash,
                   isDeleted = excluded.isDeleted, hasConflict = excluded.hasConflict, updatedAt = excluded.updatedAt
-                """,
+                """
+        ).execute(
             arguments: [
                 Data(row.id.bytes), row.policy.rawValue, row.nameHash.map { Data($0) }, row.isDeleted,
                 row.hasConflict, row.createdAt, row.updatedAt,

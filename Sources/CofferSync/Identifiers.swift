@@ -26,6 +26,12 @@ public struct Identifier16: Hashable, Comparable, Sendable, CustomStringConverti
     public static func < (a: Identifier16, b: Identifier16) -> Bool {
         a.bytes.lexicographicallyPrecedes(b.bytes)
     }
+
+    /// Hashes the 16 bytes in one call (the synthesized conformance feeds
+    /// them one by one, which dominated merges of large bundles).
+    public func hash(into h: inout Hasher) {
+        bytes.withUnsafeBytes { h.combine(bytes: $0) }
+    }
 }
 
 /// Identifies one replica (one vault file on one machine).

@@ -30,6 +30,8 @@ public struct RegisterID: Hashable, Comparable, Sendable, CustomStringConvertibl
     public var isMetadata: Bool { bytes.prefix(15).allSatisfy { $0 == 0 } }
 
     public static func < (a: RegisterID, b: RegisterID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+    /// One call for all 16 bytes (see ``Identifier16/hash(into:)``).
+    public func hash(into h: inout Hasher) { bytes.withUnsafeBytes { h.combine(bytes: $0) } }
     public var description: String { Hex.encode(bytes) }
 }
 

@@ -63,7 +63,7 @@ struct Add: ParsableCommand {
         var fieldList = try ItemInput.parseAssignments(fields, type: type)
         if let url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
         let manifest = try CredentialGate.loadManifest(requirements)
-        let vault = try options.unlock()
+        let vault = try options.unlockForWriting()
         if try vault.contains(name) {
             throw CofferError(.duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
         }

@@ -24,6 +24,8 @@ struct Coffer: ParsableCommand {
             Unlock.self, Lock.self, Status.self, Passwd.self,
             Read.self, Run.self, Inject.self, Env.self, Populate.self,
             Check.self, Requirements.self,
+            Export.self, Import.self, Clone.self, Inspect.self, Summary.self, DevFill.self,
+            Conflicts.self, Resolve.self, Sync.self, Replicas.self, DevTouch.self,
         ])
 
     static func main() {

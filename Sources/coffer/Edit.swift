@@ -102,7 +102,7 @@ struct Edit: ParsableCommand {
         }
         if let rename { _ = try Vault.normalizeName(rename) }
         let manifest = try CredentialGate.loadManifest(requirements)
-        let vault = try options.unlock()
+        let vault = try options.unlockForWriting()
         let current = try vault.item(named: name)
         var set = try ItemInput.parseAssignments(fields, type: type ?? current.type)
         if let url { set.append(Field(name: "url", value: url, isSecret: false)) }
@@ -161,7 +161,7 @@ struct Remove: ParsableCommand {
     var force = false
 
     func run() throws {
-        let vault = try options.unlock()
+        let vault = try options.unlockForWriting()
         let item = try vault.item(named: name)
         if !force && Output.stdinIsTerminal {
             Output.err("Delete \(item.name)? [y/N] ")

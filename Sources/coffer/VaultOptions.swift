@@ -39,6 +39,15 @@ struct VaultOptions: ParsableArguments {
         }
         return try file.unlock(passphrase: try passphrase())
     }
+
+    /// Opens and unlocks the vault for a command that writes: first makes
+    /// sure this file still owns its replica id (a copied vault takes a new
+    /// one, docs/sync.md) and says so on stderr when it changed.
+    func unlockForWriting() throws(CofferError) -> Vault {
+        let vault = try unlock()
+        if let change = try vault.claimReplica() { Output.note(change.message) }
+        return vault
+    }
 }
 
 /// The session token of this shell, if any.

@@ -1,0 +1,397 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open conflict in the vault: concurrent writes that a merge kept side
+/// by side until someone settles them (docs/sync.md).
+public struct VaultConflict: Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable {
+        /// Concurrent values of one field (or of the name, tags, …).
+        case field
+        /// Deleted on one replica while edited concurrently on another: the
+        /// item stays, flagged.
+        case delete
+        /// Two live items carry the same name (created or renamed
+        /// concurrently on different replicas).
+        case name
+    }
+
+    /// One side of a conflict.
+    public struct Side: Sendable, Equatable {
+        public enum Action: String, Sendable, Equatable {
+            /// A value of the field.
+            case value
+            /// The field was removed.
+            case removed
+            /// The item was deleted.
+            case delete
+            /// An edit the delete had not seen (keeping it keeps the item).
+            case edit
+            /// One of the items sharing a name.
+            case item
+        }
+        /// 1-based, for `coffer resolve --keep N`.
+        public var number: Int
+        public var action: Action
+        /// The value (nil for secrets unless asked for, for removals and deletes).
+        public var value: String?
+        /// For an edit side of a delete conflict: the field it changed.
+        public var field: String?
+        /// The side currently shown.
+        public var isShown: Bool
+        public var writtenAt: Date
+        public var replica: ReplicaID
+        public var counter: UInt64
+        /// For name clashes: the item this side is.
+        public var itemID: ItemID?
+    }
+
+    public var kind: Kind
+    /// The item's shown name.
+    public var item: String
+    public var itemID: ItemID
+    /// The field's name (`@name`, `@tags`, … for metadata; `@deleted` for a
+    /// delete conflict; `@name` for a name clash).
+    public var field: String
+    public var isSecret: Bool
+    public var sides: [Side]
+}
+
+/// How `resolve` settles a conflict.
+public enum Resolution: Sendable {
+    /// Keep side N (1-based) as listed by ``Vault/conflicts(revealSecrets:)``.
+    case keep(Int)
+    /// Write this value.
+    case value(String)
+}
+
+/// What `resolve` did.
+public struct ResolveResult: Sendable, Equatable {
+    public var item: String
+    public var field: String
+    /// The item was deleted (a delete conflict settled for the delete).
+    public var deleted: Bool
+    /// The value now held (nil for a removal, a delete or a secret).
+    public var value: String?
+}
+
+extension Vault {
+    // MARK: Listing
+
+    /// Every open conflict: concurrent field values, deletes against
+    /// concurrent edits, and names shared by several live items. Sorted by
+    /// item name, then field. Secret values are included only when
+    /// `revealSecrets` is set.
+    public func conflicts(revealSecrets: Bool = false) throws(CofferError) -> [VaultConflict] {
+        try CofferError.wrap {
+            try store.read { db in
+                var out: [VaultConflict] = []
+                let ids = try Data.fetchAll(db, sql: "SELECT itemId FROM item WHERE isDeleted = 0 AND hasConflict = 1")
+                for id in ids.compactMap({ ItemID(bytes: $0) }) {
+                    guard let row = try Queries.itemRow(db, id: id) else { continue }
+                    let state = try Queries.itemState(db, id: row.id)
+                    out += try itemConflicts(state, row: row, revealSecrets: revealSecrets)
+                }
+                out += try nameClashes(db)
+                return out.sorted { ($0.item, $0.field, $0.itemID) < ($1.item, $1.field, $1.itemID) }
+            }
+        }
+    }
+
+    /// The conflicts of one item (field and delete conflicts; name clashes
+    /// are listed by ``conflicts(revealSecrets:)``).
+    func itemConflicts(_ state: ItemState, row: ItemRow, revealSecrets: Bool) throws -> [VaultConflict] {
+        let item = try decode(state, row: row)
+        var out: [VaultConflict] = []
+        for c in item.conflicts {
+            let sides = c.sides.map { s in
+                VaultConflict.Side(
+                    number: s.number, action: s.value == nil ? .removed : .value,
+                    value: (c.isSecret && !revealSecrets) ? nil : s.value, field: nil, isShown: s.isShown,
+                    writtenAt: s.writtenAt, replica: s.replica, counter: s.dot.counter, itemID: nil)
+            }
+            out.append(VaultConflict(kind: .field, item: item.name, itemID: item.id, field: c.field, isSecret: c.isSecret, sides: sides))
+        }
+        if state.hasDeleteConflict {
+            out.append(VaultConflict(kind: .delete, item: item.name, itemID: item.id, field: "@deleted", isSecret: false, sides: try deleteSides(state)))
+        }
+        return out
+    }
+
+    /// Sides of a delete conflict: the delete markers, then every version
+    /// the deletes had not seen (the edits that keep the item alive).
+    func deleteSides(_ state: ItemState) throws -> [VaultConflict.Side] {
+        let markers = (state.registers[.deleted] ?? []).filter { !$0.isTombstone }.sorted { $0.dot < $1.dot }
+        let seen = state.deleteVector ?? VersionVector()
+        var sides: [VaultConflict.Side] = []
+        for m in markers {
+            sides.append(
+                VaultConflict.Side(
+                    number: sides.count + 1, action: .delete, value: nil, field: nil, isShown: false,
+                    writtenAt: Clock.date(m.writtenAt), replica: m.dot.replica, counter: m.dot.counter, itemID: nil))
+        }
+        var edits: [(RegisterID, FieldVersion)] = []
+        for (rid, versions) in state.registers where rid != .deleted {
+            for v in versions where !seen.contains(v.dot) { edits.append((rid, v)) }
+        }
+        edits.sort { ($0.1.writtenAt, $0.1.dot) < ($1.1.writtenAt, $1.1.dot) }
+        for (rid, v) in edits {
+            let p = try open(v, item: state.id, register: rid)
+            sides.append(
+                VaultConflict.Side(
+                    number: sides.count + 1, action: .edit, value: nil, field: p.name, isShown: true,
+                    writtenAt: Clock.date(v.writtenAt), replica: v.dot.replica, counter: v.dot.counter, itemID: nil))
+        }
+        return sides
+    }
+
+    /// Names carried by more than one live item.
+    func nameClashes(_ db: Database) throws -> [VaultConflict] {
+        let hashes = try Data.fetchAll(
+            db,
+            sql: "SELECT nameHash FROM item WHERE isDeleted = 0 AND nameHash IS NOT NULL GROUP BY nameHash HAVING count(*) > 1")
+        var out: [VaultConflict] = []
+        for hash in hashes {
+            let group = try Queries.itemIDs(db, nameHash: Array(hash))
+            guard group.count > 1 else { continue }
+            var sides: [(FieldVersion, ItemID)] = []
+            var name = ""
+            for id in group {
+                let versions = try Queries.versions(db, item: id, registers: [.name])[.name] ?? []
+                guard let shown = Register.shown(versions) else { continue }
+                name = try open(shown, item: id, register: .name).text
+                sides.append((shown, id))
+            }
+            sides.sort { ($0.0.writtenAt, $0.1) < ($1.0.writtenAt, $1.1) }
+            let first = sides.first?.1 ?? group[0]
+            out.append(
+                VaultConflict(
+                    kind: .name, item: name, itemID: first, field: "@name", isSecret: false,
+                    sides: sides.enumerated().map { i, s in
+                        VaultConflict.Side(
+                            number: i + 1, action: .item, value: "id:" + s.1.hex.prefix(8), field: nil, isShown: false,
+                            writtenAt: Clock.date(s.0.writtenAt), replica: s.0.dot.replica, counter: s.0.dot.counter,
+                            itemID: s.1)
+                    }))
+        }
+        return out
+    }
+
+    // MARK: Resolving
+
+    /// Settles a conflict of item `name` with one write that supersedes
+    /// every side: its vector is the merge of all sides' vectors plus a new
+    /// dot. `field` may be omitted when the item has exactly one conflict.
+    /// For a delete conflict (`@deleted`), keeping a delete side deletes
+    /// the item, keeping an edit side keeps it.
+    @discardableResult
+    public func resolve(_ name: String, field: String?, with resolution: Resolution) throws(CofferError) -> ResolveResult {
+        try CofferError.wrap {
+            try store.writeImmediate { db in
+                try rebindIfCopied(db)
+                let id = try resolve(db, name)
+                guard let oldRow = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                let old = try Queries.itemState(db, id: id)
+                let open = try itemConflicts(old, row: oldRow, revealSecrets: true)
+                let itemName = try decode(old, row: oldRow).name
+                guard !open.isEmpty else {
+                    throw CofferError(.usage, "item '\(itemName)' has no conflict to resolve", hint: "list conflicts with `coffer conflicts`")
+                }
+                let conflict: VaultConflict
+                if let field {
+                    guard let c = open.first(where: { $0.field == field }) else {
+                        throw CofferError(
+                            .usage, "field '\(field)' of '\(itemName)' has no conflict",
+                            hint: "conflicting: \(open.map(\.field).joined(separator: ", "))")
+                    }
+                    conflict = c
+                } else {
+                    guard open.count == 1 else {
+                        throw CofferError(
+                            .usage, "item '\(itemName)' has \(open.count) conflicts; say which with --field",
+                            hint: "conflicting: \(open.map(\.field).joined(separator: ", "))")
+                    }
+                    conflict = open[0]
+                }
+                let now = Clock.nowMillis()
+                var state = old
+                var result = ResolveResult(item: itemName, field: conflict.field, deleted: false, value: nil)
+
+                if conflict.kind == .delete {
+                    guard case .keep(let n) = resolution else {
+                        throw CofferError(
+                            .usage, "a delete conflict is settled with --keep N (a delete side removes the item, an edit side keeps it)",
+                            hint: "see the sides with `coffer conflicts`")
+                    }
+                    let side = try Self.side(n, of: conflict)
+                    let dot = try nextDot(db)
+                    if side.action == .delete {
+                        var vector = old.vector
+                        vector[dot.replica] = dot.counter
+                        state.registers[.deleted] = [
+                            seal(FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector, at: now, tombstone: false)
+                        ]
+                        result.deleted = true
+                    } else {
+                        // A tombstone over every delete marker: the item stays.
+                        apply([Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true)], to: &state, dot: dot, at: now)
+                    }
+                } else {
+                    let rid = Self.metadataID(conflict.field) ?? registerID(field: conflict.field, item: id)
+                    let versions = old.registers[rid] ?? []
+                    var payload: FieldPayload
+                    var tombstone = false
+                    switch resolution {
+                    case .keep(let n):
+                        _ = try Self.side(n, of: conflict)
+                        let v = versions[n - 1]
+                        payload = try self.open(v, item: id, register: rid)
+                        tombstone = v.isTombstone
+                    case .value(let text):
+                        guard !text.isEmpty else { throw CofferError(.usage, "the new value is empty") }
+                        let shown = Register.shown(versions)!
+                        let p = try self.open(shown, item: id, register: rid)
+                        var value = text
+                        if rid == .name { value = try Vault.normalizeName(text) }
+                        if rid == .expires {
+                            guard let d = Day.parseExpiry(text) else {
+                                throw CofferError(.usage, "invalid expiry '\(text)'", hint: "use YYYY-MM-DD or a span such as 30d")
+                            }
+                            value = d.description
+                        }
+                        if rid == .type, ItemType(rawValue: text) == nil {
+                            throw CofferError(.usage, "unknown item type '\(text)'")
+                        }
+                        payload = FieldPayload(name: p.name, value: Array(value.utf8), isSecret: p.isSecret)
+                    }
+                    if rid == .name && !tombstone {
+                        let newName = payload.text
+                        let others = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(newName, nameKey: keys.nameIndex)).filter { $0 != id }
+                        guard others.isEmpty else {
+                            throw CofferError(.duplicateName, "an item named '\(newName)' already exists", hint: "choose another name with --value")
+                        }
+                        result.item = newName
+                    }
+                    var changes = [Change(register: rid, payload: payload, tombstone: tombstone)]
+                    if !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
+                        // Like any edit, settling a field keeps an item that
+                        // was deleted concurrently.
+                        changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
+                    }
+                    apply(changes, to: &state, dot: try nextDot(db), at: now)
+                    result.value = (tombstone || payload.isSecret) ? nil : payload.text
+                }
+                let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
+                try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+                return result
+            }
+        }
+    }
+
+    static func side(_ n: Int, of c: VaultConflict) throws(CofferError) -> VaultConflict.Side {
+        guard n >= 1, n <= c.sides.count else {
+            throw CofferError(.usage, "--keep \(n) is out of range: field \(c.field) of '\(c.item)' has sides 1 to \(c.sides.count)", hint: "see the sides with `coffer conflicts`")
+        }
+        return c.sides[n - 1]
+    }
+
+    static func metadataID(_ field: String) -> RegisterID? {
+        metadataRegisters.first { $0.1 == field }?.0
+    }
+
+    // MARK: Copied vault files
+
+    /// When this vault file is not where its replica id was issued (another
+    /// machine's /etc/machine-id, or another inode: copied, or replaced by
+    /// a restore), takes a new replica id so that two files never write
+    /// under one id. Returns the change, or nil when nothing changed.
+    /// Safe to call any time; a fresh id only makes vectors one entry
+    /// longer.
+    @discardableResult
+    func rebindIfCopied(_ db: Database) throws -> ReplicaRebinding? {
+        let local = try Queries.localReplica(db)
+        let host = MachineIdentity.host
+        let inode = MachineIdentity.inode(of: path)
+        if local.boundHost == nil && local.boundInode == nil {
+            // Never bound (should not happen): bind without a new id.
+            try db.execute(
+                sql: "UPDATE localReplica SET boundHost = ?, boundInode = ? WHERE singleton = 1", arguments: [host, inode])
+            return nil
+        }
+        var reason: ReplicaRebinding.Reason?
+        if let bound = local.boundHost, let host, bound != host {
+            reason = .otherMachine
+        } else if let bound = local.boundInode, let inode, bound != inode {
+            reason = .otherFile
+        } else if try Queries.summary(db)[local.id] > local.counter {
+            // A bundle carried writes under this id that this file never
+            // made: another file writes as this replica.
+            reason = .reusedElsewhere
+        }
+        guard let reason else { return nil }
+        let new = ReplicaID.random()
+        try Queries.setLocalReplica(db, id: new, host: host, inode: inode)
+        return ReplicaRebinding(old: local.id, new: new, reason: reason)
+    }
+
+    /// Checks that this file still owns its replica id (see
+    /// ``rebindIfCopied(_:)``) and takes a new one if not. Commands that
+    /// write call it first so they can say what happened.
+    public func claimReplica() throws(CofferError) -> ReplicaRebinding? {
+        try CofferError.wrap { try store.writeImmediate { db in try rebindIfCopied(db) } }
+    }
+}
+
+/// A new replica id taken because the vault file was copied or replaced.
+public struct ReplicaRebinding: Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// The file is on another machine than where its id was issued.
+        case otherMachine
+        /// The file is another file (copied, or restored by replacing it).
+        case otherFile
+        /// A merged bundle held writes under this replica id that this file
+        /// never made (a copy that was not detected, or a restored backup).
+        case reusedElsewhere
+    }
+    public var old: ReplicaID
+    public var new: ReplicaID
+    public var reason: Reason
+
+    /// One line for people.
+    public var message: String {
+        let why: String
+        switch reason {
+        case .otherMachine: why = "was copied from another machine"
+        case .otherFile: why = "was copied or replaced (its inode changed)"
+        case .reusedElsewhere: why = "shares its replica id with another vault file (a bundle holds writes under it that this file never made)"
+        }
+        return "this vault file \(why); it now writes as replica \(new.hex.prefix(8)) (was \(old.hex.prefix(8))) so that the two copies never reuse one replica id"
+    }
+}
+
+extension MachineIdentity {
+    /// The inode of the file at `path`, or nil when it cannot be read.
+    /// Follows symbolic links, like the `stat` at creation
+    /// (VaultStore.create), so a vault reached through a link is not taken
+    /// for a copy.
+    static func inode(of path: String) -> Int64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Int64(bitPattern: UInt64(st.st_ino))
+    }
+}
+
+extension Vault {
+    /// The next dot of this replica, after making sure the file still owns
+    /// its replica id.
+    func nextDot(_ db: Database) throws -> Dot {
+        try rebindIfCopied(db)
+        return try Queries.nextDot(db)
+    }
+}

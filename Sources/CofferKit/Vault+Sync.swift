@@ -1,0 +1,496 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Merge preview (--dry-run)
+
+/// What merging would change, item by item and field by field.
+public struct MergePreview: Sendable, Equatable {
+    public struct FieldChange: Sendable, Equatable {
+        public enum Kind: String, Sendable, Equatable {
+            /// The field gets a value it did not have.
+            case added
+            /// The field's value is replaced.
+            case changed
+            /// The field is removed.
+            case removed
+            /// Concurrent values: a conflict is opened (or gains a side).
+            case conflict
+        }
+        /// Field name (`@name`, `@tags`, … for metadata).
+        public var field: String
+        public var kind: Kind
+        /// The value the field would show (nil for secrets and removals).
+        public var value: String?
+        public var isSecret: Bool
+        /// Number of concurrent values after the merge (1 unless a conflict).
+        public var sides: Int
+    }
+
+    public struct ItemChange: Sendable, Equatable {
+        public enum Kind: String, Sendable, Equatable {
+            /// A new item.
+            case added
+            /// An existing item changes.
+            case changed
+            /// The item would be deleted.
+            case deleted
+            /// A deleted item comes back (an edit the delete had not seen).
+            case restored
+        }
+        public var itemID: ItemID
+        /// The item's name after the merge.
+        public var name: String
+        /// The name before, when it changes.
+        public var oldName: String?
+        public var kind: Kind
+        public var fields: [FieldChange]
+        /// A delete conflict would be opened.
+        public var opensDeleteConflict: Bool
+        /// A field conflict would be opened (no conflict before).
+        public var opensConflict: Bool
+        /// Another live item already has this name (a name clash).
+        public var opensNameClash: Bool
+    }
+
+    /// Bundle files the preview covers, in merge order.
+    public var bundles: [String]
+    public var items: [ItemChange]
+}
+
+// MARK: - Sync
+
+/// What `sync DIR` did (or, with dry run, would do).
+public struct SyncReport: Sendable {
+    public struct Skipped: Sendable, Equatable {
+        public enum Reason: String, Sendable, Equatable {
+            /// This replica's own bundle (or a conflict copy of it).
+            case own
+            /// Everything in it was merged before (its summary is covered).
+            case nothingNew = "nothing-new"
+            /// Not a Coffer bundle at all (a README, a .gitattributes …).
+            case notABundle = "not-a-bundle"
+        }
+        public var path: String
+        public var reason: Reason
+        public var replica: ReplicaID?
+    }
+
+    public struct Failed: Sendable, Equatable {
+        public var path: String
+        public var error: CofferError
+    }
+
+    public var dir: String
+    /// Bundles merged (or that would be, in a dry run).
+    public var merged: [ImportReport] = []
+    public var skipped: [Skipped] = []
+    /// Bundles that could not be merged; the others were.
+    public var failed: [Failed] = []
+    /// Path of this replica's bundle in `dir`.
+    public var ownBundle: String
+    /// Whether this replica's bundle was (or would be) written.
+    public var wroteOwnBundle = false
+    /// Conflicts that exist now and did not before.
+    public var newConflicts: [VaultConflict] = []
+    /// For a dry run: what merging would change.
+    public var preview: MergePreview?
+    /// The replica id changed (a copied vault, or its id seen in a bundle
+    /// written elsewhere).
+    public var rebinding: ReplicaRebinding?
+}
+
+/// A bundle file in a sync folder, header read.
+struct SyncCandidate {
+    var path: String
+    var header: BundleHeader
+}
+
+extension Vault {
+    /// The name of this replica's own bundle in a sync folder.
+    public static func bundleFileName(replica: ReplicaID) -> String { replica.hex + ".coffer-bundle" }
+
+    /// Lists the regular, non-hidden files of `dir`, sorted by name.
+    static func syncFiles(in dir: String) throws(CofferError) -> [String] {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) else {
+            throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "create it, or give the folder your sync tool shares (Syncthing, Dropbox, a git work tree)")
+        }
+        guard isDir.boolValue else {
+            throw CofferError(.usage, "\(dir) is not a folder", hint: "give the folder that holds the bundles, not a bundle; `coffer import FILE` merges one file")
+        }
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
+            throw CofferError(.fileNotFound, "cannot read the folder \(dir)", hint: "check its permissions")
+        }
+        return names.filter { !$0.hasPrefix(".") }.sorted().compactMap { name in
+            let p = (dir as NSString).appendingPathComponent(name)
+            var st = stat()
+            guard stat(p, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+            return p
+        }
+    }
+
+    /// Reads the clear header of every file in `dir`; sorts them into
+    /// candidates to merge, skipped files and failures. Needs no key.
+    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
+        var out: [SyncCandidate] = []
+        for path in try syncFiles(in: dir) {
+            let header: BundleHeader
+            do {
+                let input = try BundleFileInput(path: path)
+                header = try BundleHeader.read(from: input).header
+            } catch let e as BundleError {
+                if case .notABundle = e {
+                    report.skipped.append(.init(path: path, reason: .notABundle, replica: nil))
+                } else {
+                    report.failed.append(.init(path: path, error: .bundle(e, path: path)))
+                }
+                continue
+            } catch let e as CofferError {
+                report.failed.append(.init(path: path, error: e))
+                continue
+            } catch {
+                report.failed.append(.init(path: path, error: CofferError(.internalError, "\(error)")))
+                continue
+            }
+            guard header.vaultID == vaultID else {
+                report.failed.append(.init(path: path, error: CofferError(
+                    .badData, "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
+                    hint: "keep one vault's bundles per sync folder")))
+                continue
+            }
+            if header.replicaID == replica {
+                report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
+                continue
+            }
+            if header.summary.isDominated(by: summary) {
+                report.skipped.append(.init(path: path, reason: .nothingNew, replica: header.replicaID))
+                continue
+            }
+            out.append(SyncCandidate(path: path, header: header))
+        }
+        return out
+    }
+
+    /// Whether this replica's bundle in `dir` is up to date: same vault,
+    /// same replica, full, and its summary equals the vault's.
+    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector) -> Bool {
+        guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
+        return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary
+    }
+
+    /// Merges every other replica's bundle found in `dir` (whatever its
+    /// file name: conflict copies made by Syncthing or Dropbox are just more
+    /// bundles), then writes this replica's bundle
+    /// `<replica-id>.coffer-bundle` atomically when it changed. Never
+    /// writes or removes another file. A bundle that cannot be merged is
+    /// reported in ``SyncReport/failed`` and the others still merge. With
+    /// `dryRun`, computes what would change and changes nothing.
+    public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
+        let rebinding = dryRun ? nil : try claimReplica()
+        let (local, summary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Queries.summary(db)) } }
+        let ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
+        var report = SyncReport(dir: dir, ownBundle: ownPath)
+        report.rebinding = rebinding
+        let candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, report: &report)
+
+        if dryRun {
+            var overlay: [ItemID: Overlay] = [:]
+            var items: [MergePreview.ItemChange] = []
+            var bundles: [String] = []
+            for c in candidates {
+                do {
+                    let (r, changes) = try previewBundle(at: c.path, overlay: &overlay)
+                    report.merged.append(r)
+                    items += changes
+                    bundles.append(c.path)
+                } catch {
+                    report.failed.append(.init(path: c.path, error: error))
+                }
+            }
+            report.preview = MergePreview(bundles: bundles, items: Vault.collapse(items))
+            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: summary)
+            return report
+        }
+
+        let before = candidates.isEmpty ? [] : try conflicts()
+        for c in candidates {
+            // An earlier bundle (say the original of a conflict copy) may
+            // have brought everything this one holds.
+            let now = try CofferError.wrap { try store.read { db in try Queries.summary(db) } }
+            if c.header.summary.isDominated(by: now) {
+                report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
+                continue
+            }
+            do {
+                report.merged.append(try importBundle(at: c.path))
+            } catch {
+                report.failed.append(.init(path: c.path, error: error))
+            }
+        }
+        if !report.merged.isEmpty {
+            let old = Set(before.map(ConflictKey.init))
+            report.newConflicts = try conflicts().filter { !old.contains(ConflictKey($0)) }
+            // A bundle may show this replica's id used by another file.
+            if let r = try claimReplica() { report.rebinding = r }
+        }
+        let (nowLocal, nowSummary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Queries.summary(db)) } }
+        let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
+        report.ownBundle = nowOwn
+        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary) {
+            try exportBundle(to: nowOwn)
+            report.wroteOwnBundle = true
+        }
+        return report
+    }
+
+    /// Checks, without the passphrase, whether `sync dir` has anything to
+    /// do for the vault at `file`: true when every other replica's bundle
+    /// is covered by the vault's summary, this replica's own bundle is
+    /// current, no file needs reporting, and the file still owns its
+    /// replica id.
+    public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
+        let (local, summary) = try CofferError.wrap {
+            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db)) }
+        }
+        if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
+        if summary[local.id] > local.counter { return false }
+        var report = SyncReport(dir: dir, ownBundle: "")
+        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, report: &report)
+        guard candidates.isEmpty, report.failed.isEmpty else { return false }
+        let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
+        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: summary)
+    }
+
+    // MARK: Preview
+
+    /// An item as a preview sees it: the stored row (nil for a new item)
+    /// and the state after the bundles previewed so far.
+    struct Overlay {
+        var row: ItemRow?
+        var original: ItemState
+        var state: ItemState
+    }
+
+    /// What importing the bundles at `paths` (in order) would change. Reads
+    /// and authenticates them fully; writes nothing.
+    public func previewImport(paths: [String]) throws(CofferError) -> (reports: [ImportReport], preview: MergePreview) {
+        var overlay: [ItemID: Overlay] = [:]
+        var reports: [ImportReport] = []
+        var items: [MergePreview.ItemChange] = []
+        for p in paths {
+            let (r, changes) = try previewBundle(at: p, overlay: &overlay)
+            reports.append(r)
+            items += changes
+        }
+        return (reports, MergePreview(bundles: paths, items: Vault.collapse(items)))
+    }
+
+    /// Keeps the last change per item (later bundles build on earlier ones),
+    /// in first-seen order.
+    static func collapse(_ items: [MergePreview.ItemChange]) -> [MergePreview.ItemChange] {
+        var order: [ItemID] = []
+        var last: [ItemID: MergePreview.ItemChange] = [:]
+        for i in items {
+            if last[i.itemID] == nil { order.append(i.itemID) }
+            last[i.itemID] = i
+        }
+        return order.compactMap { last[$0] }.sorted { ($0.name, $0.itemID) < ($1.name, $1.itemID) }
+    }
+
+    func previewBundle(at path: String, overlay: inout [ItemID: Overlay]) throws(CofferError) -> (ImportReport, [MergePreview.ItemChange]) {
+        let input = try BundleFileInput(path: path)
+        let (header, prefix): (BundleHeader, [UInt8])
+        do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
+        guard header.vaultID == vaultID else {
+            throw CofferError(
+                .badData, "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
+                hint: "import bundles only into replicas of the vault that wrote them")
+        }
+        let reader: BundleReader
+        do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
+            throw .bundle(error, path: path)
+        }
+        var local = overlay
+        let result: (ImportReport, [MergePreview.ItemChange]) = try CofferError.wrap {
+            try store.read { db in
+                if header.kind == .delta {
+                    guard header.since.isDominated(by: try Queries.summary(db)) else {
+                        throw CofferError(
+                            .badData, "\(path) is a delta bundle that assumes changes this vault has not seen",
+                            hint: "import the bundles it depends on first, or ask for a full bundle")
+                    }
+                }
+                var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
+                var changes: [MergePreview.ItemChange] = []
+                // Versions the vault has seen change nothing (as in import).
+                let seen = try Queries.summary(db)
+                while true {
+                    let next: ItemState?
+                    do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
+                    guard let full = next else { break }
+                    report.records += 1
+                    var incoming = ItemState(id: full.id)
+                    for (rid, versions) in full.registers {
+                        let fresh = versions.filter { !seen.contains($0.dot) }
+                        if !fresh.isEmpty { incoming.registers[rid] = fresh }
+                    }
+                    if incoming.registers.isEmpty {
+                        report.unchanged += 1
+                        continue
+                    }
+                    var o: Overlay
+                    if let held = local[incoming.id] {
+                        o = held
+                    } else if let row = try Queries.itemRow(db, id: incoming.id) {
+                        let s = try Queries.itemState(db, id: incoming.id)
+                        o = Overlay(row: row, original: s, state: s)
+                    } else {
+                        o = Overlay(row: nil, original: ItemState(id: incoming.id), state: ItemState(id: incoming.id))
+                    }
+                    let merged = o.state.merged(with: incoming)
+                    if merged == o.state {
+                        report.unchanged += 1
+                        continue
+                    }
+                    for (rid, versions) in merged.registers {
+                        let held = Set((o.state.registers[rid] ?? []).map(\.dot))
+                        for v in versions where !held.contains(v.dot) {
+                            report.versionsAdded += 1
+                            do { _ = try open(v, item: incoming.id, register: rid) } catch {
+                                throw CofferError(
+                                    .badData, "\(path) holds an item version that fails authentication under this vault's key",
+                                    hint: "the exporting vault is damaged; nothing was imported")
+                            }
+                        }
+                    }
+                    if o.row == nil && o.state.registers.isEmpty { report.added += 1 } else { report.changed += 1 }
+                    o.state = merged
+                    local[incoming.id] = o
+                    report.touchedItems.append(incoming.id)
+                    let change = try describe(o, db: db)
+                    if change.opensConflict || change.opensDeleteConflict { report.conflictsOpened += 1 }
+                    changes.append(change)
+                }
+                return (report, changes)
+            }
+        }
+        overlay = local
+        return result
+    }
+
+    /// The change from an overlay's original state to its current one.
+    func describe(_ o: Overlay, db: Database) throws -> MergePreview.ItemChange {
+        let old = o.original, new = o.state
+        func text(_ s: ItemState, _ rid: RegisterID) throws -> String? {
+            guard let v = Register.shown(s.registers[rid] ?? []), !v.isTombstone else { return nil }
+            return try open(v, item: s.id, register: rid).text
+        }
+        let newName = try text(new, .name) ?? ""
+        let oldName = try text(old, .name)
+        let isNew = o.row == nil && old.registers.isEmpty
+        let wasDeleted = o.row?.isDeleted ?? false
+        let kind: MergePreview.ItemChange.Kind
+        if isNew {
+            kind = new.isDeleted ? .deleted : .added
+        } else if new.isDeleted && !wasDeleted {
+            kind = .deleted
+        } else if !new.isDeleted && wasDeleted {
+            kind = .restored
+        } else {
+            kind = .changed
+        }
+        var fields: [MergePreview.FieldChange] = []
+        for rid in Set(old.registers.keys).union(new.registers.keys) where rid != .deleted {
+            let before = old.registers[rid] ?? [], after = new.registers[rid] ?? []
+            guard Set(before.map(\.dot)) != Set(after.map(\.dot)), let shown = Register.shown(after) else { continue }
+            let p = try open(shown, item: new.id, register: rid)
+            let name = Vault.metadataRegisters.first { $0.0 == rid }?.1 ?? p.name
+            let value = (p.isSecret || shown.isTombstone) ? nil : p.text
+            let fk: MergePreview.FieldChange.Kind
+            if after.count > 1 {
+                fk = .conflict
+            } else if shown.isTombstone {
+                fk = .removed
+            } else if before.isEmpty || before.allSatisfy(\.isTombstone) {
+                fk = .added
+            } else {
+                fk = .changed
+            }
+            fields.append(.init(field: name, kind: fk, value: value, isSecret: p.isSecret, sides: after.count))
+        }
+        fields.sort { $0.field < $1.field }
+        var clash = false
+        if !new.isDeleted, !newName.isEmpty, newName != oldName || isNew || (kind == .restored) {
+            let hash = KeyHierarchy.nameHash(newName, nameKey: keys.nameIndex)
+            clash = try !Queries.itemIDs(db, nameHash: hash).filter { $0 != new.id }.isEmpty
+        }
+        return MergePreview.ItemChange(
+            itemID: new.id, name: newName.isEmpty ? (oldName ?? "") : newName,
+            oldName: (oldName != nil && oldName != newName) ? oldName : nil, kind: kind, fields: fields,
+            opensDeleteConflict: new.hasDeleteConflict && !old.hasDeleteConflict,
+            opensConflict: !new.conflictedRegisters.isEmpty && old.conflictedRegisters.isEmpty,
+            opensNameClash: clash)
+    }
+
+    // MARK: Replicas
+
+    /// Every replica this vault has seen writes from, with the highest
+    /// counter seen and when a bundle from it was last imported.
+    public func replicas() throws(CofferError) -> [ReplicaInfo] {
+        try CofferError.wrap {
+            try store.read { db in
+                let local = try Queries.localReplica(db)
+                return try Queries.knownReplicas(db).map {
+                    ReplicaInfo(
+                        id: $0.id, counter: $0.counter, lastImportAt: $0.lastImportAt.map(Clock.date),
+                        isLocal: $0.id == local.id)
+                }
+            }
+        }
+    }
+}
+
+/// A replica known to this vault.
+public struct ReplicaInfo: Sendable, Equatable {
+    public var id: ReplicaID
+    /// The highest write counter seen from it.
+    public var counter: UInt64
+    /// When a bundle exported by it was last merged (nil: never; for this
+    /// replica, or one only known through others' bundles).
+    public var lastImportAt: Date?
+    /// This vault file's own replica.
+    public var isLocal: Bool
+}
+
+/// Identity of a conflict for before/after comparisons.
+struct ConflictKey: Hashable {
+    var item: ItemID
+    var field: String
+    var sides: Int
+    init(_ c: VaultConflict) {
+        item = c.itemID
+        field = c.field
+        sides = c.sides.count
+    }
+}
+
+extension Vault {
+    /// Rewrites of every single-version register of `state` (same payload,
+    /// a new dot): used when a local-only item starts to sync.
+    func restampChanges(_ state: ItemState, skipping: Set<RegisterID>) throws -> [Change] {
+        var out: [Change] = []
+        for (rid, versions) in state.registers where !skipping.contains(rid) && versions.count == 1 {
+            let v = versions[0]
+            out.append(Change(register: rid, payload: try open(v, item: state.id, register: rid), tombstone: v.isTombstone))
+        }
+        return out.sorted { $0.register < $1.register }
+    }
+}

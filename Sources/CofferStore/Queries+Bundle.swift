@@ -1,0 +1,115 @@
+import CofferSync
+import Foundation
+import GRDB
+
+/// Queries for bundle export and import (docs/bundle-format.md). Cached
+/// statements and positional columns: these run once per item or per
+/// version over whole vaults.
+extension Queries {
+    /// The `WHERE` clause and arguments selecting what a bundle carries:
+    /// versions of `sync` items, and for a delta only those whose dot
+    /// counter exceeds `since` for the dot's replica.
+    private static func exportFilter(since: VersionVector?) -> (sql: String, args: StatementArguments) {
+        guard let since, !since.isEmpty else { return ("i.policy = 'sync'", []) }
+        let cases = since.entries.map { _ in "WHEN ? THEN ?" }.joined(separator: " ")
+        var args: [(any DatabaseValueConvertible)?] = []
+        for e in since.entries {
+            args.append(Data(e.replica.bytes))
+            args.append(Int64(e.counter))
+        }
+        return ("i.policy = 'sync' AND fv.counter > (CASE fv.replicaId \(cases) ELSE 0 END)", StatementArguments(args))
+    }
+
+    /// Number of items a bundle will carry.
+    public static func exportItemCount(_ db: Database, since: VersionVector?) throws -> UInt64 {
+        let f = exportFilter(since: since)
+        let n = try Int64.fetchOne(
+            db,
+            sql: "SELECT count(DISTINCT fv.itemId) FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId WHERE \(f.sql)",
+            arguments: f.args) ?? 0
+        return UInt64(n)
+    }
+
+    /// Calls `body` once per exported item, in ascending item id order,
+    /// with the item's selected versions. Streams: only one item's versions
+    /// are held at a time.
+    public static func forEachExportItem(_ db: Database, since: VersionVector?, _ body: (ItemState) throws -> Void) throws {
+        let f = exportFilter(since: since)
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT fv.itemId, fv.registerId, fv.replicaId, fv.counter, fv.vector, fv.writtenAt, fv.isTombstone, fv.payload
+                FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId
+                WHERE \(f.sql)
+                ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
+                """,
+            arguments: f.args)
+        var current: ItemState?
+        var currentKey = Data()
+        while let row = try rows.next() {
+            let key: Data = row[0]
+            if current == nil || key != currentKey {
+                if let c = current { try body(c) }
+                guard let id = ItemID(bytes: key.byteArray) else { throw StoreError.database("item id of wrong length") }
+                current = ItemState(id: id)
+                currentKey = key
+            }
+            guard let rid = RegisterID(bytes: (row[1] as Data).byteArray) else { throw StoreError.database("register id of wrong length") }
+            current!.registers[rid, default: []].append(try positionalVersion(row, from: 2))
+        }
+        if let c = current { try body(c) }
+    }
+
+    /// A version from columns replicaId, counter, vector, writtenAt,
+    /// isTombstone, payload starting at `i`.
+    static func positionalVersion(_ row: Row, from i: Int) throws -> FieldVersion {
+        guard let replica = ReplicaID(bytes: (row[i] as Data).byteArray) else { throw StoreError.database("replica id of wrong length") }
+        let vector: VersionVector
+        do { vector = try VersionVector(decoding: (row[i + 2] as Data).byteArray) } catch {
+            throw StoreError.database("stored version vector is malformed")
+        }
+        let counter: Int64 = row[i + 1]
+        let payload: Data = row[i + 5]
+        return FieldVersion(
+            dot: Dot(replica: replica, counter: UInt64(counter)), vector: vector, writtenAt: row[i + 3],
+            isTombstone: row[i + 4], payload: payload.byteArray)
+    }
+
+    /// ``itemRow(_:id:)`` with a cached statement.
+    public static func cachedItemRow(_ db: Database, id: ItemID) throws -> ItemRow? {
+        let stmt = try db.cachedStatement(sql: "SELECT * FROM item WHERE itemId = ?")
+        return try Row.fetchOne(stmt, arguments: [Data(id.bytes)]).map(ItemRow.init(row:))
+    }
+
+    /// ``itemState(_:id:)`` with a cached statement.
+    public static func cachedItemState(_ db: Database, id: ItemID) throws -> ItemState {
+        let stmt = try db.cachedStatement(
+            sql: "SELECT registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion WHERE itemId = ?")
+        var state = ItemState(id: id)
+        let rows = try Row.fetchCursor(stmt, arguments: [Data(id.bytes)])
+        while let row = try rows.next() {
+            guard let rid = RegisterID(bytes: (row[0] as Data).byteArray) else { continue }
+            state.registers[rid, default: []].append(try positionalVersion(row, from: 1))
+        }
+        for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }
+        return state
+    }
+}
+
+extension Data {
+    /// The bytes as an array, copied in one step (`Array(data)` iterates
+    /// byte by byte).
+    var byteArray: [UInt8] {
+        withUnsafeBytes { [UInt8]($0) }
+    }
+}
+
+extension Queries {
+    /// Raises the local write counter to at least `counter`. A bundle that
+    /// has seen more writes of this replica than this file knows (a vault
+    /// file restored from a backup) must not make it reuse those dots.
+    public static func raiseLocalCounter(_ db: Database, to counter: UInt64) throws {
+        try db.execute(
+            sql: "UPDATE localReplica SET counter = max(counter, ?) WHERE singleton = 1", arguments: [Int64(counter)])
+    }
+}

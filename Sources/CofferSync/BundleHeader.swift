@@ -1,0 +1,256 @@
+import CofferCrypto
+
+/// The clear-text part of a bundle file (docs/bundle-format.md §Header).
+///
+/// ```
+/// offset size field
+/// 0      8    magic "COFFERB\n"
+/// 8      2    format version (u16, big endian) = 1
+/// 10     4    header body length L (u32)
+/// 14     L    header body (below)
+/// 14+L   24   crypto_secretstream_xchacha20poly1305 header
+/// …           chunks: u32 ciphertext length || ciphertext
+/// ```
+///
+/// The prefix (bytes `0 ..< 14+L`) is the associated data of the first
+/// stream chunk, so nothing in it can change without the stream failing
+/// authentication.
+public struct BundleHeader: Sendable, Equatable {
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        /// Everything that may sync.
+        case full = 1
+        /// Only versions the receiver (whose summary is ``since``) has not seen.
+        case delta = 2
+
+        public var name: String { self == .full ? "full" : "delta" }
+    }
+
+    public var vaultID: VaultID
+    /// The replica that wrote the bundle.
+    public var replicaID: ReplicaID
+    public var kind: Kind
+    /// Milliseconds since 1970, UTC.
+    public var createdAt: Int64
+    /// Number of item records, or nil when the writer did not know.
+    public var recordCount: UInt64?
+    public var kdf: KDFParameters
+    /// Argon2id salt, 16 bytes.
+    public var salt: [UInt8]
+    /// The vault master key wrapped under the passphrase-derived key, 72 bytes.
+    public var wrappedMasterKey: [UInt8]
+    /// The exporting replica's summary vector when it wrote the bundle.
+    public var summary: VersionVector
+    /// For a delta, the receiver's summary it was computed against; empty
+    /// for a full bundle.
+    public var since: VersionVector
+
+    public init(
+        vaultID: VaultID, replicaID: ReplicaID, kind: Kind, createdAt: Int64, recordCount: UInt64?,
+        kdf: KDFParameters, salt: [UInt8], wrappedMasterKey: [UInt8], summary: VersionVector, since: VersionVector
+    ) {
+        self.vaultID = vaultID
+        self.replicaID = replicaID
+        self.kind = kind
+        self.createdAt = createdAt
+        self.recordCount = recordCount
+        self.kdf = kdf
+        self.salt = salt
+        self.wrappedMasterKey = wrappedMasterKey
+        self.summary = summary
+        self.since = since
+    }
+}
+
+/// Constants of the bundle format, version 1.
+public enum BundleFormat {
+    /// `COFFERB\n`: the newline catches text-mode transfers that rewrite line ends.
+    public static let magic: [UInt8] = Array("COFFERB\n".utf8)
+    /// The newest bundle format this build reads and writes.
+    public static let version: UInt16 = 1
+    /// magic + version + body length.
+    public static let prefixLength = 14
+    /// Upper bound on the header body (two vectors of many replicas).
+    public static let maxHeaderLength = 4 * 1024 * 1024
+    /// Plaintext bytes per stream chunk (every chunk but the last is full).
+    public static let chunkSize = 65536
+    /// Largest ciphertext a chunk may have.
+    public static var maxChunkCiphertext: Int { chunkSize + SecretStream.overhead }
+    /// Largest record body accepted.
+    public static let maxRecordLength = 64 * 1024 * 1024
+    /// `u64` record count meaning "not known when the header was written".
+    public static let unknownCount = UInt64.max
+    /// Record types.
+    public static let recordItem: UInt8 = 1
+    public static let kdfArgon2id: UInt8 = 1
+    public static let saltLength = 16
+    public static let wrappedKeyLength = 72
+
+    /// The summary file written by `coffer summary` (§Summary files).
+    public static let summaryMagic: [UInt8] = Array("COFFERS\n".utf8)
+    public static let summaryVersion: UInt16 = 1
+}
+
+/// Why a byte string is not a bundle or cannot be read. Messages never
+/// say which byte failed authentication.
+public enum BundleError: Error, Equatable, Sendable {
+    /// Zero bytes.
+    case empty
+    /// The magic does not match; `looksLike` says what the file seems to be.
+    case notABundle(looksLike: String?)
+    /// A format version this build does not read.
+    case unsupportedVersion(UInt16)
+    /// The data ends early; `part` is "header" or "stream".
+    case truncated(part: String)
+    /// The clear header breaks a rule of the spec.
+    case malformedHeader(String)
+    /// A stream chunk failed authentication: wrong vault key, or the bytes
+    /// were corrupted or modified.
+    case authenticationFailed
+    /// An authenticated record breaks a rule of the spec (a writer bug).
+    case malformedRecord(String)
+    /// Bytes follow the final chunk.
+    case trailingData
+    /// Reading or writing the underlying file failed.
+    case io(String)
+}
+
+extension BundleHeader {
+    /// The header body (without the 14-byte prefix).
+    public var encodedBody: [UInt8] {
+        var w = ByteWriter(capacity: 200 + 24 * (summary.count + since.count))
+        w.bytes(vaultID.bytes)
+        w.bytes(replicaID.bytes)
+        w.u8(kind.rawValue)
+        w.i64(createdAt)
+        w.u64(recordCount ?? BundleFormat.unknownCount)
+        w.u8(BundleFormat.kdfArgon2id)
+        w.u32(kdf.memoryKiB)
+        w.u32(kdf.iterations)
+        w.u32(kdf.parallelism)
+        w.bytes(salt)
+        w.bytes(wrappedMasterKey)
+        w.bytes(summary.encoded)
+        w.bytes(since.encoded)
+        return w.data
+    }
+
+    /// The clear prefix: magic, version, body length, body. This is the
+    /// associated data of the first stream chunk.
+    public var encoded: [UInt8] {
+        precondition(salt.count == BundleFormat.saltLength && wrappedMasterKey.count == BundleFormat.wrappedKeyLength)
+        let body = encodedBody
+        var w = ByteWriter(capacity: BundleFormat.prefixLength + body.count)
+        w.bytes(BundleFormat.magic)
+        w.u16(BundleFormat.version)
+        w.u32(UInt32(body.count))
+        w.bytes(body)
+        return w.data
+    }
+
+    /// Decodes a header body (version 1).
+    public init(decodingBody body: [UInt8]) throws(BundleError) {
+        var r = ByteReader(body)
+        do {
+            vaultID = VaultID(bytes: try r.bytes(16))!
+            replicaID = ReplicaID(bytes: try r.bytes(16))!
+            let k = try r.u8()
+            guard let kind = Kind(rawValue: k) else { throw BundleError.malformedHeader("unknown bundle kind \(k)") }
+            self.kind = kind
+            createdAt = try r.i64()
+            let count = try r.u64()
+            recordCount = count == BundleFormat.unknownCount ? nil : count
+            let alg = try r.u8()
+            guard alg == BundleFormat.kdfArgon2id else { throw BundleError.malformedHeader("unknown key-derivation algorithm \(alg)") }
+            kdf = KDFParameters(memoryKiB: try r.u32(), iterations: try r.u32(), parallelism: try r.u32())
+            salt = try r.bytes(BundleFormat.saltLength)
+            wrappedMasterKey = try r.bytes(BundleFormat.wrappedKeyLength)
+            summary = try VersionVector(reading: &r)
+            since = try VersionVector(reading: &r)
+        } catch let e as BundleError {
+            throw e
+        } catch FormatError.truncated {
+            throw .malformedHeader("the header body is shorter than its fields")
+        } catch FormatError.malformed(let why) {
+            throw .malformedHeader(why)
+        } catch {
+            throw .malformedHeader("\(error)")
+        }
+        guard r.isAtEnd else { throw .malformedHeader("trailing bytes in the header body") }
+        do { try kdf.validate() } catch { throw .malformedHeader("invalid key-derivation parameters (\(error))") }
+        if kind == .full && !since.isEmpty { throw .malformedHeader("a full bundle carries a since-vector") }
+    }
+
+    /// Reads and checks the clear prefix from `input`, returning the header
+    /// and the exact prefix bytes (the first chunk's associated data).
+    public static func read(from input: any BundleInput) throws(BundleError) -> (header: BundleHeader, prefix: [UInt8]) {
+        let start = try input.readBytes(BundleFormat.prefixLength)
+        if start.isEmpty { throw .empty }
+        let magicPart = Array(start.prefix(BundleFormat.magic.count))
+        guard magicPart == BundleFormat.magic else {
+            // A file shorter than the magic that matches it so far is a
+            // truncated bundle; anything else is not a bundle at all.
+            if magicPart.count < BundleFormat.magic.count && BundleFormat.magic.starts(with: magicPart) {
+                throw .truncated(part: "header")
+            }
+            throw .notABundle(looksLike: BundleSniffer.describe(start + (try input.readBytes(64))))
+        }
+        guard start.count == BundleFormat.prefixLength else { throw .truncated(part: "header") }
+        let version = UInt16(start[8]) << 8 | UInt16(start[9])
+        guard version == BundleFormat.version else { throw .unsupportedVersion(version) }
+        let length = Int(UInt32(start[10]) << 24 | UInt32(start[11]) << 16 | UInt32(start[12]) << 8 | UInt32(start[13]))
+        guard length <= BundleFormat.maxHeaderLength else {
+            throw .malformedHeader("header length \(length) exceeds \(BundleFormat.maxHeaderLength)")
+        }
+        let body = try input.readBytes(length)
+        guard body.count == length else { throw .truncated(part: "header") }
+        let header = try BundleHeader(decodingBody: body)
+        return (header, start + body)
+    }
+}
+
+/// Guesses what a file that is not a bundle is, for a helpful message.
+public enum BundleSniffer {
+    public static func describe(_ start: [UInt8]) -> String? {
+        if start.starts(with: Array("SQLite format 3\0".utf8)) { return "an SQLite database (a vault file?)" }
+        if start.starts(with: BundleFormat.summaryMagic) { return "a Coffer summary file" }
+        if start.starts(with: Array("age-encryption.org/".utf8)) { return "an age-encrypted file" }
+        if start.starts(with: [0x1f, 0x8b]) { return "a gzip file" }
+        if start.starts(with: Array("PK".utf8) + [3, 4]) { return "a zip file" }
+        if !start.isEmpty, let text = String(validating: start, as: UTF8.self),
+            text.unicodeScalars.allSatisfy({ $0.value >= 0x20 || $0 == "\n" || $0 == "\r" || $0 == "\t" })
+        {
+            return "a text file"
+        }
+        return nil
+    }
+}
+
+/// Where a bundle is read from. `readBytes(n)` returns exactly `n` bytes,
+/// or fewer only at end of input.
+public protocol BundleInput: AnyObject {
+    func readBytes(_ count: Int) throws(BundleError) -> [UInt8]
+}
+
+/// Where a bundle is written to.
+public protocol BundleOutput: AnyObject {
+    func writeBytes(_ bytes: [UInt8]) throws(BundleError)
+}
+
+/// An in-memory input (tests, vectors).
+public final class ByteArrayInput: BundleInput {
+    let bytes: [UInt8]
+    var offset = 0
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public func readBytes(_ count: Int) throws(BundleError) -> [UInt8] {
+        let n = min(count, bytes.count - offset)
+        defer { offset += n }
+        return Array(bytes[offset..<offset + n])
+    }
+}
+
+/// An in-memory output (tests, vectors).
+public final class ByteArrayOutput: BundleOutput {
+    public private(set) var bytes: [UInt8] = []
+    public init() {}
+    public func writeBytes(_ b: [UInt8]) throws(BundleError) { bytes.append(contentsOf: b) }
+}

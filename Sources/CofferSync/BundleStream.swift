@@ -1,0 +1,179 @@
+import CofferCrypto
+
+/// Writes a bundle: the clear prefix, the secretstream header, then the
+/// records in chunks of ``BundleFormat/chunkSize`` plaintext bytes. Holds at
+/// most one chunk and one record in memory.
+public final class BundleWriter {
+    private let output: any BundleOutput
+    private let stream: SecretStream.Writer
+    private let prefix: [UInt8]
+    private var buffer: [UInt8] = []
+    private var chunksWritten = 0
+    public private(set) var recordsWritten: UInt64 = 0
+    public private(set) var bytesWritten = 0
+    private var finished = false
+    private var lastItem: ItemID?
+
+    /// Starts a bundle. `bundleKey` is sub-key 4 of the vault master key
+    /// (``KeyHierarchy/SubKeyID/bundle``). `streamHeader` is only for
+    /// deterministic test vectors.
+    public init(header: BundleHeader, bundleKey: SecretBytes, output: any BundleOutput, streamHeader: [UInt8]? = nil) throws(BundleError) {
+        self.output = output
+        prefix = header.encoded
+        if let streamHeader {
+            stream = SecretStream.Writer(key: bundleKey, deterministicHeader: streamHeader)
+        } else {
+            stream = SecretStream.Writer(key: bundleKey)
+        }
+        buffer.reserveCapacity(BundleFormat.chunkSize * 2)
+        try emit(prefix)
+        try emit(stream.header)
+    }
+
+    private func emit(_ bytes: [UInt8]) throws(BundleError) {
+        try output.writeBytes(bytes)
+        bytesWritten += bytes.count
+    }
+
+    private func pushChunk(_ plain: ArraySlice<UInt8>, final: Bool) throws(BundleError) {
+        let ct = stream.push(Array(plain), tag: final ? .final : .message, associatedData: chunksWritten == 0 ? prefix : [])
+        chunksWritten += 1
+        var w = ByteWriter(capacity: 4 + ct.count)
+        w.u32(UInt32(ct.count))
+        w.bytes(ct)
+        try emit(w.data)
+    }
+
+    /// Appends one item record. Items must come in ascending id order.
+    public func write(_ state: ItemState) throws(BundleError) {
+        precondition(!finished)
+        if let lastItem { precondition(lastItem < state.id, "bundle records must be in ascending item id order") }
+        lastItem = state.id
+        var w = ByteWriter()
+        BundleRecord.encodeItem(state, into: &w)
+        buffer.append(contentsOf: w.data)
+        recordsWritten += 1
+        try flushFullChunks()
+    }
+
+    private func flushFullChunks() throws(BundleError) {
+        var start = 0
+        // Keep at least one byte back: the final chunk is pushed by finish().
+        while buffer.count - start > BundleFormat.chunkSize {
+            try pushChunk(buffer[start..<start + BundleFormat.chunkSize], final: false)
+            start += BundleFormat.chunkSize
+        }
+        if start > 0 { buffer.removeFirst(start) }
+    }
+
+    /// Pushes the remaining plaintext as the FINAL chunk.
+    public func finish() throws(BundleError) {
+        precondition(!finished)
+        finished = true
+        try pushChunk(buffer[...], final: true)
+        buffer = []
+    }
+}
+
+/// Reads a bundle chunk by chunk and yields its records. Creating it
+/// authenticates the header (first chunk); ``next()`` returns nil only
+/// after the FINAL chunk was verified, every record was read, the record
+/// count matched and nothing follows.
+public final class BundleReader {
+    public let header: BundleHeader
+    private let input: any BundleInput
+    private let stream: SecretStream.Reader
+    private var chunk: [UInt8] = []
+    private var offset = 0
+    private var sawFinal = false
+    public private(set) var recordsRead: UInt64 = 0
+    public private(set) var chunksRead = 0
+    private var lastItem: ItemID?
+
+    /// Continues after ``BundleHeader/read(from:)``: reads the stream header
+    /// and the first chunk, whose associated data is `prefix`.
+    public init(header: BundleHeader, prefix: [UInt8], input: any BundleInput, bundleKey: SecretBytes) throws(BundleError) {
+        self.header = header
+        self.input = input
+        let sh = try input.readBytes(SecretStream.headerLength)
+        guard sh.count == SecretStream.headerLength else { throw .truncated(part: "stream") }
+        do { stream = try SecretStream.Reader(key: bundleKey, header: sh) } catch { throw .authenticationFailed }
+        try pull(associatedData: prefix)
+    }
+
+    private func pull(associatedData: [UInt8]) throws(BundleError) {
+        let lenBytes = try input.readBytes(4)
+        guard lenBytes.count == 4 else { throw .truncated(part: "stream") }
+        let len = Int(UInt32(lenBytes[0]) << 24 | UInt32(lenBytes[1]) << 16 | UInt32(lenBytes[2]) << 8 | UInt32(lenBytes[3]))
+        guard len >= SecretStream.overhead, len <= BundleFormat.maxChunkCiphertext else {
+            // A length outside the bounds can only come from corruption.
+            throw .authenticationFailed
+        }
+        let ct = try input.readBytes(len)
+        guard ct.count == len else { throw .truncated(part: "stream") }
+        let result: (message: [UInt8], tag: SecretStream.Tag)
+        do { result = try stream.pull(ct, associatedData: associatedData) } catch { throw .authenticationFailed }
+        switch result.tag {
+        case .message: break
+        case .final: sawFinal = true
+        case .push, .rekey: throw .malformedRecord("a stream chunk with a tag other than MESSAGE or FINAL")
+        }
+        chunksRead += 1
+        chunk = result.message
+        offset = 0
+    }
+
+    /// Exactly `n` plaintext bytes, pulling chunks as needed.
+    private func take(_ n: Int) throws(BundleError) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(n)
+        while out.count < n {
+            if offset == chunk.count {
+                if sawFinal { throw .malformedRecord("the final chunk ends inside a record") }
+                try pull(associatedData: [])
+                continue
+            }
+            let k = min(n - out.count, chunk.count - offset)
+            out.append(contentsOf: chunk[offset..<offset + k])
+            offset += k
+        }
+        return out
+    }
+
+    /// Whether the plaintext is exhausted (pulls empty or further chunks
+    /// until data or FINAL).
+    private func atEnd() throws(BundleError) -> Bool {
+        while offset == chunk.count {
+            if sawFinal { return true }
+            try pull(associatedData: [])
+        }
+        return false
+    }
+
+    /// The next item record, or nil at the verified end of the bundle.
+    public func next() throws(BundleError) -> ItemState? {
+        if try atEnd() {
+            let extra = try input.readBytes(1)
+            guard extra.isEmpty else { throw .trailingData }
+            if let expected = header.recordCount, expected != recordsRead {
+                throw .malformedRecord("the header announces \(expected) records but the bundle holds \(recordsRead)")
+            }
+            return nil
+        }
+        let head = try take(5)
+        guard head[0] == BundleFormat.recordItem else { throw .malformedRecord("unknown record type \(head[0])") }
+        let len = Int(UInt32(head[1]) << 24 | UInt32(head[2]) << 16 | UInt32(head[3]) << 8 | UInt32(head[4]))
+        guard len <= BundleFormat.maxRecordLength else { throw .malformedRecord("a record of \(len) bytes exceeds the limit") }
+        let state = try BundleRecord.decodeItem(body: try take(len))
+        if let lastItem, !(lastItem < state.id) { throw .malformedRecord("item records out of order or repeated") }
+        lastItem = state.id
+        recordsRead += 1
+        if let expected = header.recordCount, recordsRead > expected {
+            throw .malformedRecord("the bundle holds more records than its header announces")
+        }
+        for v in state.registers.values.joined() where !header.summary.contains(v.dot) {
+            throw .malformedRecord("a version newer than the bundle's summary vector")
+        }
+        return state
+    }
+}

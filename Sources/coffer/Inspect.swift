@@ -1,0 +1,103 @@
+import ArgumentParser
+import CofferKit
+import CofferSync
+import Foundation
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a bundle's clear header (no passphrase needed).",
+        discussion: """
+            Prints the format version, vault id, exporting replica, kind, creation time, record
+            count and vectors. Nothing here is authenticated until the bundle is imported, and no
+            credential is shown: items are inside the encrypted stream. --json output follows
+            Schemas/inspect.schema.json.
+            """)
+
+    @Argument(help: ArgumentHelp("A bundle file.", valueName: "file"))
+    var file: String
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let info = try Vault.inspectBundle(at: file)
+        let j = InspectJSON(info)
+        if json {
+            try Output.json(j)
+            return
+        }
+        Output.out("bundle:     \(file)")
+        Output.out("format:     \(j.formatVersion)")
+        Output.out("kind:       \(j.kind)")
+        Output.out("vault:      \(j.vault)")
+        Output.out("replica:    \(j.replica)")
+        Output.out("created:    \(ISO8601.string(j.createdAt))")
+        Output.out("records:    \(j.records.map(String.init) ?? "unknown")")
+        Output.out("size:       \(j.bytes) bytes")
+        Output.out("kdf:        argon2id, \(j.kdf.memoryKiB) KiB, \(j.kdf.iterations) iterations, \(j.kdf.parallelism) lanes")
+        Output.out("summary:    \(Self.text(j.summary))")
+        if info.header.kind == .delta { Output.out("since:      \(Self.text(j.since))") }
+        Output.err("coffer: note: the header is not authenticated until the bundle is imported")
+    }
+
+    static func text(_ v: [String: UInt64]) -> String {
+        v.isEmpty ? "(empty)" : v.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: " ")
+    }
+}
+
+/// `coffer inspect --json` (Schemas/inspect.schema.json).
+struct InspectJSON: Encodable {
+    struct KDF: Encodable {
+        var algorithm = "argon2id"
+        var memoryKiB: UInt32
+        var iterations: UInt32
+        var parallelism: UInt32
+    }
+    var path: String
+    var formatVersion: Int
+    var kind: String
+    var vault: String
+    var replica: String
+    var createdAt: Date
+    var records: UInt64?
+    var bytes: Int
+    var kdf: KDF
+    var summary: [String: UInt64]
+    var since: [String: UInt64]
+    var authenticated = false
+
+    init(_ info: BundleInfo) {
+        let h = info.header
+        path = info.path
+        formatVersion = info.formatVersion
+        kind = h.kind.name
+        vault = h.vaultID.hex
+        replica = h.replicaID.hex
+        createdAt = Date(timeIntervalSince1970: Double(h.createdAt) / 1000)
+        records = h.recordCount
+        bytes = info.fileSize
+        kdf = KDF(memoryKiB: h.kdf.memoryKiB, iterations: h.kdf.iterations, parallelism: h.kdf.parallelism)
+        summary = Dictionary(uniqueKeysWithValues: h.summary.entries.map { ($0.replica.hex, $0.counter) })
+        since = Dictionary(uniqueKeysWithValues: h.since.entries.map { ($0.replica.hex, $0.counter) })
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(path, forKey: .path)
+        try c.encode(formatVersion, forKey: .formatVersion)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(vault, forKey: .vault)
+        try c.encode(replica, forKey: .replica)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(records, forKey: .records)
+        try c.encode(bytes, forKey: .bytes)
+        try c.encode(kdf, forKey: .kdf)
+        try c.encode(summary, forKey: .summary)
+        try c.encode(since, forKey: .since)
+        try c.encode(authenticated, forKey: .authenticated)
+    }
+}
