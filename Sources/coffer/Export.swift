@@ -72,7 +72,9 @@ struct Import: ParsableCommand {
     func run() throws {
         let vault = try options.unlock()
         for file in files {
-            let r = try vault.importBundle(at: file)
+            defer { Progress.clear() }
+            let r = try vault.importBundle(at: file, progress: Progress.importing(file))
+            Progress.clear()
             var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
             if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
             Output.note(line)
@@ -103,9 +105,33 @@ struct Clone: ParsableCommand {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }
         let passphrase = try options.passphrase()
-        let r = try Vault.clone(bundleAt: file, to: path, passphrase: passphrase)
+        defer { Progress.clear() }
+        let r = try Vault.clone(bundleAt: file, to: path, passphrase: passphrase, progress: Progress.importing(file))
+        Progress.clear()
         let info = try VaultFile.open(path: path).info()
         Output.note("created vault \(path) from \(file): \(r.added) item\(r.added == 1 ? "" : "s")")
         Output.note("vault id \(info.vaultID.hex), replica id \(info.replicaID.hex)")
+    }
+}
+
+/// A progress line on stderr for long imports, only when stderr is a
+/// terminal (PRODUCT.md: long work shows progress).
+enum Progress {
+    nonisolated(unsafe) static var shown = false
+
+    static func importing(_ file: String) -> ImportProgress? {
+        guard Output.stderrIsTerminal else { return nil }
+        return { n, total in
+            let of = total.map { " of \($0)" } ?? ""
+            FileHandle.standardError.write(Data("\rcoffer: importing \(file): \(n)\(of) items".utf8))
+            shown = true
+        }
+    }
+
+    static func clear() {
+        if shown {
+            FileHandle.standardError.write(Data("\r\u{1b}[K".utf8))
+            shown = false
+        }
     }
 }
