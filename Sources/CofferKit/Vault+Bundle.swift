@@ -40,6 +40,10 @@ public struct ImportReport: Sendable, Equatable {
     public var touchedItems: [ItemID] = []
 }
 
+/// Called during an import with the records read so far and the total
+/// the header announces (nil when unknown).
+public typealias ImportProgress = (_ records: Int, _ total: UInt64?) -> Void
+
 /// The clear header of a bundle file, readable without a passphrase.
 public struct BundleInfo: Sendable, Equatable {
     public var path: String
@@ -188,8 +192,11 @@ extension Vault {
     /// every item record is merged register by register
     /// (``ItemState/merged(with:)``) as it streams in; any failure rolls
     /// back the whole bundle and the vault is unchanged.
+    ///
+    /// `progress`, when given, is called every 1,000 records with the
+    /// number of records read and the header's record count.
     @discardableResult
-    public func importBundle(at path: String) throws(CofferError) -> ImportReport {
+    public func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
         let input = try BundleFileInput(path: path)
         let (header, prefix): (BundleHeader, [UInt8])
         do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
@@ -203,10 +210,10 @@ extension Vault {
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
             throw .bundle(error, path: path)
         }
-        return try importRecords(from: reader, path: path)
+        return try importRecords(from: reader, path: path, progress: progress)
     }
 
-    func importRecords(from reader: BundleReader, path: String) throws(CofferError) -> ImportReport {
+    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
             try store.writeImmediate { db in
@@ -246,9 +253,11 @@ extension Vault {
                             }
                             if unseen.registers.isEmpty {
                                 report.unchanged += 1
+                                if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                                 continue
                             }
                             try mergeIncoming(unseen, db: db, report: &report, path: path, now: now)
+                            if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                         }
                     }
                 }
@@ -305,7 +314,7 @@ extension Vault {
     /// passphrase of the vault that wrote it: same vault id, key wrapping
     /// and KDF parameters as the bundle's header, a new replica id, then
     /// the bundle imported. Nothing is left at `vaultPath` on failure.
-    public static func clone(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes) throws(CofferError) -> ImportReport {
+    public static func clone(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
         if FileManager.default.fileExists(atPath: vaultPath) {
             throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }
@@ -335,7 +344,7 @@ extension Vault {
         }
         let report: ImportReport
         do {
-            report = try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path)
+            report = try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress)
         } catch {
             removeTemp()
             throw error
@@ -359,7 +368,7 @@ extension Vault {
         return report
     }
 
-    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String) throws(CofferError) -> ImportReport {
+    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
@@ -368,6 +377,6 @@ extension Vault {
             let store = try VaultStore.create(path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host)
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
         }
-        return try vault.importRecords(from: reader, path: path)
+        return try vault.importRecords(from: reader, path: path, progress: progress)
     }
 }

@@ -103,13 +103,3 @@ extension Data {
         withUnsafeBytes { [UInt8]($0) }
     }
 }
-
-extension Queries {
-    /// Raises the local write counter to at least `counter`. A bundle that
-    /// has seen more writes of this replica than this file knows (a vault
-    /// file restored from a backup) must not make it reuse those dots.
-    public static func raiseLocalCounter(_ db: Database, to counter: UInt64) throws {
-        try db.execute(
-            sql: "UPDATE localReplica SET counter = max(counter, ?) WHERE singleton = 1", arguments: [Int64(counter)])
-    }
-}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import CofferKit
+import Foundation
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Merge bundles from other replicas into this vault.",
+        discussion: """
+            Each bundle is merged in one transaction: either all of it is applied or, on any error
+            (truncated, corrupted, modified, foreign or newer bundle), none of it. Concurrent edits
+            of one field are all kept as a conflict. Bundles are applied in the order given;
+            exit codes: 65 bad bundle, 66 missing file, 77 wrong passphrase.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: ArgumentHelp("Bundle files written by `coffer export`.", valueName: "file"))
+    var files: [String]
+
+    @Flag(help: "Show item by item and field by field what merging would change; change nothing.")
+    var dryRun = false
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("give at least one bundle file") }
+    }
+
+    func run() throws {
+        if dryRun {
+            let vault = try options.unlock()
+            let (reports, preview) = try vault.previewImport(paths: files)
+            for r in reports {
+                Output.out("would merge \(r.path) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+            }
+            PreviewPrinter.print(preview)
+            Output.note("dry run: nothing was changed")
+            return
+        }
+        let vault = try options.unlock()
+        for file in files {
+            defer { Progress.clear() }
+            let r = try vault.importBundle(at: file, progress: Progress.importing(file))
+            Progress.clear()
+            var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
+            if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
+            Output.note(line)
+        }
+        // A bundle may show this replica's id used by another vault file.
+        if let change = try vault.claimReplica() { Output.note(change.message) }
+    }
+}
+
+/// A progress line on stderr for long imports, only when stderr is a
+/// terminal (PRODUCT.md: long work shows progress).
+enum Progress {
+    nonisolated(unsafe) static var shown = false
+
+    static func importing(_ file: String) -> ImportProgress? {
+        guard Output.stderrIsTerminal else { return nil }
+        return { n, total in
+            let of = total.map { " of \($0)" } ?? ""
+            FileHandle.standardError.write(Data("\rcoffer: importing \(file): \(n)\(of) items".utf8))
+            shown = true
+        }
+    }
+
+    static func clear() {
+        if shown {
+            FileHandle.standardError.write(Data("\r\u{1b}[K".utf8))
+            shown = false
+        }
+    }
+}
