@@ -33,7 +33,7 @@ struct Sync: ParsableCommand {
             Output.note("nothing new in \(dir); this replica's bundle is current")
             return
         }
-        let vault = try file.unlock(passphrase: try options.passphrase())
+        let vault = try options.unlock(file)
         let report = try vault.sync(dir: dir, dryRun: dryRun)
         if let r = report.rebinding { Output.note(r.message) }
         let base = { (p: String) in (p as NSString).lastPathComponent }

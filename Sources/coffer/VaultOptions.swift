@@ -33,7 +33,11 @@ struct VaultOptions: ParsableArguments {
     /// given), else with the passphrase. An unusable session is an error
     /// (exit 77), never a silent prompt.
     func unlock() throws(CofferError) -> Vault {
-        let file = try openFile()
+        try unlock(try openFile())
+    }
+
+    /// Unlocks an already opened vault file, the same way as ``unlock()``.
+    func unlock(_ file: VaultFile) throws(CofferError) -> Vault {
         if passphraseFd == nil, passphraseFile == nil, let token = SessionEnvironment.token {
             return try Session.unlock(file: file, token: token, directory: .resolve())
         }
