@@ -19,11 +19,11 @@ try:
     subprocess.run([coffer, "init", "--vault", small, "--kdf-memory", "8M", "--kdf-iterations", "1", "--kdf-parallelism", "1"] + P, env=env, check=True, stderr=subprocess.DEVNULL)
     subprocess.run([coffer, "init", "--vault", default] + P, env=env, check=True, stderr=subprocess.DEVNULL)
     for v in (small, default):
-        subprocess.run([coffer, "bench-populate", "--vault", v, "--count", "1000"] + P, env=env, check=True, stderr=subprocess.DEVNULL)
+        subprocess.run([coffer, "dev-fill", "--vault", v, "1000"] + P, env=env, check=True, stderr=subprocess.DEVNULL)
     rows = [
         measure("baseline: coffer --version (process start)", [coffer, "--version"], env),
-        measure("get, 1,000 items, small KDF (8 MiB, t=1, p=1)", [coffer, "get", "bench/000500", "--vault", small] + P, env),
-        measure("get, 1,000 items, default KDF (256 MiB, t=3, p=4)", [coffer, "get", "bench/000500", "--vault", default] + P, env, runs=7),
+        measure("get, 1,000 items, small KDF (8 MiB, t=1, p=1)", [coffer, "get", "bench/item-500", "--vault", small] + P, env),
+        measure("get, 1,000 items, default KDF (256 MiB, t=3, p=4)", [coffer, "get", "bench/item-500", "--vault", default] + P, env, runs=7),
         measure("ls, 1,000 items, small KDF", [coffer, "ls", "--vault", small] + P, env),
     ]
     print("\n## foundation: coffer get (whole process, release build)")

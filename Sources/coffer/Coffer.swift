@@ -22,7 +22,7 @@ struct Coffer: ParsableCommand {
         subcommands: [
             Init.self, Add.self, Get.self, List.self, Edit.self, Remove.self, History.self,
             Unlock.self, Lock.self, Status.self, Passwd.self,
-            Read.self, Run.self, Inject.self, Env.self, Populate.self,
+            Read.self, Run.self, Inject.self, Env.self,
             Check.self, Requirements.self,
             Export.self, Import.self, Clone.self, Inspect.self, Summary.self, DevFill.self,
             Conflicts.self, Resolve.self, Sync.self, Replicas.self, DevTouch.self,
