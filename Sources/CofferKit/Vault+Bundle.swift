@@ -168,7 +168,7 @@ extension Vault {
                     vaultID: vaultID, replicaID: try Queries.localReplica(db).id, kind: since == nil ? .full : .delta,
                     createdAt: createdAt ?? Clock.nowMillis(), recordCount: count,
                     kdf: file.kdf, salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
-                    summary: try Queries.summary(db), since: since ?? VersionVector())
+                    summary: try Vault.exportableSummary(db), since: since ?? VersionVector())
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     try Queries.forEachExportItem(db, since: since) { state in try writer.write(state) }

@@ -180,7 +180,8 @@ extension Vault {
     }
 
     /// Whether this replica's bundle in `dir` is up to date: same vault,
-    /// same replica, full, and its summary equals the vault's.
+    /// same replica, full, and its summary equals what an export would
+    /// claim now (``exportableSummary(_:)``).
     static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector) -> Bool {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
         return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary
@@ -195,7 +196,9 @@ extension Vault {
     /// `dryRun`, computes what would change and changes nothing.
     public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
         let rebinding = dryRun ? nil : try claimReplica()
-        let (local, summary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Queries.summary(db)) } }
+        let (local, summary, exportable) = try CofferError.wrap {
+            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
+        }
         let ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
         report.rebinding = rebinding
@@ -216,7 +219,7 @@ extension Vault {
                 }
             }
             report.preview = MergePreview(bundles: bundles, items: Vault.collapse(items))
-            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: summary)
+            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable)
             return report
         }
 
@@ -241,7 +244,7 @@ extension Vault {
             // A bundle may show this replica's id used by another file.
             if let r = try claimReplica() { report.rebinding = r }
         }
-        let (nowLocal, nowSummary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Queries.summary(db)) } }
+        let (nowLocal, nowSummary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Vault.exportableSummary(db)) } }
         let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
         report.ownBundle = nowOwn
         if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary) {
@@ -257,8 +260,8 @@ extension Vault {
     /// current, no file needs reporting, and the file still owns its
     /// replica id.
     public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
-        let (local, summary) = try CofferError.wrap {
-            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db)) }
+        let (local, summary, exportable) = try CofferError.wrap {
+            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
         if summary[local.id] > local.counter { return false }
@@ -266,7 +269,7 @@ extension Vault {
         let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
-        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: summary)
+        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable)
     }
 
     // MARK: Preview

@@ -1,0 +1,33 @@
+import CofferStore
+import CofferSync
+import GRDB
+
+extension Vault {
+    /// The summary a bundle header may claim: what a receiver will have
+    /// seen once it has imported the bundle.
+    ///
+    /// The vault's own summary says "every write of replica R up to
+    /// counter n is held here (or superseded by something held here)". A
+    /// bundle leaves out local-only items, so that claim is true for the
+    /// receiver only for replicas none of whose writes sit in a local-only
+    /// item. Our own writes are exempt: a local-only item of ours that is
+    /// later switched to `sync` is written again under new dots. For any
+    /// other replica whose writes appear in a local-only item (an item that
+    /// was synced and then made local-only here), the claim is dropped, so
+    /// receivers take those writes from their author's bundles.
+    static func exportableSummary(_ db: Database) throws -> VersionVector {
+        var summary = try Queries.summary(db)
+        let me = try Queries.localReplica(db).id
+        let localOnly = try Queries.itemRows(db, includeDeleted: true).filter { $0.policy == .localOnly }
+        for row in localOnly {
+            for versions in try Queries.itemState(db, id: row.id).registers.values {
+                for v in versions {
+                    for entry in v.vector.entries where entry.replica != me {
+                        summary[entry.replica] = 0
+                    }
+                }
+            }
+        }
+        return summary
+    }
+}
