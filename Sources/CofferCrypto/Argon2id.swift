@@ -21,6 +21,8 @@ public struct KDFParameters: Sendable, Equatable, Hashable, Codable {
     /// OWASP's floor for Argon2id (19 MiB, 2 passes). Below this we warn.
     public static let recommendedMinimumMemoryKiB: UInt32 = 19 * 1024
     public static let recommendedMinimumIterations: UInt32 = 2
+    /// The most passes Coffer accepts (anywhere: init, passwd, a bundle).
+    public static let maximumIterations: UInt32 = 32
 
     /// Whether these parameters are below the recommended floor.
     public var isWeak: Bool {
@@ -34,6 +36,11 @@ public struct KDFParameters: Sendable, Equatable, Hashable, Codable {
             throw .kdfFailed("parallelism must be between 1 and 255")
         }
         guard iterations >= 1 else { throw .kdfFailed("iterations must be at least 1") }
+        // Bounds also protect against a forged bundle header asking a
+        // clone to run Argon2id for hours.
+        guard iterations <= Self.maximumIterations else {
+            throw .kdfFailed("iterations must be at most \(Self.maximumIterations)")
+        }
         guard memoryKiB >= 8 * parallelism else {
             throw .kdfFailed("memory must be at least 8 KiB per lane (\(8 * parallelism) KiB)")
         }

@@ -214,10 +214,14 @@ public struct RequirementsManifest: Sendable, Equatable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            if !FileManager.default.fileExists(atPath: path) {
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
                 throw CofferError(.fileNotFound, "no requirements manifest at \(path)", hint: "check the --requirements path")
             }
-            throw CofferError(.fileNotFound, "cannot read the requirements manifest \(path): \(error.localizedDescription)")
+            if isDirectory.boolValue {
+                throw CofferError(.usage, "\(path) is a folder, not a requirements manifest", hint: "give the path of the manifest's JSON file")
+            }
+            throw CofferError(.fileNotFound, "cannot read the requirements manifest \(path)", hint: "check that the file is readable by you")
         }
         return try parse(data, file: path)
     }

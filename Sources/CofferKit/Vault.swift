@@ -364,7 +364,7 @@ public final class Vault: Sendable {
                 }
                 for f in edit.unsetFields {
                     guard current.field(f) != nil else {
-                        throw CofferError(.usage, "item '\(current.name)' has no field '\(f)'", hint: "its fields are: \(current.fields.map(\.name).joined(separator: ", "))")
+                        throw CofferError(.itemNotFound, "item '\(current.name)' has no field '\(f)'", hint: "its fields are: \(current.fields.map(\.name).joined(separator: ", "))")
                     }
                     changes.append(Change(register: registerID(field: f, item: id), payload: FieldPayload(name: f, value: [], isSecret: false), tombstone: true))
                 }

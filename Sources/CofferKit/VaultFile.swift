@@ -53,6 +53,7 @@ public final class VaultFile: Sendable {
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
         }
+        VaultFile.hardened
         let vaultID = VaultID.random()
         let master = SecretBytes.random(count: 32)
         let wrapped: (salt: [UInt8], wrapped: [UInt8])
@@ -72,8 +73,13 @@ public final class VaultFile: Sendable {
         }
     }
 
+    /// Applied once, before the first key exists in this process: no core
+    /// dumps, not dumpable (PRODUCT.md §2). Library users get it too.
+    static let hardened: Void = { ProcessHardening.disableCoreDumps() }()
+
     /// Unlocks with the passphrase (runs Argon2id).
     public func unlock(passphrase: SecretBytes) throws(CofferError) -> Vault {
+        VaultFile.hardened
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(
@@ -91,7 +97,8 @@ public final class VaultFile: Sendable {
     /// caller is responsible for having checked that it belongs to this
     /// vault.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
-        try CofferError.wrap { try Vault(file: self, master: masterKey) }
+        VaultFile.hardened
+        return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
 
     /// Facts about the vault that need no passphrase.

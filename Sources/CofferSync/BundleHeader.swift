@@ -162,6 +162,12 @@ extension BundleHeader {
             let alg = try r.u8()
             guard alg == BundleFormat.kdfArgon2id else { throw BundleError.malformedHeader("unknown key-derivation algorithm \(alg)") }
             kdf = KDFParameters(memoryKiB: try r.u32(), iterations: try r.u32(), parallelism: try r.u32())
+            // The header is not authenticated until the master key is
+            // unwrapped, which runs Argon2id with these parameters: refuse
+            // out-of-range ones before spending hours or gigabytes on them.
+            do { try kdf.validate() } catch {
+                throw BundleError.malformedHeader("key-derivation parameters out of range (\(error))")
+            }
             salt = try r.bytes(BundleFormat.saltLength)
             wrappedMasterKey = try r.bytes(BundleFormat.wrappedKeyLength)
             summary = try VersionVector(reading: &r)

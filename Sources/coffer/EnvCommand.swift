@@ -49,10 +49,10 @@ struct Env: ParsableCommand {
             try Output.json(Dictionary(vars.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }))
         case .dotenv:
             let text = vars.map { Dotenv.line(name: $0.name, value: $0.value) + "\n" }.joined()
-            FileHandle.standardOutput.write(Data(text.utf8))
+            Output.stdout(Data(text.utf8))
         case .shell:
             let text = vars.map { Dotenv.shellLine(name: $0.name, value: $0.value) + "\n" }.joined()
-            FileHandle.standardOutput.write(Data(text.utf8))
+            Output.stdout(Data(text.utf8))
         }
     }
 }

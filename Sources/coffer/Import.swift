@@ -37,9 +37,21 @@ struct Import: ParsableCommand {
             return
         }
         let vault = try options.unlock()
+        var done: [String] = []
         for file in files {
             defer { Progress.clear() }
-            let r = try vault.importBundle(at: file, progress: Progress.importing(file))
+            let r: ImportReport
+            do {
+                r = try vault.importBundle(at: file, progress: Progress.importing(file))
+            } catch {
+                // Each bundle is its own transaction: say plainly that the
+                // ones before this one stay imported.
+                guard !done.isEmpty else { throw error }
+                var e = error
+                e.hint = "nothing of \(file) was imported; \(done.joined(separator: ", ")) \(done.count == 1 ? "was" : "were") imported before it and stay\(done.count == 1 ? "s" : "")"
+                throw e
+            }
+            done.append(file)
             Progress.clear()
             var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
             if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
@@ -59,14 +71,14 @@ enum Progress {
         guard Output.stderrIsTerminal else { return nil }
         return { n, total in
             let of = total.map { " of \($0)" } ?? ""
-            FileHandle.standardError.write(Data("\rcoffer: importing \(file): \(n)\(of) items".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("\rcoffer: importing \(file): \(n)\(of) items".utf8))
             shown = true
         }
     }
 
     static func clear() {
         if shown {
-            FileHandle.standardError.write(Data("\r\u{1b}[K".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("\r\u{1b}[K".utf8))
             shown = false
         }
     }

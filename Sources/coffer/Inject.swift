@@ -44,7 +44,7 @@ struct Inject: ParsableCommand {
             try AtomicFile.writeAtomically(rendered, to: output)
             Output.note("wrote \(output) (\(template.references.count) reference\(template.references.count == 1 ? "" : "s"))")
         } else {
-            FileHandle.standardOutput.write(rendered)
+            Output.stdout(rendered)
         }
     }
 }

@@ -9,11 +9,25 @@ import Glibc
 /// messages on stderr with a `coffer:` prefix.
 enum Output {
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        stdout(Data((text + "\n").utf8))
+    }
+
+    /// Writes to standard output. A write that fails (a closed descriptor,
+    /// a full disk, /dev/full) ends the command with one line and exit 74
+    /// (EX_IOERR) instead of Foundation's trap and backtrace.
+    static func stdout(_ data: Data) {
+        do {
+            try FileHandle.standardOutput.write(contentsOf: data)
+        } catch {
+            err("coffer: error: cannot write to standard output (\(error.localizedDescription))")
+            err("coffer: hint: check where the output is redirected")
+            exit(74)
+        }
     }
 
     static func err(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        // Nowhere to report a failure to write to stderr: ignore it.
+        try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))
     }
 
     static func warn(_ text: String) { err("coffer: warning: \(text)") }
@@ -35,7 +49,7 @@ enum Output {
             try c.encode(ISO8601.string(date))
         }
         let data = try enc.encode(value)
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        stdout(data + Data("\n".utf8))
     }
 
     static var stderrIsTerminal: Bool { isatty(2) == 1 }

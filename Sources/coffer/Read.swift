@@ -34,7 +34,7 @@ struct Read: ParsableCommand {
         if json {
             try Output.json(ReadJSON(reference: r.reference, id: r.itemID, item: r.item, field: r.field, value: r.value, secret: r.isSecret))
         } else if noNewline {
-            FileHandle.standardOutput.write(Data(r.value.utf8))
+            Output.stdout(Data(r.value.utf8))
         } else {
             Output.out(r.value)
         }

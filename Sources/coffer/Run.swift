@@ -40,6 +40,9 @@ struct Run: ParsableCommand {
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "CMD"))
     var command: [String] = []
 
+    @Flag(help: "Pass COFFER_SESSION and COFFER_PASSPHRASE on to CMD (by default they are removed, so CMD gets only the secrets its references name).")
+    var keepSession = false
+
     func validate() throws {
         guard !command.isEmpty else {
             throw ValidationError("give the command to run after --, e.g. coffer run -- env")
@@ -49,6 +52,12 @@ struct Run: ParsableCommand {
     func run() throws {
         // 1. The environment CMD would get, in precedence order.
         var env = ProcessInfo.processInfo.environment
+        // CMD gets the secrets it was given, not the whole vault: the
+        // passphrase and the session token stay with coffer unless asked.
+        if !keepSession {
+            env["COFFER_PASSPHRASE"] = nil
+            env["COFFER_SESSION"] = nil
+        }
         var origin: [String: String] = [:]
         for file in envFiles {
             let text = try ReferenceResolution.readText(file, what: "env file")

@@ -113,7 +113,7 @@ struct ItemCommandTests {
         (["add", "x", "--field", "novalue"], "", 64, "KEY=VALUE"),
         (["edit", "nope", "--tag", "t"], "", 66, "no item named"),
         (["edit", "dup"], "", 64, "nothing to change"),
-        (["edit", "dup", "--unset", "ghost"], "", 64, "no field 'ghost'"),
+        (["edit", "dup", "--unset", "ghost"], "", 66, "no field 'ghost'"),
         (["get", "dup", "--field", "ghost"], "", 66, "no field 'ghost'"),
         (["rm", "nope"], "", 66, "no item named"),
         (["history", "nope"], "", 66, "no item named"),
