@@ -8,11 +8,11 @@ struct Add: ParsableCommand {
         commandName: "add",
         abstract: "Add a credential.",
         discussion: """
-            The type's primary secret (key, password, notes) is read from standard input when it
-            is not a terminal, or asked for without echo, unless given with --field or --secret.
+            The type's primary secret (key, password, notes) is read from standard input when it \
+            is not a terminal, or asked for without echo, unless given with --field or --secret. \
             Examples:
               printf %s "$KEY" | coffer add work/openai --type api-key --source openai
-              coffer add github --type login --field username=me --secret password --url https://github.com
+              coffer add github --type login --field username=me --secret password
             """)
 
     @OptionGroup var options: VaultOptions

@@ -6,9 +6,9 @@ struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Report which sources of a requirements manifest have a usable credential.",
         discussion: """
-            Each source is ready, missing, invalid (fails its format rule) or expired. Without
-            --requirements, checks every manifest registered with `coffer requirements add`.
-            Exit status: 0 when every required source is ready (with --all: every source),
+            Each source is ready, missing, invalid (fails its format rule) or expired. Without \
+            --requirements, checks every manifest registered with `coffer requirements add`. \
+            Exit status: 0 when every required source is ready (with --all: every source), \
             1 when one is not, 64-77 for errors as everywhere (docs/requirements.md).
               coffer check --requirements app-requirements.json || echo "keys missing"
             """)
@@ -144,8 +144,8 @@ struct Requirements: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Register requirements manifests in the vault (they sync like items).",
         discussion: """
-            Registered manifests are stored encrypted in the vault (in the hidden item
-            .coffer/requirements) and travel in bundles. `coffer check` without
+            Registered manifests are stored encrypted in the vault (in the hidden item \
+            .coffer/requirements) and travel in bundles. `coffer check` without \
             --requirements and `coffer add/edit --source ID` use the registered manifests.
             """,
         subcommands: [RequirementsAdd.self, RequirementsList.self, RequirementsShow.self, RequirementsRemove.self])

@@ -6,9 +6,9 @@ struct Clone: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create this machine's vault from a full bundle.",
         discussion: """
-            Creates a new replica of the vault that exported FILE (same vault and passphrase, a new
-            replica id) at --vault PATH (default: the usual vault path), then imports the bundle.
-            Asks for the passphrase of the exporting vault. Refuses to replace an existing file
+            Creates a new replica of the vault that exported FILE (same vault and passphrase, a new \
+            replica id) at --vault PATH (default: the usual vault path), then imports the bundle. \
+            Asks for the passphrase of the exporting vault. Refuses to replace an existing file \
             (exit 73); on any failure no vault file is left behind.
             """)
 

@@ -7,10 +7,10 @@ struct Conflicts: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List every open conflict: concurrent values, deletes against edits, shared names.",
         discussion: """
-            A merge keeps concurrent writes side by side instead of dropping one (docs/sync.md).
-            Each conflict shows the item, the field and its sides with their time and replica; the
-            side marked * is the one shown meanwhile. Secret values are shown only with
-            --show-secrets. Settle a conflict with `coffer resolve NAME [--field F] --keep N`.
+            A merge keeps concurrent writes side by side instead of dropping one (docs/sync.md). \
+            Each conflict shows the item, the field and its sides with their time and replica; the \
+            side marked * is the one shown meanwhile. Secret values are shown only with \
+            --show-secrets. Settle a conflict with `coffer resolve NAME [--field F] --keep N`. \
             Exit status 0 whether or not there are conflicts.
             """)
 
@@ -73,11 +73,11 @@ struct Resolve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Settle a conflict with a write that supersedes all its sides.",
         discussion: """
-            --keep N keeps side N as listed by `coffer conflicts`; --value V or --value-stdin writes a
-            new value. The new write has seen every side, so it wins on every replica after the next
-            sync. --field may be left out when the item has one conflict. For a delete conflict
-            (--field @deleted), keeping a delete side removes the item and keeping an edit side keeps
-            it. Two items sharing a name are settled with `coffer edit id:… --rename` or `coffer rm id:…`.
+            --keep N keeps side N as listed by `coffer conflicts`; --value V or --value-stdin writes a \
+            new value. The new write has seen every side, so it wins on every replica after the next \
+            sync. --field may be left out when the item has one conflict. For a delete conflict \
+            (--field @deleted), keeping a delete side removes the item and keeping an edit side keeps \
+            it. Two items sharing a name are settled with `coffer edit id:… --rename` or `coffer rm id:…`. \
             Examples:
               coffer resolve work/openai --field key --keep 2
               printf %s "$NEW" | coffer resolve work/openai --field key --value-stdin

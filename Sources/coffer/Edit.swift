@@ -10,11 +10,11 @@ struct Edit: ParsableCommand {
         abstract: "Change a credential: set or unset fields, rename, tags, source, expiry, policy.",
         discussion: """
             All changes are one write. Examples:
-              coffer edit work/openai --secret key            # new key from stdin or a prompt
+              coffer edit work/openai --secret key     # new key from stdin or a prompt
               coffer edit work/openai --rename personal/openai --tag ai
               coffer edit github --unset url --expires 90d
-              coffer edit work/openai --policy local-only     # stop syncing it
-              coffer edit work/openai --env-var key=OPENAI_API_KEY   # name used by `coffer env`
+              coffer edit work/openai --policy local-only   # stop syncing it
+              coffer edit work/openai --env-var key=OPENAI_API_KEY   # for `coffer env`
             """)
 
     @OptionGroup var options: VaultOptions
@@ -148,7 +148,7 @@ struct Remove: ParsableCommand {
         commandName: "rm",
         abstract: "Delete a credential.",
         discussion: """
-            The delete syncs as a tombstone: it removes what this machine had seen of the item. An
+            The delete syncs as a tombstone: it removes what this machine had seen of the item. An \
             edit made concurrently elsewhere keeps the item (flagged, see `coffer conflicts`).
             """)
 

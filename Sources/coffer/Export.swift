@@ -6,9 +6,9 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write an encrypted bundle for another machine.",
         discussion: """
-            Writes a bundle (docs/bundle-format.md) holding every item whose policy is `sync`;
-            `local-only` items never enter a bundle. With --since SUMMARY (a file written by
-            `coffer summary --out FILE` on the receiving machine) the bundle holds only what
+            Writes a bundle (docs/bundle-format.md) holding every item whose policy is `sync`; \
+            `local-only` items never enter a bundle. With --since SUMMARY (a file written by \
+            `coffer summary --out FILE` on the receiving machine) the bundle holds only what \
             that machine has not seen. The file is written atomically with mode 0600.
             """)
 

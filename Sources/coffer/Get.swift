@@ -6,8 +6,8 @@ struct Get: ParsableCommand {
         commandName: "get",
         abstract: "Print one value of a credential.",
         discussion: """
-            Prints the item's primary secret (or --field F) followed by a newline, for use in
-            $(...): export OPENAI_API_KEY="$(coffer get work/openai)". With --json, prints the whole
+            Prints the item's primary secret (or --field F) followed by a newline, for use in \
+            $(...): export OPENAI_API_KEY="$(coffer get work/openai)". With --json, prints the whole \
             item (or the one field) as JSON (Schemas/item.schema.json, Schemas/field-value.schema.json).
             """)
 

@@ -7,9 +7,9 @@ struct Import: ParsableCommand {
         commandName: "import",
         abstract: "Merge bundles from other replicas into this vault.",
         discussion: """
-            Each bundle is merged in one transaction: either all of it is applied or, on any error
-            (truncated, corrupted, modified, foreign or newer bundle), none of it. Concurrent edits
-            of one field are all kept as a conflict. Bundles are applied in the order given;
+            Each bundle is merged in one transaction: either all of it is applied or, on any error \
+            (truncated, corrupted, modified, foreign or newer bundle), none of it. Concurrent edits \
+            of one field are all kept as a conflict. Bundles are applied in the order given; \
             exit codes: 65 bad bundle, 66 missing file, 77 wrong passphrase.
             """)
 

@@ -7,8 +7,8 @@ struct Init: ParsableCommand {
         commandName: "init",
         abstract: "Create a new vault.",
         discussion: """
-            Asks for a new passphrase twice on the terminal (or reads it from --passphrase-fd,
-            --passphrase-file or COFFER_PASSPHRASE). The vault file is created with mode 0600 in a
+            Asks for a new passphrase twice on the terminal (or reads it from --passphrase-fd, \
+            --passphrase-file or COFFER_PASSPHRASE). The vault file is created with mode 0600 in a \
             folder with mode 0700. Argon2id defaults: 256 MiB, 3 iterations, 4 lanes.
             """)
 

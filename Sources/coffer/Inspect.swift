@@ -7,9 +7,9 @@ struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a bundle's clear header (no passphrase needed).",
         discussion: """
-            Prints the format version, vault id, exporting replica, kind, creation time, record
-            count and vectors. Nothing here is authenticated until the bundle is imported, and no
-            credential is shown: items are inside the encrypted stream. --json output follows
+            Prints the format version, vault id, exporting replica, kind, creation time, record \
+            count and vectors. Nothing here is authenticated until the bundle is imported, and no \
+            credential is shown: items are inside the encrypted stream. --json output follows \
             Schemas/inspect.schema.json.
             """)
 

@@ -8,11 +8,11 @@ struct Passwd: ParsableCommand {
         commandName: "passwd",
         abstract: "Change the vault passphrase (and optionally the Argon2id parameters).",
         discussion: """
-            The current passphrase comes from --passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE
-            or the terminal (a session is not enough). The new one from --new-passphrase-fd,
-            --new-passphrase-file, or the terminal (asked twice). Only the master key is re-wrapped, in
-            one transaction: items are not re-encrypted, running sessions keep working, and an
-            interruption leaves either the old or the new passphrase working. KDF parameters not
+            The current passphrase comes from --passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE \
+            or the terminal (a session is not enough). The new one from --new-passphrase-fd, \
+            --new-passphrase-file, or the terminal (asked twice). Only the master key is re-wrapped, in \
+            one transaction: items are not re-encrypted, running sessions keep working, and an \
+            interruption leaves either the old or the new passphrase working. KDF parameters not \
             given stay as they are.
             """)
 

@@ -6,10 +6,10 @@ struct Read: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the value a coffer:// reference points to.",
         discussion: """
-            coffer read coffer://work/openai          # the item's primary secret
-            coffer read coffer://work/openai/key      # one field
-            coffer read 'coffer://my item/api key'    # spaces are fine (quote them)
-            coffer read 'coffer://a/b?field=c'        # always field c of item a/b
+            coffer read coffer://work/openai          # the item's primary secret \
+            coffer read coffer://work/openai/key      # one field \
+            coffer read 'coffer://my item/api key'    # spaces are fine (quote them) \
+            coffer read 'coffer://a/b?field=c'        # always field c of item a/b \
             The reference grammar and how NAME/FIELD is split are in docs/references.md. With \
             --json, prints Schemas/read.schema.json. Exit codes: 65 malformed or ambiguous \
             reference, 66 no such item or field, 77 locked.

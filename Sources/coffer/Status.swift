@@ -7,9 +7,9 @@ struct Status: ParsableCommand {
         commandName: "status",
         abstract: "Show the vault and whether this shell's session unlocks it.",
         discussion: """
-            Needs no passphrase: prints the vault path, vault id, replica id, format version, item
-            count, Argon2id parameters, and whether $COFFER_SESSION unlocks this vault (and until
-            when). Checking does not count as using the session. Exit 0 whether locked or not.
+            Needs no passphrase: prints the vault path, vault id, replica id, format version, item \
+            count, Argon2id parameters, and whether $COFFER_SESSION unlocks this vault (and until \
+            when). Checking does not count as using the session. Exit 0 whether locked or not. \
             --json output follows Schemas/status.schema.json.
             """)
 

@@ -6,8 +6,8 @@ struct Summary: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write this vault's summary, for `coffer export --since` elsewhere.",
         discussion: """
-            The summary lists, for every replica, the newest change this vault has seen. It holds
-            no credential and is not secret beyond the ids it names. Give it to the machine that
+            The summary lists, for every replica, the newest change this vault has seen. It holds \
+            no credential and is not secret beyond the ids it names. Give it to the machine that \
             exports: `coffer export --since SUMMARY --out FILE` then writes only what is missing here.
             """)
 

@@ -6,16 +6,16 @@ struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Merge the other replicas' bundles found in a folder, then write this replica's.",
         discussion: """
-            DIR is any folder that a file transport keeps the same on every machine: a Syncthing or
-            Dropbox folder, a git work tree, a USB stick. Every file in DIR that is a bundle of this
-            vault from another replica is merged, whatever its name (conflict copies made by
-            Syncthing or Dropbox are just more bundles); bundles already merged are skipped by their
-            header alone. Then this replica's own bundle DIR/<replica-id>.coffer-bundle is written
-            atomically (temporary file, fsync, rename) when it changed. No other file is ever written,
-            so the transport never sees two machines write one file. Running sync twice changes
-            nothing the second time; when there is nothing to do, no passphrase is asked.
-            --dry-run shows item by item and field by field what merging would change, and changes
-            nothing. Exit status: 0; 65 when a bundle could not be merged (the others were, and this
+            DIR is any folder that a file transport keeps the same on every machine: a Syncthing or \
+            Dropbox folder, a git work tree, a USB stick. Every file in DIR that is a bundle of this \
+            vault from another replica is merged, whatever its name (conflict copies made by \
+            Syncthing or Dropbox are just more bundles); bundles already merged are skipped by their \
+            header alone. Then this replica's own bundle DIR/<replica-id>.coffer-bundle is written \
+            atomically (temporary file, fsync, rename) when it changed. No other file is ever written, \
+            so the transport never sees two machines write one file. Running sync twice changes \
+            nothing the second time; when there is nothing to do, no passphrase is asked. \
+            --dry-run shows item by item and field by field what merging would change, and changes \
+            nothing. Exit status: 0; 65 when a bundle could not be merged (the others were, and this \
             replica's bundle was written); 66 DIR missing; 77 wrong passphrase (docs/sync.md).
             """)
 
@@ -116,8 +116,8 @@ struct Replicas: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the replicas this vault knows and what it last saw from each.",
         discussion: """
-            A replica is one vault file on one machine. For each: its id, the highest write counter
-            seen from it, and when an imported bundle last covered it. The line marked * is this
+            A replica is one vault file on one machine. For each: its id, the highest write counter \
+            seen from it, and when an imported bundle last covered it. The line marked * is this \
             vault file. JSON: Schemas/replicas.schema.json.
             """)
 

@@ -17,11 +17,11 @@ struct Unlock: ParsableCommand {
         commandName: "unlock",
         abstract: "Start a shell session: later commands need no passphrase.",
         discussion: """
-            Use as  eval "$(coffer unlock)"  (fish: coffer unlock | source). Asks for the passphrase
-            (--passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE, else the terminal without echo)
-            and prints the line that sets COFFER_SESSION. The session ends after --timeout without use
-            (default 15m, or session.timeout in $XDG_CONFIG_HOME/coffer/config), after --max-lifetime
-            in any case (default 8h, session.max-lifetime), or with `coffer lock`. Other sessions are
+            Use as  eval "$(coffer unlock)"  (fish: coffer unlock | source). Asks for the passphrase \
+            (--passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE, else the terminal without echo) \
+            and prints the line that sets COFFER_SESSION. The session ends after --timeout without use \
+            (default 15m, or session.timeout in $XDG_CONFIG_HOME/coffer/config), after --max-lifetime \
+            in any case (default 8h, session.max-lifetime), or with `coffer lock`. Other sessions are \
             not affected. Durations: 90s, 15m, 2h, 1d, 1h30m. See docs/sessions.md.
             """)
 
@@ -86,9 +86,9 @@ struct Lock: ParsableCommand {
         commandName: "lock",
         abstract: "End this shell's session (or --all sessions of the vault) and wipe its file.",
         discussion: """
-            Without --all, ends the session named by $COFFER_SESSION (its key file is overwritten and
-            removed; the variable itself stays set until you `unset COFFER_SESSION`). With --all, ends
-            every session of the vault (--vault, $COFFER_VAULT or the default), e.g. those of other
+            Without --all, ends the session named by $COFFER_SESSION (its key file is overwritten and \
+            removed; the variable itself stays set until you `unset COFFER_SESSION`). With --all, ends \
+            every session of the vault (--vault, $COFFER_VAULT or the default), e.g. those of other \
             terminals or cron jobs. Needs no passphrase.
             """)
 
