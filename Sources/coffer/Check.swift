@@ -4,6 +4,7 @@ import Foundation
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Report which sources of a requirements manifest have a usable credential.",
         discussion: """
             Each source is ready, missing, invalid (fails its format rule) or expired. Without \
@@ -142,6 +143,7 @@ struct CheckJSON: Encodable {
 
 struct Requirements: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "requirements",
         abstract: "Register requirements manifests in the vault (they sync like items).",
         discussion: """
             Registered manifests are stored encrypted in the vault (in the hidden item \

@@ -4,6 +4,7 @@ import Foundation
 
 struct Clone: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "clone",
         abstract: "Create this machine's vault from a full bundle.",
         discussion: """
             Creates a new replica of the vault that exported FILE (same vault and passphrase, a new \

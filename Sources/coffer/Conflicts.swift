@@ -5,6 +5,7 @@ import Foundation
 
 struct Conflicts: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "conflicts",
         abstract: "List every open conflict: concurrent values, deletes against edits, shared names.",
         discussion: """
             A merge keeps concurrent writes side by side instead of dropping one (docs/sync.md). \
@@ -71,6 +72,7 @@ struct Conflicts: ParsableCommand {
 
 struct Resolve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "resolve",
         abstract: "Settle a conflict with a write that supersedes all its sides.",
         discussion: """
             --keep N keeps side N as listed by `coffer conflicts`; --value V or --value-stdin writes a \

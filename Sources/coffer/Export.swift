@@ -4,6 +4,7 @@ import Foundation
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write an encrypted bundle for another machine.",
         discussion: """
             Writes a bundle (docs/bundle-format.md) holding every item whose policy is `sync`; \

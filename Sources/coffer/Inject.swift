@@ -4,6 +4,7 @@ import Foundation
 
 struct Inject: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "inject",
         abstract: "Render a template, replacing {{ coffer://… }} with secrets.",
         discussion: """
             Reads the template from -i FILE (default: stdin) and writes the result to -o FILE \

@@ -5,6 +5,7 @@ import Foundation
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "inspect",
         abstract: "Show a bundle's clear header (no passphrase needed).",
         discussion: """
             Prints the format version, vault id, exporting replica, kind, creation time, record \

@@ -4,6 +4,7 @@ import Foundation
 
 struct Read: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "read",
         abstract: "Print the value a coffer:// reference points to.",
         discussion: """
             coffer read coffer://work/openai          # the item's primary secret \

@@ -9,6 +9,7 @@ import Glibc
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a command with coffer:// references in its environment replaced by secrets.",
         discussion: """
             Every environment variable whose value is a coffer:// reference (inherited, from \

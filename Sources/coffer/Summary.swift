@@ -4,6 +4,7 @@ import Foundation
 
 struct Summary: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "summary",
         abstract: "Write this vault's summary, for `coffer export --since` elsewhere.",
         discussion: """
             The summary lists, for every replica, the newest change this vault has seen. It holds \

@@ -4,6 +4,7 @@ import Foundation
 
 struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sync",
         abstract: "Merge the other replicas' bundles found in a folder, then write this replica's.",
         discussion: """
             DIR is any folder that a file transport keeps the same on every machine: a Syncthing or \
@@ -114,6 +115,7 @@ enum PreviewPrinter {
 
 struct Replicas: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "replicas",
         abstract: "List the replicas this vault knows and what it last saw from each.",
         discussion: """
             A replica is one vault file on one machine. For each: its id, the highest write counter \
