@@ -28,7 +28,9 @@ public enum SecretInput {
     public static let maximumLength = 64 * 1024
 
     /// Reads everything from `fd` until end of file and strips one trailing
-    /// newline (`\n`, or `\r\n`). The descriptor is not closed.
+    /// newline (`\n`, or `\r\n`). The descriptor is not closed, but a
+    /// descriptor above 2 is marked close-on-exec so that no child process
+    /// inherits it.
     public static func read(fd: Int32) throws(SecretInputError) -> SecretBytes {
         let scratch = SecretBytes(count: maximumLength + 1) { _ in }
         var total = 0
@@ -46,6 +48,13 @@ public enum SecretInput {
             }
         }
         if let failure { throw failure }
+        // The descriptor carried a secret: a program this process starts
+        // (`coffer run`) must not inherit it. Standard streams stay as
+        // they are.
+        if fd > 2 {
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
         guard total <= maximumLength else { throw .tooLong }
         return scratch.prefixStrippingNewline(total)
     }

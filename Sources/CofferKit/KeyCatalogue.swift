@@ -165,10 +165,17 @@ public enum KeyCatalogue {
             out.append("\(label) starts with 'Bearer '; store only the token")
             core = String(core.dropFirst(7))
         }
-        if let eq = core.firstIndex(of: "="), eq != core.startIndex,
-            core[..<eq].allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "_" }), core[..<eq].first!.isLetter
+        // `OPENAI_API_KEY=sk-…` pasted whole. Never quote any part of the
+        // value (it is a secret), and do not mistake base32 padding
+        // (`JBSWY3DP…====`) for an assignment: the name must look like a
+        // variable name (contain '_' or end in KEY/TOKEN/SECRET).
+        if let eq = core.firstIndex(of: "="), eq != core.startIndex, core.index(after: eq) != core.endIndex,
+            core[core.index(after: eq)] != "=",
+            core[..<eq].allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "_" }), core[..<eq].first!.isLetter,
+            (2...64).contains(core[..<eq].count),
+            core[..<eq].contains("_") || ["KEY", "TOKEN", "SECRET"].contains(where: { core[..<eq].hasSuffix($0) })
         {
-            out.append("\(label) looks like an assignment (\(core[..<eq])=…); store only what follows '='")
+            out.append("\(label) looks like an assignment (NAME=VALUE); store only what follows '='")
             core = String(core[core.index(after: eq)...])
         }
         if core.contains(where: { $0.isWhitespace }) {

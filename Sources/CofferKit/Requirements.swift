@@ -88,9 +88,11 @@ public struct FormatRule: Sendable, Equatable {
         }
         if let pattern {
             if let re = try? NSRegularExpression(pattern: pattern) {
-                let range = NSRange(value.startIndex..<value.endIndex, in: value)
-                if re.firstMatch(in: value, range: range) == nil {
-                    out.append("does not match the pattern \(pattern)")
+                switch FormatRule.match(re, value) {
+                case .matched: break
+                case .noMatch: out.append("does not match the pattern \(pattern)")
+                case .tooSlow:
+                    out.append("cannot be checked: the pattern \(pattern) takes too long on this value (it backtracks; simplify it in the manifest)")
                 }
             } else {
                 out.append("cannot be checked: the pattern \(pattern) is not a valid regular expression")
@@ -440,5 +442,31 @@ struct ManifestParser {
             r.urlSchemes = list
         }
         return r
+    }
+}
+
+extension FormatRule {
+    enum MatchOutcome { case matched, noMatch, tooSlow }
+
+    /// The longest a manifest's pattern may run on one value. Manifests
+    /// sync between machines, so a pattern that backtracks exponentially
+    /// must not be able to hang `add`, `check` or an app on every replica.
+    static let patternTimeLimit: TimeInterval = 0.25
+
+    /// Searches `value` for `re` with a deadline (NSRegularExpression's
+    /// progress callback lets the search be stopped).
+    static func match(_ re: NSRegularExpression, _ value: String) -> MatchOutcome {
+        let deadline = Date().addingTimeInterval(patternTimeLimit)
+        var found = false, timedOut = false
+        re.enumerateMatches(in: value, options: [.reportProgress], range: NSRange(value.startIndex..<value.endIndex, in: value)) { m, _, stop in
+            if m != nil {
+                found = true
+                stop.pointee = true
+            } else if Date() > deadline {
+                timedOut = true
+                stop.pointee = true
+            }
+        }
+        return found ? .matched : (timedOut ? .tooSlow : .noMatch)
     }
 }

@@ -370,7 +370,10 @@ public struct SessionDirectory: Sendable, Equatable {
             var r = ByteReader(stored.bytes)
             if let h = try? SessionHeader(reading: &r) {
                 if h.expiry(lastUsed: stored.modifiedMs, now: nowMs) != nil { remove(name: name) }
-            } else {
+            } else if nowMs - stored.modifiedMs > 60_000 {
+                // An unreadable file may be one another `coffer unlock` is
+                // writing right now (created empty, then filled): leave
+                // young ones alone, remove only old debris.
                 remove(name: name)
             }
         }

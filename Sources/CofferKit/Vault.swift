@@ -145,7 +145,10 @@ public final class Vault: Sendable {
             case .env:
                 for line in payload.text.split(separator: "\n") {
                     let kv = line.split(separator: "=", maxSplits: 1)
-                    if kv.count == 2 { env[String(kv[0])] = String(kv[1]) }
+                    // A mapping can arrive from another replica: keep only
+                    // values that are variable names (or "-"), so nothing
+                    // else can reach `coffer env --format shell`.
+                    if kv.count == 2, EnvNaming.isValidOverride(String(kv[1])) { env[String(kv[0])] = String(kv[1]) }
                 }
             case .deleted: break
             default:
@@ -381,6 +384,9 @@ public final class Vault: Sendable {
                     changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array((e?.description ?? "").utf8), isSecret: false), tombstone: e == nil))
                 }
                 if let env = edit.env {
+                    for (field, variable) in env where !EnvNaming.isValidOverride(variable) {
+                        throw CofferError(.usage, "invalid variable name for field '\(field)'", hint: "use letters, digits and '_', not starting with a digit, or '-' to leave the field out")
+                    }
                     let text = env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
                     changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: env.isEmpty))
                 }

@@ -32,7 +32,7 @@ struct Coffer: ParsableCommand {
         // Before anything can hold a key: no core dumps, no ptrace, and
         // every file we create private to the user.
         ProcessHardening.disableCoreDumps()
-        umask(0o077)
+        originalUmask = umask(0o077)
         do {
             if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }
             var command = try parseAsRoot()
@@ -44,6 +44,10 @@ struct Coffer: ParsableCommand {
         }
     }
 }
+
+/// The umask coffer was started with, before it set 077 for its own
+/// files; `coffer run` gives it back to the command it starts.
+nonisolated(unsafe) var originalUmask: mode_t = 0o022
 
 enum CofferVersion {
     static let string = "0.1.0"

@@ -37,7 +37,11 @@ struct Env: ParsableCommand {
         if names.isEmpty {
             for s in try vault.list() { items.append(try vault.item(named: "id:" + s.id.hex)) }
         } else {
-            for n in names { items.append(try vault.item(named: n)) }
+            for n in names {
+                let item = try vault.item(named: n)
+                // The same item named twice (or by name and by id) is listed once.
+                if !items.contains(where: { $0.id == item.id }) { items.append(item) }
+            }
         }
         for item in items { ItemWarnings.emit(for: item) }
         let vars = try EnvNaming.variables(for: items)

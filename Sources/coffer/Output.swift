@@ -12,6 +12,10 @@ enum Output {
         stdout(Data((text + "\n").utf8))
     }
 
+    /// Run before exiting when standard output cannot be written (e.g.
+    /// `coffer unlock` ends the session it could not hand over).
+    nonisolated(unsafe) static var stdoutFailureCleanup: (() -> Void)?
+
     /// Writes to standard output. A write that fails (a closed descriptor,
     /// a full disk, /dev/full) ends the command with one line and exit 74
     /// (EX_IOERR) instead of Foundation's trap and backtrace.
@@ -19,6 +23,7 @@ enum Output {
         do {
             try FileHandle.standardOutput.write(contentsOf: data)
         } catch {
+            stdoutFailureCleanup?()
             err("coffer: error: cannot write to standard output (\(error.localizedDescription))")
             err("coffer: hint: check where the output is redirected")
             exit(74)

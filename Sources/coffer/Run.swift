@@ -105,6 +105,9 @@ struct Run: ParsableCommand {
         // 4. Run it.
         let environment = env.map { "\($0.key)=\($0.value)" }
         let termination: ChildTermination
+        // CMD creates its files with the user's umask, not coffer's 077.
+        umask(originalUmask)
+        defer { umask(0o077) }
         do {
             if mask && !secrets.isEmpty {
                 var maskers: [Int32: StreamMasker] = [1: StreamMasker(secrets: secrets), 2: StreamMasker(secrets: secrets)]

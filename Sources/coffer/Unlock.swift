@@ -45,6 +45,10 @@ struct Unlock: ParsableCommand {
         let vault = try file.unlock(passphrase: try options.passphrase())
         let started = try Session.start(vault: vault, idleTimeout: idle, maxLifetime: lifetime, directory: .resolve())
         let info = started.info
+        // A session whose token cannot be printed could never be used or
+        // locked: end it if the output fails.
+        Output.stdoutFailureCleanup = { _ = try? Session.end(token: started.token, directory: .resolve()) }
+        defer { Output.stdoutFailureCleanup = nil }
         switch syntax {
         case .sh: Output.out("export \(Session.environmentVariable)='\(started.token)';")
         case .fish: Output.out("set -gx \(Session.environmentVariable) '\(started.token)';")
