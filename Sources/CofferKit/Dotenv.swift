@@ -23,9 +23,9 @@ public enum Dotenv {
     public static func parse(_ text: String, source: String) throws(CofferError) -> [Entry] {
         var entries: [Entry] = []
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for rawLine in text.textLines {
             number += 1
-            var line = Substring(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine)
+            var line = rawLine
             line = line.drop(while: { $0 == " " || $0 == "\t" })
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("export ") || line.hasPrefix("export\t") {
@@ -114,6 +114,15 @@ public enum Dotenv {
 }
 
 extension String {
+    /// The lines of the text: split at each LF on the unicode-scalar
+    /// level, each without one trailing CR. (Splitting the `Character`s at
+    /// `"\n"` misses CRLF line ends, since `"\r\n"` is one `Character`.)
+    var textLines: [Substring] {
+        unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            Substring(line.last == "\r" ? line.dropLast() : line)
+        }
+    }
+
     var trimmingSpaces: String {
         String(self.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }

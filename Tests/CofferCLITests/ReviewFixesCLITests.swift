@@ -1,0 +1,17 @@
+import Foundation
+import Testing
+
+/// Regressions for review findings, through the `coffer` binary.
+@Suite("Review fixes (CLI)")
+struct ReviewFixesCLITests {
+    /// A dotenv file with CRLF line ends is read line by line.
+    @Test func runReadsACRLFEnvFile() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai"], stdin: "sk-test-1").status == 0)
+        try Data("A=1\r\nB=coffer://work/openai\r\n".utf8).write(to: URL(fileURLWithPath: home.path("e")))
+        let r = home.coffer(["run", "--env-file", "e", "--", "/bin/sh", "-c", "printf '[%s][%s]' \"$A\" \"$B\""])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdout == "[1][sk-test-1]")
+    }
+}
