@@ -82,10 +82,20 @@ public enum Dotenv {
         return entries
     }
 
+    /// What ``line(name:value:)`` and ``shellLine(name:value:)`` write in
+    /// place of an assignment whose name is not a variable name. It holds
+    /// no part of the name (which may hold a newline or shell code, e.g.
+    /// from a synced item's stored env mapping) and is a comment in both
+    /// formats.
+    public static let skippedLine = "# coffer: skipped a variable whose name is not valid"
+
     /// One `NAME=VALUE` line that ``parse(_:source:)`` reads back exactly:
     /// unquoted when the value is plain, else single-quoted, else
-    /// double-quoted with escapes.
+    /// double-quoted with escapes. A `name` that is not a variable name
+    /// (``isValidName(_:)``) is never written: the result is then
+    /// ``skippedLine``.
     public static func line(name: String, value: String) -> String {
+        guard isValidName(name) else { return skippedLine }
         let plain = value.unicodeScalars.allSatisfy { s in
             s.isASCII && (s.properties.isAlphabetic || ("0"..."9").contains(s) || "_-./:@+,%^~".unicodeScalars.contains(s))
         }
@@ -108,8 +118,11 @@ public enum Dotenv {
     }
 
     /// `export NAME='VALUE'` for POSIX shells (`eval "$(coffer env …)"`).
+    /// A `name` that is not a variable name is never written (it could
+    /// run code under `eval`): the result is then ``skippedLine``.
     public static func shellLine(name: String, value: String) -> String {
-        "export \(name)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'"
+        guard isValidName(name) else { return skippedLine }
+        return "export \(name)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'"
     }
 }
 

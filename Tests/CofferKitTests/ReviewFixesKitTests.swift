@@ -48,4 +48,17 @@ struct ReviewFixesKitTests {
             #expect(error.message.contains("without a closing"), "\(error.message)")
         }
     }
+
+    // MARK: (B) invalid names never reach dotenv or shell output
+
+    @Test func envOutputNeverWritesAnInvalidName() throws {
+        for bad in ["A=1; touch /tmp/x; B", "A B", "1A", "", "A\nB", "$(id)", "É"] {
+            #expect(Dotenv.shellLine(name: bad, value: "v") == Dotenv.skippedLine)
+            #expect(Dotenv.line(name: bad, value: "v") == Dotenv.skippedLine)
+        }
+        // The skipped line is a comment in both formats.
+        #expect(try Dotenv.parse(Dotenv.skippedLine + "\n", source: "e").isEmpty)
+        #expect(Dotenv.shellLine(name: "OK_1", value: "v") == "export OK_1='v'")
+        #expect(Dotenv.line(name: "_ok", value: "v") == "_ok=v")
+    }
 }
