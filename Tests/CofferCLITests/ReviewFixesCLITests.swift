@@ -14,4 +14,23 @@ struct ReviewFixesCLITests {
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == "[1][sk-test-1]")
     }
+
+    /// `nohup coffer run -- cmd` (or any parent ignoring SIGHUP) keeps
+    /// SIGHUP ignored in cmd; a signal not ignored still has its default
+    /// action.
+    @Test func runLeavesIgnoredSignalsIgnored() {
+        let home = TestHome()
+        let script = "kill -HUP $$; echo alive"
+        let ignored = Spawn.run(
+            "/bin/sh", ["-c", "trap '' HUP; exec \"$0\" run -- /bin/sh -c '\(script)'", CofferBinary.path],
+            stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        #expect(ignored.status == 0, "\(ignored)")
+        #expect(ignored.stdout == "alive\n")
+
+        let notIgnored = Spawn.run(
+            "/bin/sh", ["-c", "exec \"$0\" run -- /bin/sh -c '\(script)'", CofferBinary.path],
+            stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        #expect(notIgnored.status == 128 + SIGHUP, "\(notIgnored)")
+        #expect(notIgnored.stdout == "")
+    }
 }
