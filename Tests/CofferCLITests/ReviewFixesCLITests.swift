@@ -33,4 +33,25 @@ struct ReviewFixesCLITests {
         #expect(notIgnored.status == 128 + SIGHUP, "\(notIgnored)")
         #expect(notIgnored.stdout == "")
     }
+
+    /// `coffer inject -o LINK` writes the file LINK points to and keeps the
+    /// link; a FIFO is refused with exit 73.
+    @Test func injectWritesThroughASymlink() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai"], stdin: "sk-test-2").status == 0)
+        try "key={{ coffer://work/openai }}\n".write(toFile: home.path("t.tpl"), atomically: true, encoding: .utf8)
+        try "old\n".write(toFile: home.path("real.env"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: home.path("app.env"), withDestinationPath: "real.env")
+        let r = home.coffer(["inject", "-i", "t.tpl", "-o", "app.env"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try String(contentsOfFile: home.path("real.env"), encoding: .utf8) == "key=sk-test-2\n")
+        let link = try FileManager.default.destinationOfSymbolicLink(atPath: home.path("app.env"))
+        #expect(link == "real.env")
+
+        #expect(mkfifo(home.path("fifo"), 0o600) == 0)
+        let refused = home.coffer(["inject", "-i", "t.tpl", "-o", "fifo"])
+        #expect(refused.status == 73, "\(refused)")
+        #expect(refused.stderr.contains("not a regular file"), "\(refused.stderr)")
+    }
 }

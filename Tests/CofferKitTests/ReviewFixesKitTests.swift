@@ -93,4 +93,54 @@ struct ReviewFixesKitTests {
         let status = try vault.status(of: SourceRequirement(id: "ent", type: .apiKeyWithEmail))
         #expect(status.items == ["ent/api-key-with-email"])
     }
+
+    // MARK: (E) atomic writes go through symbolic links
+
+    static func tempDir() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-atomic-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    static func isSymlink(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK
+    }
+
+    @Test func atomicWriteFollowsASymlink() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "old".write(toFile: dir + "/real.txt", atomically: false, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/link", withDestinationPath: "real.txt")
+        try AtomicFile.writeAtomically(Data("new".utf8), to: dir + "/link")
+        #expect(Self.isSymlink(dir + "/link"))
+        #expect(try String(contentsOfFile: dir + "/real.txt", encoding: .utf8) == "new")
+
+        // A dangling link names the file to create, in the link's folder's terms.
+        try FileManager.default.createDirectory(atPath: dir + "/sub", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/dangling", withDestinationPath: "sub/created.txt")
+        try AtomicFile.writeAtomically(Data("made".utf8), to: dir + "/dangling")
+        #expect(Self.isSymlink(dir + "/dangling"))
+        #expect(try String(contentsOfFile: dir + "/sub/created.txt", encoding: .utf8) == "made")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["dangling", "link", "real.txt", "sub"])
+    }
+
+    @Test func atomicWriteRefusesWhatIsNotARegularFile() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(mkfifo(dir + "/fifo", 0o600) == 0)
+        try FileManager.default.createDirectory(atPath: dir + "/folder", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/to-fifo", withDestinationPath: "fifo")
+        for target in ["fifo", "folder", "to-fifo"] {
+            do {
+                try AtomicFile.writeAtomically(Data("x".utf8), to: dir + "/" + target)
+                Issue.record("writing over \(target) was accepted")
+            } catch {
+                #expect(error.kind == .cannotCreate && error.exitCode == 73)
+                #expect(error.message.contains("not a regular file"), "\(error.message)")
+            }
+        }
+        #expect(Self.isSymlink(dir + "/to-fifo"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["fifo", "folder", "to-fifo"])
+    }
 }
