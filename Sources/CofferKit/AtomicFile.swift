@@ -9,8 +9,15 @@ public enum AtomicFile {
     /// Writes `data` to `path` atomically: a new 0600 temporary file in the
     /// same folder, fsync, then rename over `path`. On any failure the
     /// temporary file is removed and `path` is untouched.
+    ///
+    /// A symbolic link at `path` is written through, not replaced: the
+    /// file it points to (which need not exist yet) is the one renamed
+    /// over, in its own folder. A `path` that exists and is not a regular
+    /// file (a folder, a FIFO, a device…) is refused with
+    /// ``CofferError/Kind/cannotCreate`` (exit 73).
     public static func writeAtomically(_ data: Data, to path: String) throws(CofferError) {
-        let url = URL(fileURLWithPath: path)
+        let target = try resolve(path)
+        let url = URL(fileURLWithPath: target)
         let dir = url.deletingLastPathComponent().path
         let tmp = dir + "/." + url.lastPathComponent + ".coffer-" + UUID().uuidString.prefix(8) + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -30,7 +37,7 @@ public enum AtomicFile {
             unlink(tmp)
             throw CofferError(.cannotCreate, "cannot write \(path): \(error.localizedDescription)")
         }
-        guard rename(tmp, path) == 0 else {
+        guard rename(tmp, target) == 0 else {
             let why = String(cString: strerror(errno))
             unlink(tmp)
             throw CofferError(.cannotCreate, "cannot replace \(path): \(why)")
@@ -38,5 +45,35 @@ public enum AtomicFile {
         // Make the rename itself durable.
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+
+    /// The file `path` names once every symbolic link is followed: final
+    /// links are read one by one (a dangling one names the file to
+    /// create), then the folder is made canonical (`realpath`).
+    static func resolve(_ path: String) throws(CofferError) -> String {
+        var current = URL(fileURLWithPath: path).path
+        var hops = 0
+        while true {
+            var st = stat()
+            guard lstat(current, &st) == 0 else { break }  // does not exist yet: it is created
+            let kind = st.st_mode & S_IFMT
+            if kind == S_IFREG { break }
+            guard kind == S_IFLNK else {
+                throw CofferError(.cannotCreate, "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
+            }
+            hops += 1
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let n = readlink(current, &buffer, buffer.count - 1)
+            guard hops <= 40, n > 0 else {
+                throw CofferError(.cannotCreate, "cannot follow the symbolic link \(path): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))", hint: "fix the link or choose another path")
+            }
+            let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = target.hasPrefix("/") ? target : URL(fileURLWithPath: current).deletingLastPathComponent().path + "/" + target
+        }
+        let url = URL(fileURLWithPath: current)
+        let dir = url.deletingLastPathComponent().path
+        guard let real = realpath(dir, nil) else { return current }  // the open reports the missing folder
+        defer { free(real) }
+        return String(cString: real) + "/" + url.lastPathComponent
     }
 }

@@ -52,7 +52,7 @@ public actor CredentialManager {
         case environment(String)
         /// An open file descriptor, read to its end.
         case fileDescriptor(Int32)
-        /// A file (its first line).
+        /// A file: its whole content, less one trailing newline.
         case file(String)
         /// The terminal, without echo, after printing the prompt.
         case terminal(prompt: String)
@@ -151,8 +151,10 @@ public actor CredentialManager {
             warnings.removeAll { $0.hasPrefix("email ") }
         }
         invalidate(source)
-        let existing = try vault.items(forSource: source).filter { $0.type == type.itemType }
-            .max { $0.updatedAt < $1.updatedAt }
+        // The item a retrieve of this type picks (see Vault.credentialItem),
+        // so that the next retrieve returns what was stored.
+        let existing = Vault.credentialItem(
+            try vault.items(forSource: source), type: type.itemType, holding: fields.map(\.name), today: .today)
         if let existing {
             var edit = ItemEdit()
             edit.setFields = fields
@@ -210,11 +212,19 @@ public actor CredentialManager {
         let today = Day.today
         let found: (item: Item, value: String)?
         switch type {
-        case .apiKey, .apiKeyWithEmail: found = try vault.credential(forSource: source, field: "key", today: today)
+        case .apiKey: found = try vault.credential(forSource: source, field: "key", today: today)
+        case .apiKeyWithEmail:
+            // As status(of:) does: one item holding both first, else the
+            // best key.
+            if let both = Vault.bothItem(try vault.items(forSource: source), today: today), let key = both.field("key") {
+                found = (both, key.value)
+            } else {
+                found = try vault.credential(forSource: source, field: "key", today: today)
+            }
         case .email: found = try vault.credential(forSource: source, field: "email", today: today)
         case .login: found = try vault.credential(forSource: source, field: "password", today: today)
         case .custom:
-            let item = try vault.items(forSource: source).max { $0.updatedAt < $1.updatedAt }
+            let item = Vault.preferred(try vault.items(forSource: source), today: today)
             found = item.flatMap { i in i.primaryField.map { (i, $0.value) } }
         }
         guard let (item, value) = found else { return nil }

@@ -23,9 +23,9 @@ public enum Dotenv {
     public static func parse(_ text: String, source: String) throws(CofferError) -> [Entry] {
         var entries: [Entry] = []
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for rawLine in text.textLines {
             number += 1
-            var line = Substring(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine)
+            var line = rawLine
             line = line.drop(while: { $0 == " " || $0 == "\t" })
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("export ") || line.hasPrefix("export\t") {
@@ -82,10 +82,20 @@ public enum Dotenv {
         return entries
     }
 
+    /// What ``line(name:value:)`` and ``shellLine(name:value:)`` write in
+    /// place of an assignment whose name is not a variable name. It holds
+    /// no part of the name (which may hold a newline or shell code, e.g.
+    /// from a synced item's stored env mapping) and is a comment in both
+    /// formats.
+    public static let skippedLine = "# coffer: skipped a variable whose name is not valid"
+
     /// One `NAME=VALUE` line that ``parse(_:source:)`` reads back exactly:
     /// unquoted when the value is plain, else single-quoted, else
-    /// double-quoted with escapes.
+    /// double-quoted with escapes. A `name` that is not a variable name
+    /// (``isValidName(_:)``) is never written: the result is then
+    /// ``skippedLine``.
     public static func line(name: String, value: String) -> String {
+        guard isValidName(name) else { return skippedLine }
         let plain = value.unicodeScalars.allSatisfy { s in
             s.isASCII && (s.properties.isAlphabetic || ("0"..."9").contains(s) || "_-./:@+,%^~".unicodeScalars.contains(s))
         }
@@ -108,12 +118,24 @@ public enum Dotenv {
     }
 
     /// `export NAME='VALUE'` for POSIX shells (`eval "$(coffer env …)"`).
+    /// A `name` that is not a variable name is never written (it could
+    /// run code under `eval`): the result is then ``skippedLine``.
     public static func shellLine(name: String, value: String) -> String {
-        "export \(name)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'"
+        guard isValidName(name) else { return skippedLine }
+        return "export \(name)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'"
     }
 }
 
 extension String {
+    /// The lines of the text: split at each LF on the unicode-scalar
+    /// level, each without one trailing CR. (Splitting the `Character`s at
+    /// `"\n"` misses CRLF line ends, since `"\r\n"` is one `Character`.)
+    var textLines: [Substring] {
+        unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            Substring(line.last == "\r" ? line.dropLast() : line)
+        }
+    }
+
     var trimmingSpaces: String {
         String(self.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }

@@ -78,8 +78,8 @@ public struct CofferConfig: Sendable, Equatable {
 
     public static func parse(_ text: String, path: String = "config") throws(CofferError) -> CofferConfig {
         var config = CofferConfig()
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var line = Substring(raw)
+        for (index, raw) in text.textLines.enumerated() {
+            var line = raw
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }

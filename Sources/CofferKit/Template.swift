@@ -32,9 +32,11 @@ public struct Template: Sendable {
                 rest = afterOpen
                 continue
             }
-            let lineNumber = text[..<open.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
-            let lineEnd = inner.firstIndex(of: "\n") ?? inner.endIndex
-            guard let close = inner[..<lineEnd].range(of: "}}") else {
+            // Lines end at LF, counted on the unicode-scalar level (a CRLF
+            // pair is a single Character, never equal to "\n").
+            let lineNumber = text.unicodeScalars[..<open.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+            let lineEnd = inner.unicodeScalars.firstIndex(of: "\n") ?? inner.endIndex
+            guard let close = Substring(inner.unicodeScalars[..<lineEnd]).range(of: "}}") else {
                 throw CofferError(.badData, "\(source):\(lineNumber): '{{ coffer://' without a closing '}}' on the same line", hint: "write {{ coffer://NAME/FIELD }}")
             }
             var refText = Substring(inner[..<close.lowerBound])

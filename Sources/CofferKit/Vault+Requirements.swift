@@ -111,16 +111,42 @@ extension Vault {
         return order.firstIndex(of: t) ?? order.count
     }
 
+    /// The one order every credential lookup uses among equally suitable
+    /// items: not expired before expired, then the most recently updated,
+    /// then (a tie) the smaller id.
+    static func isPreferred(_ a: Item, over b: Item, today: Day) -> Bool {
+        let ea = a.isExpired(today: today), eb = b.isExpired(today: today)
+        if ea != eb { return !ea }
+        if a.updatedAt != b.updatedAt { return a.updatedAt > b.updatedAt }
+        return a.id < b.id
+    }
+
+    /// The item among `items` preferred by ``isPreferred(_:over:today:)``.
+    static func preferred(_ items: [Item], today: Day) -> Item? {
+        items.min { isPreferred($0, over: $1, today: today) }
+    }
+
+    /// The item of exactly `type` holding every field of `fields` that
+    /// the lookups (``status(of:today:)``, ``credential(forSource:field:today:)``,
+    /// ``CredentialManager``'s retrieve) pick for that type; when none holds
+    /// them all, the preferred item of that type. `CredentialManager.store`
+    /// writes to this item, so a store is what the next retrieve returns.
+    static func credentialItem(_ items: [Item], type: ItemType, holding fields: [String], today: Day) -> Item? {
+        let ofType = items.filter { $0.type == type }
+        return preferred(ofType.filter { i in fields.allSatisfy { i.field($0) != nil } }, today: today)
+            ?? preferred(ofType, today: today)
+    }
+
     /// The best item among `items` holding `field`: the preferred type
     /// first (api-key for `key`, email for `email`, then
-    /// api-key-with-email, then any other), then not expired before
-    /// expired, then the most recently updated.
+    /// api-key-with-email, then any other), then by
+    /// ``isPreferred(_:over:today:)`` (not expired before expired, then
+    /// the most recently updated).
     static func best(_ items: [Item], holding field: String, today: Day) -> Item? {
         items.filter { $0.field(field) != nil }.min { a, b in
-            let ka = (typeRank(a.type, field: field), a.isExpired(today: today) ? 1 : 0)
-            let kb = (typeRank(b.type, field: field), b.isExpired(today: today) ? 1 : 0)
-            if ka != kb { return ka < kb }
-            return a.updatedAt > b.updatedAt
+            let ra = typeRank(a.type, field: field), rb = typeRank(b.type, field: field)
+            if ra != rb { return ra < rb }
+            return isPreferred(a, over: b, today: today)
         }
     }
 
@@ -131,6 +157,12 @@ extension Vault {
     public func credential(forSource sourceID: String, field: String, today: Day = .today) throws(CofferError) -> (item: Item, value: String)? {
         guard let item = Vault.best(try items(forSource: sourceID), holding: field, today: today), let f = item.field(field) else { return nil }
         return (item, f.value)
+    }
+
+    /// The api-key-with-email item holding both a key and an email that an
+    /// api-key-with-email lookup uses before separate items.
+    static func bothItem(_ items: [Item], today: Day) -> Item? {
+        preferred(items.filter { $0.type == .apiKeyWithEmail && $0.field("key") != nil && $0.field("email") != nil }, today: today)
     }
 
     /// Whether `requirement`'s source is ready, missing, invalid or expired.
@@ -149,19 +181,10 @@ extension Vault {
         let all = try items(forSource: requirement.id, in: index)
         var chosen: [Item] = []
         var missing: [String] = []
-        if requirement.type == .apiKeyWithEmail,
-            let both = all.filter({ $0.type == .apiKeyWithEmail && $0.field("key") != nil && $0.field("email") != nil })
-                .min(by: { a, b in
-                    (a.isExpired(today: today) ? 1 : 0, -a.updatedAt.timeIntervalSince1970)
-                        < (b.isExpired(today: today) ? 1 : 0, -b.updatedAt.timeIntervalSince1970)
-                })
-        {
+        if requirement.type == .apiKeyWithEmail, let both = Vault.bothItem(all, today: today) {
             chosen = [both]
         } else if requirement.type == .custom {
-            if let any = all.min(by: { a, b in
-                (a.isExpired(today: today) ? 1 : 0, -a.updatedAt.timeIntervalSince1970)
-                    < (b.isExpired(today: today) ? 1 : 0, -b.updatedAt.timeIntervalSince1970)
-            }) {
+            if let any = Vault.preferred(all, today: today) {
                 chosen = [any]
             } else {
                 missing.append("no item")
