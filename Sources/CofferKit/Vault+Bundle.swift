@@ -171,7 +171,20 @@ extension Vault {
                     summary: try Queries.summary(db), since: since ?? VersionVector())
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
-                    try Queries.forEachExportItem(db, since: since) { state in try writer.write(state) }
+                    // Rows come in bundle order: each goes straight into
+                    // the chunk buffer.
+                    var current: ItemID?
+                    try Queries.forEachExportVersion(db, since: since) { v in
+                        if v.item != current {
+                            if current != nil { try writer.endItem() }
+                            writer.beginItem(v.item)
+                            current = v.item
+                        }
+                        writer.appendVersion(
+                            register: v.register, replica: v.replica, counter: v.counter, vector: v.vector,
+                            writtenAt: v.writtenAt, isTombstone: v.isTombstone, payload: v.payload)
+                    }
+                    if current != nil { try writer.endItem() }
                     try writer.finish()
                     guard writer.recordsWritten == count else {
                         throw CofferError(.internalError, "the vault changed during export; try again")
@@ -237,6 +250,14 @@ extension Vault {
                 // covers is held here or superseded by one held here, so
                 // merging it changes nothing (docs/sync.md, "Import").
                 let seen = try Queries.summary(db)
+                // Into a vault without items (a clone, a first import) every
+                // record is a new item: no lookup of old state, and the two
+                // secondary indexes are built once at the end instead of
+                // row by row in random order (100,000 items: see
+                // docs/benchmarks-bundles.md). Inside the transaction, so a
+                // failure brings them back with everything else.
+                let empty = try Queries.holdsNoItems(db)
+                let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
                 try keys.item.keepingReadable {
@@ -246,21 +267,19 @@ extension Vault {
                             do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
                             guard let incoming = next else { break }
                             report.records += 1
-                            var unseen = ItemState(id: incoming.id)
-                            for (rid, versions) in incoming.registers {
-                                let fresh = versions.filter { !seen.contains($0.dot) }
-                                if !fresh.isEmpty { unseen.registers[rid] = fresh }
-                            }
+                            let unseen = Self.unseenPart(of: incoming, seen: seen)
                             if unseen.registers.isEmpty {
                                 report.unchanged += 1
-                                if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
-                                continue
+                            } else if empty {
+                                try insertIncoming(unseen, db: db, report: &report, path: path)
+                            } else {
+                                try mergeIncoming(unseen, db: db, report: &report, path: path, now: now)
                             }
-                            try mergeIncoming(unseen, db: db, report: &report, path: path, now: now)
                             if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                         }
                     }
                 }
+                try Queries.createIndexes(db, rebuild)
                 try Queries.noteSeen(db, vector: header.summary, at: now)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
@@ -274,10 +293,12 @@ extension Vault {
 
     /// Merges one item from a bundle into the database.
     func mergeIncoming(_ incoming: ItemState, db: Database, report: inout ImportReport, path: String, now: Int64) throws {
-        let oldRow = try Queries.cachedItemRow(db, id: incoming.id)
-        let old = oldRow == nil ? nil : try Queries.cachedItemState(db, id: incoming.id)
-        let merged = (old ?? ItemState(id: incoming.id)).merged(with: incoming)
-        if let old, merged == old {
+        guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
+            return try insertIncoming(incoming, db: db, report: &report, path: path)
+        }
+        let old = try Queries.cachedItemState(db, id: incoming.id)
+        let merged = old.merged(with: incoming)
+        if merged == old {
             report.unchanged += 1
             return
         }
@@ -286,7 +307,7 @@ extension Vault {
         var newVersions = 0
         var written: (min: Int64, max: Int64) = (.max, .min)
         for (rid, versions) in merged.registers {
-            let held = Set((old?.registers[rid] ?? []).map(\.dot))
+            let held = Set((old.registers[rid] ?? []).map(\.dot))
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 if held.contains(v.dot) { continue }
@@ -299,13 +320,69 @@ extension Vault {
             }
         }
         let row = try derivedRow(
-            for: merged, policy: oldRow?.policy ?? .sync, createdAt: oldRow?.createdAt ?? written.min,
-            updatedAt: max(oldRow?.updatedAt ?? .min, written.max))
+            for: merged, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: max(oldRow.updatedAt, written.max))
         try Queries.saveItem(db, row: row, old: old, new: merged, now: now)
-        if oldRow == nil { report.added += 1 } else { report.changed += 1 }
-        if row.hasConflict && !(oldRow?.hasConflict ?? false) { report.conflictsOpened += 1 }
+        report.changed += 1
+        if row.hasConflict && !oldRow.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += newVersions
         report.touchedItems.append(incoming.id)
+    }
+
+    /// The versions of `incoming` whose dots `seen` does not cover
+    /// (`incoming` itself when none is covered, the usual case).
+    static func unseenPart(of incoming: ItemState, seen: VersionVector) -> ItemState {
+        var anySeen = false
+        for versions in incoming.registers.values where versions.contains(where: { seen.contains($0.dot) }) {
+            anySeen = true
+            break
+        }
+        guard anySeen else { return incoming }
+        var unseen = ItemState(id: incoming.id)
+        for (rid, versions) in incoming.registers {
+            let fresh = versions.filter { !seen.contains($0.dot) }
+            if !fresh.isEmpty { unseen.registers[rid] = fresh }
+        }
+        return unseen
+    }
+
+    /// Stores an item this vault does not hold: ``mergeIncoming`` without
+    /// reading old state. Every version is authenticated, and the shown
+    /// name, decrypted on the way, gives the name hash (one decryption per
+    /// version in all).
+    func insertIncoming(_ incoming: ItemState, db: Database, report: inout ImportReport, path: String) throws {
+        var state = incoming
+        for (rid, versions) in incoming.registers where versions.count > 1 {
+            // Merging into nothing: drop versions another one superseded.
+            state.registers[rid] = Register.normalize(versions)
+        }
+        let shownName = Register.shown(state.registers[.name] ?? [])
+        var nameHash: [UInt8]?
+        var written: (min: Int64, max: Int64) = (.max, .min)
+        var versionCount = 0
+        for (rid, versions) in state.registers {
+            for v in versions {
+                written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
+                versionCount += 1
+                let payload: FieldPayload
+                do { payload = try open(v, item: state.id, register: rid) } catch {
+                    throw CofferError(
+                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
+                        hint: "the exporting vault is damaged; nothing was imported")
+                }
+                if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
+                    nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
+                }
+            }
+        }
+        let hasConflict = state.registers.contains { $0.key != .deleted && $0.value.count > 1 } || state.hasDeleteConflict
+        let row = ItemRow(
+            id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
+            createdAt: written.min, updatedAt: written.max)
+        try Queries.insertNewItem(db, row: row, state: state)
+        report.added += 1
+        if hasConflict { report.conflictsOpened += 1 }
+        report.versionsAdded += versionCount
+        report.touchedItems.append(state.id)
     }
 
     // MARK: Clone
