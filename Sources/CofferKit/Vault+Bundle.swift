@@ -258,6 +258,7 @@ extension Vault {
                 // failure brings them back with everything else.
                 let empty = try Queries.holdsNoItems(db)
                 let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
+                let inserter = NewItemInserter(db)
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
                 try keys.item.keepingReadable {
@@ -271,14 +272,15 @@ extension Vault {
                             if unseen.registers.isEmpty {
                                 report.unchanged += 1
                             } else if empty {
-                                try insertIncoming(unseen, db: db, report: &report, path: path)
+                                try insertIncoming(unseen, into: inserter, report: &report, path: path)
                             } else {
-                                try mergeIncoming(unseen, db: db, report: &report, path: path, now: now)
+                                try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
                             }
                             if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                         }
                     }
                 }
+                try inserter.finish()
                 try Queries.createIndexes(db, rebuild)
                 try Queries.noteSeen(db, vector: header.summary, at: now)
                 // If the bundle saw more of this replica's writes than this
@@ -292,9 +294,9 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, report: inout ImportReport, path: String, now: Int64) throws {
+    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64) throws {
         guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
-            return try insertIncoming(incoming, db: db, report: &report, path: path)
+            return try insertIncoming(incoming, into: inserter, report: &report, path: path)
         }
         let old = try Queries.cachedItemState(db, id: incoming.id)
         let merged = old.merged(with: incoming)
@@ -349,7 +351,7 @@ extension Vault {
     /// reading old state. Every version is authenticated, and the shown
     /// name, decrypted on the way, gives the name hash (one decryption per
     /// version in all).
-    func insertIncoming(_ incoming: ItemState, db: Database, report: inout ImportReport, path: String) throws {
+    func insertIncoming(_ incoming: ItemState, into inserter: NewItemInserter, report: inout ImportReport, path: String) throws {
         var state = incoming
         for (rid, versions) in incoming.registers where versions.count > 1 {
             // Merging into nothing: drop versions another one superseded.
@@ -378,7 +380,7 @@ extension Vault {
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        try Queries.insertNewItem(db, row: row, state: state)
+        try inserter.add(row: row, state: state)
         report.added += 1
         if hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += versionCount

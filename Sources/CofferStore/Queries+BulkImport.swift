@@ -48,29 +48,113 @@ extension Queries {
     /// Inserts an item the vault does not hold (no history to move): its
     /// row, then its versions. Fails on an existing id (primary key).
     public static func insertNewItem(_ db: Database, row: ItemRow, state: ItemState) throws {
-        let idData = Data(row.id.bytes)
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            idData, row.policy.rawValue, row.nameHash.map { Data($0) }, row.isDeleted, row.hasConflict,
-            row.createdAt, row.updatedAt,
-        ])
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO fieldVersion (itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-        for (rid, versions) in state.registers {
-            let ridData = Data(rid.bytes)
-            for v in versions {
-                try insert.execute(arguments: [
-                    idData, ridData, Data(v.dot.replica.bytes), Int64(v.dot.counter), Data(v.vector.encoded),
-                    v.writtenAt, v.isTombstone, Data(v.payload),
-                ])
+        let inserter = NewItemInserter(db)
+        try inserter.add(row: row, state: state)
+        try inserter.finish()
+    }
+}
+
+/// Inserts items that the vault does not hold yet, many rows per
+/// statement: per-statement work (GRDB's argument handling, SQLite's
+/// statement start and reset) is paid once per up to 256 rows instead of
+/// once per row. Rows are buffered; ``finish()`` writes the rest. Item rows
+/// are always written before their versions (foreign key).
+public final class NewItemInserter {
+    private let db: Database
+    /// Rows per multi-row `INSERT` of versions (256 × 8 = 2,048
+    /// parameters) and of items. Fixed sizes, so that only these two
+    /// statements (and the shorter last ones) are prepared and cached.
+    static let rowsPerStatement = 256
+    static let itemsPerStatement = 64
+    private var items: [DatabaseValue] = []
+    private var itemRows = 0
+    private var versions: [DatabaseValue] = []
+    private var versionRows = 0
+    /// Column values of ids seen recently (most versions share a few
+    /// registers and one or two replicas): one `Data` each, not per row.
+    private var registerValues: [RegisterID: DatabaseValue] = [:]
+    private var replicaValues: [ReplicaID: DatabaseValue] = [:]
+
+    public init(_ db: Database) {
+        self.db = db
+        items.reserveCapacity(Self.rowsPerStatement * 7)
+        versions.reserveCapacity(Self.rowsPerStatement * 8 * 2)
+    }
+
+    /// Buffers one new item and its versions.
+    public func add(row: ItemRow, state: ItemState) throws {
+        let id = Data(row.id.bytes).databaseValue
+        items.append(id)
+        items.append(row.policy.rawValue.databaseValue)
+        items.append(row.nameHash.map { Data($0).databaseValue } ?? .null)
+        items.append(row.isDeleted.databaseValue)
+        items.append(row.hasConflict.databaseValue)
+        items.append(row.createdAt.databaseValue)
+        items.append(row.updatedAt.databaseValue)
+        itemRows += 1
+        for (rid, list) in state.registers {
+            let register = value(of: rid)
+            for v in list {
+                versions.append(id)
+                versions.append(register)
+                versions.append(value(of: v.dot.replica))
+                versions.append(Int64(v.dot.counter).databaseValue)
+                versions.append(Data(v.vector.encoded).databaseValue)
+                versions.append(v.writtenAt.databaseValue)
+                versions.append(v.isTombstone.databaseValue)
+                versions.append(Data(v.payload).databaseValue)
+                versionRows += 1
             }
         }
+        if itemRows == Self.itemsPerStatement { try flush(all: false) }
+    }
+
+    /// Writes every buffered row.
+    public func finish() throws { try flush(all: true) }
+
+    private func value(of rid: RegisterID) -> DatabaseValue {
+        if let v = registerValues[rid] { return v }
+        if registerValues.count >= 64 { registerValues.removeAll(keepingCapacity: true) }
+        let v = Data(rid.bytes).databaseValue
+        registerValues[rid] = v
+        return v
+    }
+
+    private func value(of replica: ReplicaID) -> DatabaseValue {
+        if let v = replicaValues[replica] { return v }
+        if replicaValues.count >= 64 { replicaValues.removeAll(keepingCapacity: true) }
+        let v = Data(replica.bytes).databaseValue
+        replicaValues[replica] = v
+        return v
+    }
+
+    /// Writes all buffered items, then versions in full statements (and,
+    /// with `all`, the remainder; otherwise the remaining versions wait,
+    /// their items already written).
+    private func flush(all: Bool) throws {
+        while itemRows > 0 {
+            let n = min(itemRows, Self.itemsPerStatement)
+            try execute(
+                "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
+                columns: 7, rows: n, from: &items)
+            itemRows -= n
+        }
+        while versionRows >= Self.rowsPerStatement || (all && versionRows > 0) {
+            let n = min(versionRows, Self.rowsPerStatement)
+            try execute(
+                "INSERT INTO fieldVersion (itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload) VALUES ",
+                columns: 8, rows: n, from: &versions)
+            versionRows -= n
+        }
+    }
+
+    /// One `INSERT` of the first `rows` rows buffered in `values`, which
+    /// it removes.
+    private func execute(_ head: String, columns: Int, rows: Int, from values: inout [DatabaseValue]) throws {
+        let row = "(" + Array(repeating: "?", count: columns).joined(separator: ",") + ")"
+        let stmt = try db.cachedStatement(sql: head + Array(repeating: row, count: rows).joined(separator: ","))
+        stmt.setUncheckedArguments(StatementArguments(values[0..<rows * columns]))
+        try stmt.execute()
+        values.removeFirst(rows * columns)
     }
 }
