@@ -66,14 +66,14 @@ public final class NewItemInserter {
     /// statements (and the shorter last ones) are prepared and cached.
     static let rowsPerStatement = 256
     static let itemsPerStatement = 64
-    private var items: [DatabaseValue] = []
+    private var items: [(any DatabaseValueConvertible)?] = []
     private var itemRows = 0
-    private var versions: [DatabaseValue] = []
+    private var versions: [(any DatabaseValueConvertible)?] = []
     private var versionRows = 0
     /// Column values of ids seen recently (most versions share a few
     /// registers and one or two replicas): one `Data` each, not per row.
-    private var registerValues: [RegisterID: DatabaseValue] = [:]
-    private var replicaValues: [ReplicaID: DatabaseValue] = [:]
+    private var registerValues: [RegisterID: Data] = [:]
+    private var replicaValues: [ReplicaID: Data] = [:]
 
     public init(_ db: Database) {
         self.db = db
@@ -83,14 +83,14 @@ public final class NewItemInserter {
 
     /// Buffers one new item and its versions.
     public func add(row: ItemRow, state: ItemState) throws {
-        let id = Data(row.id.bytes).databaseValue
+        let id = Data(row.id.bytes)
         items.append(id)
-        items.append(row.policy.rawValue.databaseValue)
-        items.append(row.nameHash.map { Data($0).databaseValue } ?? .null)
-        items.append(row.isDeleted.databaseValue)
-        items.append(row.hasConflict.databaseValue)
-        items.append(row.createdAt.databaseValue)
-        items.append(row.updatedAt.databaseValue)
+        items.append(row.policy.rawValue)
+        items.append(row.nameHash.map { Data($0) })
+        items.append(row.isDeleted)
+        items.append(row.hasConflict)
+        items.append(row.createdAt)
+        items.append(row.updatedAt)
         itemRows += 1
         for (rid, list) in state.registers {
             let register = value(of: rid)
@@ -98,11 +98,11 @@ public final class NewItemInserter {
                 versions.append(id)
                 versions.append(register)
                 versions.append(value(of: v.dot.replica))
-                versions.append(Int64(v.dot.counter).databaseValue)
-                versions.append(Data(v.vector.encoded).databaseValue)
-                versions.append(v.writtenAt.databaseValue)
-                versions.append(v.isTombstone.databaseValue)
-                versions.append(Data(v.payload).databaseValue)
+                versions.append(Int64(v.dot.counter))
+                versions.append(Data(v.vector.encoded))
+                versions.append(v.writtenAt)
+                versions.append(v.isTombstone)
+                versions.append(Data(v.payload))
                 versionRows += 1
             }
         }
@@ -112,18 +112,18 @@ public final class NewItemInserter {
     /// Writes every buffered row.
     public func finish() throws { try flush(all: true) }
 
-    private func value(of rid: RegisterID) -> DatabaseValue {
+    private func value(of rid: RegisterID) -> Data {
         if let v = registerValues[rid] { return v }
         if registerValues.count >= 64 { registerValues.removeAll(keepingCapacity: true) }
-        let v = Data(rid.bytes).databaseValue
+        let v = Data(rid.bytes)
         registerValues[rid] = v
         return v
     }
 
-    private func value(of replica: ReplicaID) -> DatabaseValue {
+    private func value(of replica: ReplicaID) -> Data {
         if let v = replicaValues[replica] { return v }
         if replicaValues.count >= 64 { replicaValues.removeAll(keepingCapacity: true) }
-        let v = Data(replica.bytes).databaseValue
+        let v = Data(replica.bytes)
         replicaValues[replica] = v
         return v
     }
@@ -150,7 +150,7 @@ public final class NewItemInserter {
 
     /// One `INSERT` of the first `rows` rows buffered in `values`, which
     /// it removes.
-    private func execute(_ head: String, columns: Int, rows: Int, from values: inout [DatabaseValue]) throws {
+    private func execute(_ head: String, columns: Int, rows: Int, from values: inout [(any DatabaseValueConvertible)?]) throws {
         let row = "(" + Array(repeating: "?", count: columns).joined(separator: ",") + ")"
         let stmt = try db.cachedStatement(sql: head + Array(repeating: row, count: rows).joined(separator: ","))
         stmt.setUncheckedArguments(StatementArguments(values[0..<rows * columns]))

@@ -41,36 +41,6 @@ extension Queries {
         return UInt64(n)
     }
 
-    /// Calls `body` once per exported item, in ascending item id order,
-    /// with the item's selected versions. Streams: only one item's versions
-    /// are held at a time.
-    public static func forEachExportItem(_ db: Database, since: VersionVector?, _ body: (ItemState) throws -> Void) throws {
-        let f = exportFilter(since: since)
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT fv.itemId, fv.registerId, fv.replicaId, fv.counter, fv.vector, fv.writtenAt, fv.isTombstone, fv.payload
-                FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId
-                WHERE \(f.sql)
-                ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
-                """,
-            arguments: f.args)
-        var current: ItemState?
-        var currentKey = Data()
-        while let row = try rows.next() {
-            let key: Data = row[0]
-            if current == nil || key != currentKey {
-                if let c = current { try body(c) }
-                guard let id = ItemID(bytes: key.byteArray) else { throw StoreError.database("item id of wrong length") }
-                current = ItemState(id: id)
-                currentKey = key
-            }
-            guard let rid = RegisterID(bytes: (row[1] as Data).byteArray) else { throw StoreError.database("register id of wrong length") }
-            current!.registers[rid, default: []].append(try positionalVersion(row, from: 2))
-        }
-        if let c = current { try body(c) }
-    }
-
     /// One version selected for export, as stored (the encoded vector and
     /// payload are copied to the bundle as they are).
     public struct ExportVersion {
@@ -115,7 +85,7 @@ extension Queries {
     /// A version from columns replicaId, counter, vector, writtenAt,
     /// isTombstone, payload starting at `i`.
     static func positionalVersion(_ row: Row, from i: Int) throws -> FieldVersion {
-        guard let replica = ReplicaID(bytes: (row[i] as Data).byteArray) else { throw StoreError.database("replica id of wrong length") }
+        guard let replica = ReplicaID(bytes: (row[i] as Data)) else { throw StoreError.database("replica id of wrong length") }
         let vector: VersionVector
         do { vector = try VersionVector(decoding: (row[i + 2] as Data).byteArray) } catch {
             throw StoreError.database("stored version vector is malformed")
@@ -140,7 +110,7 @@ extension Queries {
         var state = ItemState(id: id)
         let rows = try Row.fetchCursor(stmt, arguments: [Data(id.bytes)])
         while let row = try rows.next() {
-            guard let rid = RegisterID(bytes: (row[0] as Data).byteArray) else { continue }
+            guard let rid = RegisterID(bytes: (row[0] as Data)) else { continue }
             state.registers[rid, default: []].append(try positionalVersion(row, from: 1))
         }
         for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }
