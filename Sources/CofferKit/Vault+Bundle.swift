@@ -265,20 +265,26 @@ extension Vault {
                 // with the name-index key: keep both readable meanwhile.
                 try keys.item.keepingReadable {
                     try keys.nameIndex.keepingReadable {
-                        while true {
-                            let next: ItemState?
-                            do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
-                            guard let incoming = next else { break }
-                            report.records += 1
+                        // Records are decoded (and new items authenticated)
+                        // on a second thread while this one writes.
+                        let pipeline = ImportPipeline(reader: reader, path: path) { [self] incoming in
                             let unseen = Self.unseenPart(of: incoming, seen: seen)
-                            if unseen.registers.isEmpty {
-                                report.unchanged += 1
-                            } else if empty {
-                                try insertIncoming(unseen, into: inserter, report: &report, path: path)
-                            } else {
-                                try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
+                            if unseen.registers.isEmpty { return .unchanged }
+                            return empty ? .new(try prepareNew(unseen, path: path)) : .merge(unseen)
+                        }
+                        pipeline.start()
+                        defer { pipeline.stop() }
+                        while let batch = try pipeline.nextBatch() {
+                            for record in batch {
+                                report.records += 1
+                                switch record {
+                                case .unchanged: report.unchanged += 1
+                                case .new(let item): try insert(item, into: inserter, report: &report)
+                                case .merge(let unseen):
+                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
+                                }
+                                if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                             }
-                            if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                         }
                     }
                 }
@@ -298,7 +304,7 @@ extension Vault {
     /// Merges one item from a bundle into the database.
     func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64) throws {
         guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
-            return try insertIncoming(incoming, into: inserter, report: &report, path: path)
+            return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }
         let old = try Queries.cachedItemState(db, id: incoming.id)
         let merged = old.merged(with: incoming)
@@ -349,11 +355,11 @@ extension Vault {
         return unseen
     }
 
-    /// Stores an item this vault does not hold: ``mergeIncoming`` without
-    /// reading old state. Every version is authenticated, and the shown
+    /// An item this vault does not hold, ready to store: ``mergeIncoming``
+    /// without old state. Every version is authenticated, and the shown
     /// name, decrypted on the way, gives the name hash (one decryption per
-    /// version in all).
-    func insertIncoming(_ incoming: ItemState, into inserter: NewItemInserter, report: inout ImportReport, path: String) throws {
+    /// version in all). Touches no database (runs on the decoding thread).
+    func prepareNew(_ incoming: ItemState, path: String) throws -> NewItem {
         var state = incoming
         for (rid, versions) in incoming.registers where versions.count > 1 {
             // Merging into nothing: drop versions another one superseded.
@@ -382,11 +388,16 @@ extension Vault {
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        try inserter.add(row: row, state: state)
+        return NewItem(row: row, state: state, versions: versionCount)
+    }
+
+    /// Stores a prepared new item and counts it.
+    func insert(_ item: NewItem, into inserter: NewItemInserter, report: inout ImportReport) throws {
+        try inserter.add(row: item.row, state: item.state)
         report.added += 1
-        if hasConflict { report.conflictsOpened += 1 }
-        report.versionsAdded += versionCount
-        report.touchedItems.append(state.id)
+        if item.row.hasConflict { report.conflictsOpened += 1 }
+        report.versionsAdded += item.versions
+        report.touchedItems.append(item.state.id)
     }
 
     // MARK: Clone
