@@ -6,11 +6,14 @@ import Foundation
 enum DecodedRecord: Sendable {
     /// Every version was already seen here.
     case unchanged
-    /// An item new to the vault, every version authenticated and its row
-    /// derived (imports into a vault without items).
-    case new(NewItem)
+    /// An item new to the vault, every version authenticated; its rows
+    /// come in ``write(_:)`` statements (imports into a vault without
+    /// items).
+    case added(ItemID, hasConflict: Bool, versions: Int)
     /// The unseen versions, to merge with what the vault holds.
     case merge(ItemState)
+    /// Rows to insert, in order.
+    case write(PendingInsert)
 }
 
 /// A new item ready to insert.
@@ -34,7 +37,8 @@ final class ImportPipeline: @unchecked Sendable {
 
     private let reader: BundleReader
     private let path: String
-    private let transform: @Sendable (ItemState) throws -> DecodedRecord
+    private let transform: @Sendable (ItemState) throws -> [DecodedRecord]
+    private let atEnd: @Sendable () -> [DecodedRecord]
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var batches: [[DecodedRecord]] = []
@@ -43,10 +47,17 @@ final class ImportPipeline: @unchecked Sendable {
     private var cancelled = false
     private var workerDone = false
 
-    init(reader: BundleReader, path: String, transform: @escaping @Sendable (ItemState) throws -> DecodedRecord) {
+    /// `transform` turns each record into what the writer needs; `atEnd`
+    /// adds what is left after the last record. Both run on the decoding
+    /// thread only.
+    init(
+        reader: BundleReader, path: String, transform: @escaping @Sendable (ItemState) throws -> [DecodedRecord],
+        atEnd: @escaping @Sendable () -> [DecodedRecord]
+    ) {
         self.reader = reader
         self.path = path
         self.transform = transform
+        self.atEnd = atEnd
     }
 
     /// Starts the decoding thread.
@@ -64,9 +75,12 @@ final class ImportPipeline: @unchecked Sendable {
             while true {
                 let next: ItemState?
                 do { next = try reader.next() } catch { throw CofferError.bundle(error, path: path) }
-                guard let incoming = next else { break }
-                batch.append(try transform(incoming))
-                if batch.count == Self.batchSize {
+                guard let incoming = next else {
+                    batch.append(contentsOf: atEnd())
+                    break
+                }
+                batch.append(contentsOf: try transform(incoming))
+                if batch.count >= Self.batchSize {
                     guard push(batch) else { break }
                     batch.removeAll(keepingCapacity: true)
                 }
@@ -118,4 +132,18 @@ final class ImportPipeline: @unchecked Sendable {
         while !workerDone { condition.wait() }
         condition.unlock()
     }
+}
+
+/// The decoding thread's side of a load into a vault without items: rows
+/// are turned into statements there. Used by that thread only.
+final class NewItemBuffer: @unchecked Sendable {
+    private var rows = NewItemRows()
+
+    func add(_ item: NewItem) -> [DecodedRecord] {
+        var out: [DecodedRecord] = [.added(item.state.id, hasConflict: item.row.hasConflict, versions: item.versions)]
+        for p in rows.add(row: item.row, state: item.state) { out.append(.write(p)) }
+        return out
+    }
+
+    func finish() -> [DecodedRecord] { rows.finish().map { .write($0) } }
 }

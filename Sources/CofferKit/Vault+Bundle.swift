@@ -267,22 +267,36 @@ extension Vault {
                     try keys.nameIndex.keepingReadable {
                         // Records are decoded (and new items authenticated)
                         // on a second thread while this one writes.
-                        let pipeline = ImportPipeline(reader: reader, path: path) { [self] incoming in
-                            let unseen = Self.unseenPart(of: incoming, seen: seen)
-                            if unseen.registers.isEmpty { return .unchanged }
-                            return empty ? .new(try prepareNew(unseen, path: path)) : .merge(unseen)
-                        }
+                        // Into an empty vault, that thread also builds the
+                        // INSERT statements; this one only runs them.
+                        let buffer = NewItemBuffer()
+                        let pipeline = ImportPipeline(
+                            reader: reader, path: path,
+                            transform: { [self] incoming in
+                                let unseen = Self.unseenPart(of: incoming, seen: seen)
+                                if unseen.registers.isEmpty { return [.unchanged] }
+                                return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
+                            },
+                            atEnd: { buffer.finish() })
                         pipeline.start()
                         defer { pipeline.stop() }
                         while let batch = try pipeline.nextBatch() {
                             for record in batch {
-                                report.records += 1
                                 switch record {
-                                case .unchanged: report.unchanged += 1
-                                case .new(let item): try insert(item, into: inserter, report: &report)
+                                case .write(let statement):
+                                    try inserter.execute(statement)
+                                    continue
+                                case .unchanged:
+                                    report.unchanged += 1
+                                case .added(let id, let hasConflict, let versions):
+                                    report.added += 1
+                                    if hasConflict { report.conflictsOpened += 1 }
+                                    report.versionsAdded += versions
+                                    report.touchedItems.append(id)
                                 case .merge(let unseen):
                                     try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
                                 }
+                                report.records += 1
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                             }
                         }

@@ -54,35 +54,39 @@ extension Queries {
     }
 }
 
-/// Inserts items that the vault does not hold yet, many rows per
-/// statement: per-statement work (GRDB's argument handling, SQLite's
-/// statement start and reset) is paid once per up to 256 rows instead of
-/// once per row. Rows are buffered; ``finish()`` writes the rest. Item rows
-/// are always written before their versions (foreign key).
-public final class NewItemInserter {
-    private let db: Database
-    /// Rows per multi-row `INSERT` of versions (256 × 8 = 2,048
-    /// parameters) and of items. Fixed sizes, so that only these two
-    /// statements (and the shorter last ones) are prepared and cached.
-    static let rowsPerStatement = 256
+/// A multi-row `INSERT` with its arguments, ready to run
+/// (``NewItemInserter/execute(_:)``). Built off the database thread.
+public struct PendingInsert: Sendable {
+    let sql: String
+    let arguments: StatementArguments
+}
+
+/// Turns new items into multi-row `INSERT`s without touching the
+/// database, so that an import can build them on another thread than the
+/// one writing. Item rows always come before their versions (foreign key).
+/// Statements have fixed sizes (64 items, 256 versions; the last ones
+/// shorter), so that only a few are prepared and cached.
+public struct NewItemRows: Sendable {
     static let itemsPerStatement = 64
-    private var items: [(any DatabaseValueConvertible)?] = []
+    /// 256 × 8 = 2,048 parameters.
+    static let versionsPerStatement = 256
+    private var items: [(any DatabaseValueConvertible & Sendable)?] = []
     private var itemRows = 0
-    private var versions: [(any DatabaseValueConvertible)?] = []
+    private var versions: [(any DatabaseValueConvertible & Sendable)?] = []
     private var versionRows = 0
     /// Column values of ids seen recently (most versions share a few
     /// registers and one or two replicas): one `Data` each, not per row.
     private var registerValues: [RegisterID: Data] = [:]
     private var replicaValues: [ReplicaID: Data] = [:]
 
-    public init(_ db: Database) {
-        self.db = db
-        items.reserveCapacity(Self.rowsPerStatement * 7)
-        versions.reserveCapacity(Self.rowsPerStatement * 8 * 2)
+    public init() {
+        items.reserveCapacity(Self.itemsPerStatement * 7)
+        versions.reserveCapacity(Self.versionsPerStatement * 8 * 2)
     }
 
-    /// Buffers one new item and its versions.
-    public func add(row: ItemRow, state: ItemState) throws {
+    /// Buffers one new item and its versions; returns the statements that
+    /// became complete.
+    public mutating func add(row: ItemRow, state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
         items.append(id)
         items.append(row.policy.rawValue)
@@ -106,13 +110,13 @@ public final class NewItemInserter {
                 versionRows += 1
             }
         }
-        if itemRows == Self.itemsPerStatement { try flush(all: false) }
+        return itemRows == Self.itemsPerStatement ? flush(all: false) : []
     }
 
-    /// Writes every buffered row.
-    public func finish() throws { try flush(all: true) }
+    /// The statements for everything still buffered.
+    public mutating func finish() -> [PendingInsert] { flush(all: true) }
 
-    private func value(of rid: RegisterID) -> Data {
+    private mutating func value(of rid: RegisterID) -> Data {
         if let v = registerValues[rid] { return v }
         if registerValues.count >= 64 { registerValues.removeAll(keepingCapacity: true) }
         let v = Data(rid.bytes)
@@ -120,7 +124,7 @@ public final class NewItemInserter {
         return v
     }
 
-    private func value(of replica: ReplicaID) -> Data {
+    private mutating func value(of replica: ReplicaID) -> Data {
         if let v = replicaValues[replica] { return v }
         if replicaValues.count >= 64 { replicaValues.removeAll(keepingCapacity: true) }
         let v = Data(replica.bytes)
@@ -128,33 +132,64 @@ public final class NewItemInserter {
         return v
     }
 
-    /// Writes all buffered items, then versions in full statements (and,
-    /// with `all`, the remainder; otherwise the remaining versions wait,
-    /// their items already written).
-    private func flush(all: Bool) throws {
+    /// All buffered items, then versions in full statements (with `all`,
+    /// the remainder too; otherwise the remaining versions wait, their
+    /// items already written).
+    private mutating func flush(all: Bool) -> [PendingInsert] {
+        var out: [PendingInsert] = []
         while itemRows > 0 {
             let n = min(itemRows, Self.itemsPerStatement)
-            try execute(
-                "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
-                columns: 7, rows: n, from: &items)
+            out.append(
+                Self.take(
+                    "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
+                    columns: 7, rows: n, from: &items))
             itemRows -= n
         }
-        while versionRows >= Self.rowsPerStatement || (all && versionRows > 0) {
-            let n = min(versionRows, Self.rowsPerStatement)
-            try execute(
-                "INSERT INTO fieldVersion (itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload) VALUES ",
-                columns: 8, rows: n, from: &versions)
+        while versionRows >= Self.versionsPerStatement || (all && versionRows > 0) {
+            let n = min(versionRows, Self.versionsPerStatement)
+            out.append(
+                Self.take(
+                    "INSERT INTO fieldVersion (itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload) VALUES ",
+                    columns: 8, rows: n, from: &versions))
             versionRows -= n
         }
+        return out
     }
 
     /// One `INSERT` of the first `rows` rows buffered in `values`, which
     /// it removes.
-    private func execute(_ head: String, columns: Int, rows: Int, from values: inout [(any DatabaseValueConvertible)?]) throws {
+    private static func take(
+        _ head: String, columns: Int, rows: Int, from values: inout [(any DatabaseValueConvertible & Sendable)?]
+    ) -> PendingInsert {
         let row = "(" + Array(repeating: "?", count: columns).joined(separator: ",") + ")"
-        let stmt = try db.cachedStatement(sql: head + Array(repeating: row, count: rows).joined(separator: ","))
-        stmt.setUncheckedArguments(StatementArguments(values[0..<rows * columns]))
-        try stmt.execute()
+        let sql = head + Array(repeating: row, count: rows).joined(separator: ",")
+        let arguments = StatementArguments(values[0..<rows * columns].map { $0 as (any DatabaseValueConvertible)? })
         values.removeFirst(rows * columns)
+        return PendingInsert(sql: sql, arguments: arguments)
+    }
+}
+
+/// Writes new items through ``NewItemRows`` on the database thread.
+public final class NewItemInserter {
+    private let db: Database
+    private var rows = NewItemRows()
+
+    public init(_ db: Database) { self.db = db }
+
+    /// Buffers one new item and its versions (written in batches).
+    public func add(row: ItemRow, state: ItemState) throws {
+        for p in rows.add(row: row, state: state) { try execute(p) }
+    }
+
+    /// Writes every buffered row.
+    public func finish() throws {
+        for p in rows.finish() { try execute(p) }
+    }
+
+    /// Runs a statement built by ``NewItemRows`` (possibly elsewhere).
+    public func execute(_ p: PendingInsert) throws {
+        let stmt = try db.cachedStatement(sql: p.sql)
+        stmt.setUncheckedArguments(p.arguments)
+        try stmt.execute()
     }
 }
