@@ -65,14 +65,15 @@ public struct PendingInsert: Sendable {
 /// database, so that an import can build them on another thread than the
 /// one writing. Item rows always come before their versions (foreign key).
 /// Statements have fixed sizes (64 items, 256 versions; the last ones
-/// shorter), so that only a few are prepared and cached.
-public struct NewItemRows: Sendable {
+/// shorter), so that only a few are prepared and cached. Used by one
+/// thread at a time (the buffered values are not `Sendable`).
+public struct NewItemRows: @unchecked Sendable {
     static let itemsPerStatement = 64
     /// 256 × 8 = 2,048 parameters.
     static let versionsPerStatement = 256
-    private var items: [(any DatabaseValueConvertible & Sendable)?] = []
+    private var items: [(any DatabaseValueConvertible)?] = []
     private var itemRows = 0
-    private var versions: [(any DatabaseValueConvertible & Sendable)?] = []
+    private var versions: [(any DatabaseValueConvertible)?] = []
     private var versionRows = 0
     /// Column values of ids seen recently (most versions share a few
     /// registers and one or two replicas): one `Data` each, not per row.
@@ -159,11 +160,11 @@ public struct NewItemRows: Sendable {
     /// One `INSERT` of the first `rows` rows buffered in `values`, which
     /// it removes.
     private static func take(
-        _ head: String, columns: Int, rows: Int, from values: inout [(any DatabaseValueConvertible & Sendable)?]
+        _ head: String, columns: Int, rows: Int, from values: inout [(any DatabaseValueConvertible)?]
     ) -> PendingInsert {
         let row = "(" + Array(repeating: "?", count: columns).joined(separator: ",") + ")"
         let sql = head + Array(repeating: row, count: rows).joined(separator: ",")
-        let arguments = StatementArguments(values[0..<rows * columns].map { $0 as (any DatabaseValueConvertible)? })
+        let arguments = StatementArguments(values[0..<rows * columns])
         values.removeFirst(rows * columns)
         return PendingInsert(sql: sql, arguments: arguments)
     }
