@@ -69,9 +69,16 @@ extension Queries {
                 ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
                 """,
             arguments: f.args)
+        var lastKey = Data()
+        var item: ItemID?
         while let row = try rows.next() {
-            let register: Data = row[1], replica: Data = row[2]
-            guard let item = ItemID(bytes: row[0] as Data), register.count == 16, replica.count == 16 else {
+            let key: Data = row[0], register: Data = row[1], replica: Data = row[2]
+            if key != lastKey {
+                // About 5 rows per item: decode the id once per item.
+                item = ItemID(bytes: [UInt8](key))
+                lastKey = key
+            }
+            guard let item, register.count == 16, replica.count == 16 else {
                 throw StoreError.database("an identifier of wrong length")
             }
             let counter: Int64 = row[3]
