@@ -78,14 +78,16 @@ public struct FieldVersion: Hashable, Sendable {
         other.dot != dot && other.vector.contains(dot)
     }
 
+    private static let associatedDataLabel = Array("coffer-field-v1".utf8)
+
     /// The associated data that binds a payload to its place: vault, item,
     /// register and this exact version. See docs/bundle-format.md.
     public static func associatedData(
         vault: VaultID, item: ItemID, register: RegisterID,
         dot: Dot, vector: VersionVector, writtenAt: Int64, isTombstone: Bool
     ) -> [UInt8] {
-        var w = ByteWriter(capacity: 128)
-        w.bytes(Array("coffer-field-v1".utf8))
+        var w = ByteWriter(capacity: 114 + 24 * vector.count)  // exact size
+        w.bytes(associatedDataLabel)
         w.id(vault)
         w.id(item)
         w.id(register)
