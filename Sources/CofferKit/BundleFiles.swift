@@ -31,19 +31,7 @@ final class BundleFileInput: BundleInput {
     deinit { close(fd) }
 
     func readBytes(_ count: Int) throws(BundleError) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        var got = 0
-        while got < count {
-            let n = out.withUnsafeMutableBytes { buf in Glibc.read(fd, buf.baseAddress! + got, count - got) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            got += n
-        }
-        if got < count { out.removeLast(count - got) }
-        return out
+        do { return try Bytes.read(fd: fd, count: count) } catch { throw .io(error.description) }
     }
 }
 
@@ -82,15 +70,7 @@ final class AtomicFileOutput: BundleOutput {
     }
 
     private func flush() throws(BundleError) {
-        var done = 0
-        while done < pending.count {
-            let n = pending.withUnsafeBytes { buf in Glibc.write(fd, buf.baseAddress! + done, pending.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(String(cString: strerror(errno)))
-            }
-            done += n
-        }
+        do { try Bytes.write(fd: fd, pending) } catch { throw .io(error.description) }
         pending.removeAll(keepingCapacity: true)
     }
 

@@ -171,7 +171,20 @@ extension Vault {
                     summary: try Vault.exportableSummary(db), since: since ?? VersionVector())
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
-                    try Queries.forEachExportItem(db, since: since) { state in try writer.write(state) }
+                    // Rows come in bundle order: each goes straight into
+                    // the chunk buffer.
+                    var current: ItemID?
+                    try Queries.forEachExportVersion(db, since: since) { v in
+                        if v.item != current {
+                            if current != nil { try writer.endItem() }
+                            writer.beginItem(v.item)
+                            current = v.item
+                        }
+                        writer.appendVersion(
+                            register: v.register, replica: v.replica, counter: v.counter, vector: v.vector,
+                            writtenAt: v.writtenAt, isTombstone: v.isTombstone, payload: v.payload)
+                    }
+                    if current != nil { try writer.endItem() }
                     try writer.finish()
                     guard writer.recordsWritten == count else {
                         throw CofferError(.internalError, "the vault changed during export; try again")
@@ -227,40 +240,70 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 let now = Clock.nowMillis()
-                // A large import dirties many pages inside one transaction,
-                // and the dot and name indexes are written in random order:
-                // a 64 MiB page cache (instead of 2 MiB) keeps them in memory
-                // (100,000 items: 22 s instead of 30 s, peak RSS 100 MB).
-                try db.execute(sql: "PRAGMA cache_size = -65536")
+                // A large import dirties many pages inside one transaction.
+                // Into a vault with items, the dot and name indexes are
+                // written in random order: a 64 MiB page cache (instead of
+                // 2 MiB) keeps them in memory. Into an empty vault (below)
+                // rows are appended in key order and the indexes built at
+                // the end: 16 MiB is as fast and keeps the peak RSS low.
+                let empty = try Queries.holdsNoItems(db)
+                try db.execute(sql: empty ? "PRAGMA cache_size = -16384" : "PRAGMA cache_size = -65536")
                 defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
                 // What this vault has already seen: a version whose dot it
                 // covers is held here or superseded by one held here, so
                 // merging it changes nothing (docs/sync.md, "Import").
                 let seen = try Queries.summary(db)
+                // Into a vault without items (a clone, a first import) every
+                // record is a new item: no lookup of old state, and the two
+                // secondary indexes are built once at the end instead of
+                // row by row in random order (100,000 items: see
+                // docs/benchmarks-bundles.md). Inside the transaction, so a
+                // failure brings them back with everything else.
+                let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
+                let inserter = NewItemInserter(db)
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
                 try keys.item.keepingReadable {
                     try keys.nameIndex.keepingReadable {
-                        while true {
-                            let next: ItemState?
-                            do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
-                            guard let incoming = next else { break }
-                            report.records += 1
-                            var unseen = ItemState(id: incoming.id)
-                            for (rid, versions) in incoming.registers {
-                                let fresh = versions.filter { !seen.contains($0.dot) }
-                                if !fresh.isEmpty { unseen.registers[rid] = fresh }
-                            }
-                            if unseen.registers.isEmpty {
-                                report.unchanged += 1
+                        // Records are decoded (and new items authenticated)
+                        // on a second thread while this one writes.
+                        // Into an empty vault, that thread also builds the
+                        // INSERT statements; this one only runs them.
+                        let buffer = NewItemBuffer()
+                        let pipeline = ImportPipeline(
+                            reader: reader, path: path,
+                            transform: { [self] incoming in
+                                let unseen = Self.unseenPart(of: incoming, seen: seen)
+                                if unseen.registers.isEmpty { return [.unchanged] }
+                                return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
+                            },
+                            atEnd: { buffer.finish() })
+                        pipeline.start()
+                        defer { pipeline.stop() }
+                        while let batch = try pipeline.nextBatch() {
+                            for record in batch {
+                                switch record {
+                                case .write(let statement):
+                                    try inserter.execute(statement)
+                                    continue
+                                case .unchanged:
+                                    report.unchanged += 1
+                                case .added(let id, let hasConflict, let versions):
+                                    report.added += 1
+                                    if hasConflict { report.conflictsOpened += 1 }
+                                    report.versionsAdded += versions
+                                    report.touchedItems.append(id)
+                                case .merge(let unseen):
+                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
+                                }
+                                report.records += 1
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
-                                continue
                             }
-                            try mergeIncoming(unseen, db: db, report: &report, path: path, now: now)
-                            if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                         }
                     }
                 }
+                try inserter.finish()
+                try Queries.createIndexes(db, rebuild)
                 try Queries.noteSeen(db, vector: header.summary, at: now)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
@@ -273,11 +316,13 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, report: inout ImportReport, path: String, now: Int64) throws {
-        let oldRow = try Queries.cachedItemRow(db, id: incoming.id)
-        let old = oldRow == nil ? nil : try Queries.cachedItemState(db, id: incoming.id)
-        let merged = (old ?? ItemState(id: incoming.id)).merged(with: incoming)
-        if let old, merged == old {
+    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64) throws {
+        guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
+            return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
+        }
+        let old = try Queries.cachedItemState(db, id: incoming.id)
+        let merged = old.merged(with: incoming)
+        if merged == old {
             report.unchanged += 1
             return
         }
@@ -286,7 +331,7 @@ extension Vault {
         var newVersions = 0
         var written: (min: Int64, max: Int64) = (.max, .min)
         for (rid, versions) in merged.registers {
-            let held = Set((old?.registers[rid] ?? []).map(\.dot))
+            let held = Set((old.registers[rid] ?? []).map(\.dot))
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 if held.contains(v.dot) { continue }
@@ -299,13 +344,74 @@ extension Vault {
             }
         }
         let row = try derivedRow(
-            for: merged, policy: oldRow?.policy ?? .sync, createdAt: oldRow?.createdAt ?? written.min,
-            updatedAt: max(oldRow?.updatedAt ?? .min, written.max))
+            for: merged, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: max(oldRow.updatedAt, written.max))
         try Queries.saveItem(db, row: row, old: old, new: merged, now: now)
-        if oldRow == nil { report.added += 1 } else { report.changed += 1 }
-        if row.hasConflict && !(oldRow?.hasConflict ?? false) { report.conflictsOpened += 1 }
+        report.changed += 1
+        if row.hasConflict && !oldRow.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += newVersions
         report.touchedItems.append(incoming.id)
+    }
+
+    /// The versions of `incoming` whose dots `seen` does not cover
+    /// (`incoming` itself when none is covered, the usual case).
+    static func unseenPart(of incoming: ItemState, seen: VersionVector) -> ItemState {
+        var anySeen = false
+        for versions in incoming.registers.values where versions.contains(where: { seen.contains($0.dot) }) {
+            anySeen = true
+            break
+        }
+        guard anySeen else { return incoming }
+        var unseen = ItemState(id: incoming.id)
+        for (rid, versions) in incoming.registers {
+            let fresh = versions.filter { !seen.contains($0.dot) }
+            if !fresh.isEmpty { unseen.registers[rid] = fresh }
+        }
+        return unseen
+    }
+
+    /// An item this vault does not hold, ready to store: ``mergeIncoming``
+    /// without old state. Every version is authenticated, and the shown
+    /// name, decrypted on the way, gives the name hash (one decryption per
+    /// version in all). Touches no database (runs on the decoding thread).
+    func prepareNew(_ incoming: ItemState, path: String) throws -> NewItem {
+        var state = incoming
+        for (rid, versions) in incoming.registers where versions.count > 1 {
+            // Merging into nothing: drop versions another one superseded.
+            state.registers[rid] = Register.normalize(versions)
+        }
+        let shownName = Register.shown(state.registers[.name] ?? [])
+        var nameHash: [UInt8]?
+        var written: (min: Int64, max: Int64) = (.max, .min)
+        var versionCount = 0
+        for (rid, versions) in state.registers {
+            for v in versions {
+                written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
+                versionCount += 1
+                let payload: FieldPayload
+                do { payload = try open(v, item: state.id, register: rid) } catch {
+                    throw CofferError(
+                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
+                        hint: "the exporting vault is damaged; nothing was imported")
+                }
+                if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
+                    nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
+                }
+            }
+        }
+        let hasConflict = state.registers.contains { $0.key != .deleted && $0.value.count > 1 } || state.hasDeleteConflict
+        let row = ItemRow(
+            id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
+            createdAt: written.min, updatedAt: written.max)
+        return NewItem(row: row, state: state, versions: versionCount)
+    }
+
+    /// Stores a prepared new item and counts it.
+    func insert(_ item: NewItem, into inserter: NewItemInserter, report: inout ImportReport) throws {
+        try inserter.add(row: item.row, state: item.state)
+        report.added += 1
+        if item.row.hasConflict { report.conflictsOpened += 1 }
+        report.versionsAdded += item.versions
+        report.touchedItems.append(item.state.id)
     }
 
     // MARK: Clone

@@ -22,6 +22,17 @@ extension Queries {
 
     /// Number of items a bundle will carry.
     public static func exportItemCount(_ db: Database, since: VersionVector?) throws -> UInt64 {
+        if since == nil || since!.isEmpty {
+            // Every version of every `sync` item: count items, not versions
+            // (no scan of the version table, no DISTINCT).
+            let n = try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM item i
+                    WHERE i.policy = 'sync' AND EXISTS (SELECT 1 FROM fieldVersion fv WHERE fv.itemId = i.itemId)
+                    """) ?? 0
+            return UInt64(n)
+        }
         let f = exportFilter(since: since)
         let n = try Int64.fetchOne(
             db,
@@ -30,10 +41,24 @@ extension Queries {
         return UInt64(n)
     }
 
-    /// Calls `body` once per exported item, in ascending item id order,
-    /// with the item's selected versions. Streams: only one item's versions
-    /// are held at a time.
-    public static func forEachExportItem(_ db: Database, since: VersionVector?, _ body: (ItemState) throws -> Void) throws {
+    /// One version selected for export, as stored (the encoded vector and
+    /// payload are copied to the bundle as they are).
+    public struct ExportVersion {
+        public var item: ItemID
+        public var register: Data
+        public var replica: Data
+        public var counter: UInt64
+        public var vector: Data
+        public var writtenAt: Int64
+        public var isTombstone: Bool
+        public var payload: Data
+    }
+
+    /// Calls `body` once per exported version, sorted by item id, register
+    /// id, dot replica and dot counter: the order of a bundle's records and
+    /// of the versions inside one (docs/bundle-format.md). Streams from a
+    /// cursor; nothing is held between calls.
+    public static func forEachExportVersion(_ db: Database, since: VersionVector?, _ body: (ExportVersion) throws -> Void) throws {
         let f = exportFilter(since: since)
         let rows = try Row.fetchCursor(
             db,
@@ -44,26 +69,30 @@ extension Queries {
                 ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
                 """,
             arguments: f.args)
-        var current: ItemState?
-        var currentKey = Data()
+        var lastKey = Data()
+        var item: ItemID?
         while let row = try rows.next() {
-            let key: Data = row[0]
-            if current == nil || key != currentKey {
-                if let c = current { try body(c) }
-                guard let id = ItemID(bytes: key.byteArray) else { throw StoreError.database("item id of wrong length") }
-                current = ItemState(id: id)
-                currentKey = key
+            let key: Data = row[0], register: Data = row[1], replica: Data = row[2]
+            if key != lastKey {
+                // About 5 rows per item: decode the id once per item.
+                item = ItemID(bytes: [UInt8](key))
+                lastKey = key
             }
-            guard let rid = RegisterID(bytes: (row[1] as Data).byteArray) else { throw StoreError.database("register id of wrong length") }
-            current!.registers[rid, default: []].append(try positionalVersion(row, from: 2))
+            guard let item, register.count == 16, replica.count == 16 else {
+                throw StoreError.database("an identifier of wrong length")
+            }
+            let counter: Int64 = row[3]
+            try body(
+                ExportVersion(
+                    item: item, register: register, replica: replica, counter: UInt64(counter), vector: row[4],
+                    writtenAt: row[5], isTombstone: row[6], payload: row[7]))
         }
-        if let c = current { try body(c) }
     }
 
     /// A version from columns replicaId, counter, vector, writtenAt,
     /// isTombstone, payload starting at `i`.
     static func positionalVersion(_ row: Row, from i: Int) throws -> FieldVersion {
-        guard let replica = ReplicaID(bytes: (row[i] as Data).byteArray) else { throw StoreError.database("replica id of wrong length") }
+        guard let replica = ReplicaID(bytes: (row[i] as Data)) else { throw StoreError.database("replica id of wrong length") }
         let vector: VersionVector
         do { vector = try VersionVector(decoding: (row[i + 2] as Data).byteArray) } catch {
             throw StoreError.database("stored version vector is malformed")
@@ -88,7 +117,7 @@ extension Queries {
         var state = ItemState(id: id)
         let rows = try Row.fetchCursor(stmt, arguments: [Data(id.bytes)])
         while let row = try rows.next() {
-            guard let rid = RegisterID(bytes: (row[0] as Data).byteArray) else { continue }
+            guard let rid = RegisterID(bytes: (row[0] as Data)) else { continue }
             state.registers[rid, default: []].append(try positionalVersion(row, from: 1))
         }
         for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }
@@ -97,9 +126,7 @@ extension Queries {
 }
 
 extension Data {
-    /// The bytes as an array, copied in one step (`Array(data)` iterates
-    /// byte by byte).
-    var byteArray: [UInt8] {
-        withUnsafeBytes { [UInt8]($0) }
-    }
+    /// The bytes as an array (one copy: `Data` copies its contents in
+    /// bulk into a new array).
+    var byteArray: [UInt8] { [UInt8](self) }
 }

@@ -16,25 +16,25 @@ public enum BundleRecord {
 
     /// Encodes an item record (type, length and body) into `w`.
     public static func encodeItem(_ state: ItemState, into w: inout ByteWriter) {
-        var body = ByteWriter(capacity: 64 + state.registers.count * 160)
-        body.bytes(state.id.bytes)
+        let start = w.count
+        w.u8(BundleFormat.recordItem)
+        w.u32(0)  // body length, set below
+        w.id(state.id)
         let rids = state.registers.keys.sorted()
         var n: UInt32 = 0
         for rid in rids { n += UInt32(state.registers[rid]!.count) }
-        body.u32(n)
+        w.u32(n)
         for rid in rids {
             for v in state.registers[rid]!.sorted(by: { $0.dot < $1.dot }) {
-                encodeVersion(v, register: rid, into: &body)
+                encodeVersion(v, register: rid, into: &w)
             }
         }
-        w.u8(BundleFormat.recordItem)
-        w.u32(UInt32(body.data.count))
-        w.bytes(body.data)
+        w.setU32(UInt32(w.count - start - 5), at: start + 1)
     }
 
     static func encodeVersion(_ v: FieldVersion, register: RegisterID, into w: inout ByteWriter) {
-        w.bytes(register.bytes)
-        w.bytes(v.dot.replica.bytes)
+        w.id(register)
+        w.id(v.dot.replica)
         w.u64(v.dot.counter)
         w.bytes(v.vector.encoded)
         w.i64(v.writtenAt)
@@ -52,15 +52,21 @@ public enum BundleRecord {
     /// Decodes an item record body, enforcing every rule of the spec.
     public static func decodeItem(body: [UInt8]) throws(BundleError) -> ItemState {
         var r = ByteReader(body)
+        return try decodeItem(reading: &r)
+    }
+
+    /// Decodes an item record body that fills `r` exactly (a reader over
+    /// a range of a chunk: no copy of the body).
+    public static func decodeItem(reading r: inout ByteReader) throws(BundleError) -> ItemState {
         do {
-            let id = ItemID(bytes: try r.bytes(16))!
+            let id = try r.identifier()
             let n = try r.u32()
             guard n >= 1 else { throw BundleError.malformedRecord("an item record without versions") }
             var state = ItemState(id: id)
             var last: (RegisterID, Dot)?
             for _ in 0..<n {
-                let rid = RegisterID(bytes: try r.bytes(16))!
-                let replica = ReplicaID(bytes: try r.bytes(16))!
+                let rid = try r.registerID()
+                let replica = try r.identifier()
                 let counter = try r.u64()
                 guard counter > 0 else { throw BundleError.malformedRecord("a version with counter 0") }
                 let dot = Dot(replica: replica, counter: counter)

@@ -7,7 +7,7 @@ public final class BundleWriter {
     private let output: any BundleOutput
     private let stream: SecretStream.Writer
     private let prefix: [UInt8]
-    private var buffer: [UInt8] = []
+    private var buffer = ByteWriter(capacity: BundleFormat.chunkSize * 2)
     private var chunksWritten = 0
     public private(set) var recordsWritten: UInt64 = 0
     public private(set) var bytesWritten = 0
@@ -25,7 +25,6 @@ public final class BundleWriter {
         } else {
             stream = SecretStream.Writer(key: bundleKey)
         }
-        buffer.reserveCapacity(BundleFormat.chunkSize * 2)
         try emit(prefix)
         try emit(stream.header)
     }
@@ -46,12 +45,58 @@ public final class BundleWriter {
 
     /// Appends one item record. Items must come in ascending id order.
     public func write(_ state: ItemState) throws(BundleError) {
-        precondition(!finished)
+        precondition(!finished && openItem == nil)
         if let lastItem { precondition(lastItem < state.id, "bundle records must be in ascending item id order") }
         lastItem = state.id
-        var w = ByteWriter()
-        BundleRecord.encodeItem(state, into: &w)
-        buffer.append(contentsOf: w.data)
+        BundleRecord.encodeItem(state, into: &buffer)
+        recordsWritten += 1
+        try flushFullChunks()
+    }
+
+    /// Where the open record (``beginItem(_:)``) starts in the buffer, and
+    /// its version count so far.
+    private var openItem: (start: Int, versions: UInt32)?
+
+    /// Starts an item record written version by version, straight into
+    /// the chunk buffer (exports: no ``ItemState`` in between). Items must
+    /// come in ascending id order; ``endItem()`` completes the record.
+    public func beginItem(_ id: ItemID) {
+        precondition(!finished && openItem == nil)
+        if let lastItem { precondition(lastItem < id, "bundle records must be in ascending item id order") }
+        lastItem = id
+        let start = buffer.count
+        buffer.u8(BundleFormat.recordItem)
+        buffer.u32(0)  // body length, set by endItem
+        buffer.id(id)
+        buffer.u32(0)  // version count, set by endItem
+        openItem = (start, 0)
+    }
+
+    /// Appends a version to the open record. Versions must come sorted by
+    /// (register id, dot replica, dot counter); `vector` is an encoded
+    /// ``VersionVector`` and `register` and `replica` 16 bytes each.
+    public func appendVersion(
+        register: some Collection<UInt8>, replica: some Collection<UInt8>, counter: UInt64, vector: some Collection<UInt8>,
+        writtenAt: Int64, isTombstone: Bool, payload: some Collection<UInt8>
+    ) {
+        precondition(openItem != nil && register.count == 16 && replica.count == 16)
+        buffer.bytes(register)
+        buffer.bytes(replica)
+        buffer.u64(counter)
+        buffer.bytes(vector)
+        buffer.i64(writtenAt)
+        buffer.u8(isTombstone ? 1 : 0)
+        buffer.blob32(payload)
+        openItem!.versions += 1
+    }
+
+    /// Completes the record that ``beginItem(_:)`` opened.
+    public func endItem() throws(BundleError) {
+        guard let (start, versions) = openItem else { preconditionFailure("no open item record") }
+        precondition(versions > 0, "an item record needs at least one version")
+        openItem = nil
+        buffer.setU32(UInt32(buffer.count - start - 5), at: start + 1)
+        buffer.setU32(versions, at: start + 5 + 16)
         recordsWritten += 1
         try flushFullChunks()
     }
@@ -60,7 +105,7 @@ public final class BundleWriter {
         var start = 0
         // Keep at least one byte back: the final chunk is pushed by finish().
         while buffer.count - start > BundleFormat.chunkSize {
-            try pushChunk(buffer[start..<start + BundleFormat.chunkSize], final: false)
+            try pushChunk(buffer.data[start..<start + BundleFormat.chunkSize], final: false)
             start += BundleFormat.chunkSize
         }
         if start > 0 { buffer.removeFirst(start) }
@@ -68,10 +113,10 @@ public final class BundleWriter {
 
     /// Pushes the remaining plaintext as the FINAL chunk.
     public func finish() throws(BundleError) {
-        precondition(!finished)
+        precondition(!finished && openItem == nil)
         finished = true
-        try pushChunk(buffer[...], final: true)
-        buffer = []
+        try pushChunk(buffer.data[...], final: true)
+        buffer = ByteWriter()
     }
 }
 
@@ -150,6 +195,11 @@ public final class BundleReader {
         return false
     }
 
+    /// The body length in a record head (type at `i`, length after it).
+    private static func recordLength(_ b: [UInt8], at i: Int) -> Int {
+        Int(UInt32(b[i + 1]) << 24 | UInt32(b[i + 2]) << 16 | UInt32(b[i + 3]) << 8 | UInt32(b[i + 4]))
+    }
+
     /// The next item record, or nil at the verified end of the bundle.
     public func next() throws(BundleError) -> ItemState? {
         if try atEnd() {
@@ -160,11 +210,22 @@ public final class BundleReader {
             }
             return nil
         }
-        let head = try take(5)
-        guard head[0] == BundleFormat.recordItem else { throw .malformedRecord("unknown record type \(head[0])") }
-        let len = Int(UInt32(head[1]) << 24 | UInt32(head[2]) << 16 | UInt32(head[3]) << 8 | UInt32(head[4]))
-        guard len <= BundleFormat.maxRecordLength else { throw .malformedRecord("a record of \(len) bytes exceeds the limit") }
-        let state = try BundleRecord.decodeItem(body: try take(len))
+        let state: ItemState
+        if chunk.count - offset >= 5, case let len = Self.recordLength(chunk, at: offset), chunk.count - offset - 5 >= len {
+            // The whole record is in this chunk (nearly always): decode it
+            // in place.
+            guard chunk[offset] == BundleFormat.recordItem else { throw .malformedRecord("unknown record type \(chunk[offset])") }
+            guard len <= BundleFormat.maxRecordLength else { throw .malformedRecord("a record of \(len) bytes exceeds the limit") }
+            var r = ByteReader(chunk, range: offset + 5..<offset + 5 + len)
+            offset += 5 + len
+            state = try BundleRecord.decodeItem(reading: &r)
+        } else {
+            let head = try take(5)
+            guard head[0] == BundleFormat.recordItem else { throw .malformedRecord("unknown record type \(head[0])") }
+            let len = Self.recordLength(head, at: 0)
+            guard len <= BundleFormat.maxRecordLength else { throw .malformedRecord("a record of \(len) bytes exceeds the limit") }
+            state = try BundleRecord.decodeItem(body: try take(len))
+        }
         if let lastItem, !(lastItem < state.id) { throw .malformedRecord("item records out of order or repeated") }
         lastItem = state.id
         recordsRead += 1

@@ -13,13 +13,33 @@ public struct ByteWriter: Sendable {
     public mutating func u8(_ v: UInt8) { data.append(v) }
     public mutating func u16(_ v: UInt16) { data.append(UInt8(v >> 8)); data.append(UInt8(v & 0xff)) }
     public mutating func u32(_ v: UInt32) {
-        for s in stride(from: 24, through: 0, by: -8) { data.append(UInt8((v >> UInt32(s)) & 0xff)) }
+        data.append(UInt8(truncatingIfNeeded: v >> 24))
+        data.append(UInt8(truncatingIfNeeded: v >> 16))
+        data.append(UInt8(truncatingIfNeeded: v >> 8))
+        data.append(UInt8(truncatingIfNeeded: v))
     }
     public mutating func u64(_ v: UInt64) {
-        for s in stride(from: 56, through: 0, by: -8) { data.append(UInt8((v >> UInt64(s)) & 0xff)) }
+        u32(UInt32(truncatingIfNeeded: v >> 32))
+        u32(UInt32(truncatingIfNeeded: v))
     }
+    /// Overwrites 4 bytes at `offset` with `v` (a length or count written
+    /// ahead as a placeholder).
+    public mutating func setU32(_ v: UInt32, at offset: Int) {
+        data[offset] = UInt8(truncatingIfNeeded: v >> 24)
+        data[offset + 1] = UInt8(truncatingIfNeeded: v >> 16)
+        data[offset + 2] = UInt8(truncatingIfNeeded: v >> 8)
+        data[offset + 3] = UInt8(truncatingIfNeeded: v)
+    }
+    /// Drops the first `n` bytes (already flushed).
+    public mutating func removeFirst(_ n: Int) { data.removeFirst(n) }
+    /// Number of bytes written.
+    public var count: Int { data.count }
     public mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
     public mutating func bytes(_ b: some Collection<UInt8>) { data.append(contentsOf: b) }
+    /// The 16 bytes of an identifier.
+    public mutating func id(_ v: Identifier16) { u64(v.high); u64(v.low) }
+    /// The 16 bytes of a register id.
+    public mutating func id(_ v: RegisterID) { u64(v.high); u64(v.low) }
     /// `u32 length || bytes`.
     public mutating func blob32(_ b: some Collection<UInt8>) { u32(UInt32(b.count)); data.append(contentsOf: b) }
     /// `u16 length || bytes`.
@@ -30,10 +50,23 @@ public struct ByteWriter: Sendable {
 public struct ByteReader: Sendable {
     public let data: [UInt8]
     public private(set) var offset = 0
-    public init(_ data: [UInt8]) { self.data = data }
+    /// Where reading stops (`data.count` unless a range was given).
+    public let end: Int
+    public init(_ data: [UInt8]) {
+        self.data = data
+        end = data.count
+    }
 
-    public var isAtEnd: Bool { offset == data.count }
-    public var remaining: Int { data.count - offset }
+    /// Reads `data[range]` only, without copying it.
+    public init(_ data: [UInt8], range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= data.count)
+        self.data = data
+        offset = range.lowerBound
+        end = range.upperBound
+    }
+
+    public var isAtEnd: Bool { offset == end }
+    public var remaining: Int { end - offset }
 
     public mutating func u8() throws(FormatError) -> UInt8 {
         guard remaining >= 1 else { throw .truncated }
@@ -60,6 +93,16 @@ public struct ByteReader: Sendable {
         return v
     }
     public mutating func i64() throws(FormatError) -> Int64 { Int64(bitPattern: try u64()) }
+    /// 16 bytes as an identifier.
+    public mutating func identifier() throws(FormatError) -> Identifier16 {
+        guard remaining >= 16 else { throw .truncated }
+        return Identifier16(high: try u64(), low: try u64())
+    }
+    /// 16 bytes as a register id.
+    public mutating func registerID() throws(FormatError) -> RegisterID {
+        guard remaining >= 16 else { throw .truncated }
+        return RegisterID(high: try u64(), low: try u64())
+    }
     public mutating func bytes(_ n: Int) throws(FormatError) -> [UInt8] {
         guard n >= 0, remaining >= n else { throw .truncated }
         defer { offset += n }

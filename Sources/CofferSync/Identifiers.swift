@@ -1,14 +1,29 @@
 import CofferCrypto
 
 /// A 16-byte random identifier (vault, replica, item).
+///
+/// Stored inline as two big-endian 64-bit halves: no heap allocation per
+/// identifier, and equality, ordering and hashing are a few integer
+/// operations (imports of large bundles handle millions of them). The
+/// order of the halves is the lexicographic order of the bytes.
 public struct Identifier16: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// The raw bytes, always 16.
-    public let bytes: [UInt8]
+    /// Bytes 0–7 and 8–15, big-endian.
+    public let high: UInt64
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
 
     public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == 16 else { return nil }
-        self.bytes = Array(bytes)
+        guard let (h, l) = Halves.load(bytes) else { return nil }
+        high = h
+        low = l
     }
+
+    /// The raw bytes, always 16 (a new array on each call).
+    public var bytes: [UInt8] { Halves.bytes(high, low) }
 
     /// A new random identifier.
     public static func random() -> Identifier16 { Identifier16(bytes: Random.bytes(16))! }
@@ -18,19 +33,36 @@ public struct Identifier16: Hashable, Comparable, Sendable, CustomStringConverti
 
     public init?(hex: String) {
         guard let b = Hex.decode(hex), b.count == 16 else { return nil }
-        bytes = b
+        self.init(bytes: b)
     }
 
     public var description: String { hex }
 
     public static func < (a: Identifier16, b: Identifier16) -> Bool {
-        a.bytes.lexicographicallyPrecedes(b.bytes)
+        a.high != b.high ? a.high < b.high : a.low < b.low
+    }
+}
+
+/// Packing 16 bytes into two big-endian 64-bit halves.
+enum Halves {
+    static func load(_ bytes: some Collection<UInt8>) -> (UInt64, UInt64)? {
+        guard bytes.count == 16 else { return nil }
+        var h: UInt64 = 0, l: UInt64 = 0
+        var i = 0
+        for b in bytes {
+            if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
+            i += 1
+        }
+        return (h, l)
     }
 
-    /// Hashes the 16 bytes in one call (the synthesized conformance feeds
-    /// them one by one, which dominated merges of large bundles).
-    public func hash(into h: inout Hasher) {
-        bytes.withUnsafeBytes { h.combine(bytes: $0) }
+    static func bytes(_ h: UInt64, _ l: UInt64) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 16)
+        for i in 0..<8 {
+            out[i] = UInt8(truncatingIfNeeded: h >> UInt64(56 - 8 * i))
+            out[8 + i] = UInt8(truncatingIfNeeded: l >> UInt64(56 - 8 * i))
+        }
+        return out
     }
 }
 

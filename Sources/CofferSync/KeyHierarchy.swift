@@ -22,7 +22,7 @@ public enum KeyHierarchy {
     public static func wrapAssociatedData(vault: VaultID, kdf: KDFParameters, salt: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: 64)
         w.bytes(Array("coffer-wrap-v1".utf8))
-        w.bytes(vault.bytes)
+        w.id(vault)
         w.u32(kdf.memoryKiB)
         w.u32(kdf.iterations)
         w.u32(kdf.parallelism)

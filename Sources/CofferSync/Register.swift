@@ -2,14 +2,28 @@
 /// user fields it is a keyed hash of the field name (so names stay
 /// secret); the item's own metadata uses the fixed ids in ``RegisterID``.
 public struct RegisterID: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let bytes: [UInt8]
+    /// Bytes 0–7 and 8–15, big-endian (inline, like ``Identifier16``).
+    public let high: UInt64
+    public let low: UInt64
 
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == 16 else { return nil }
-        self.bytes = Array(bytes)
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
     }
 
-    private init(fixed n: UInt8) { bytes = Array(repeating: 0, count: 15) + [n] }
+    public init?(bytes: some Collection<UInt8>) {
+        guard let (h, l) = Halves.load(bytes) else { return nil }
+        high = h
+        low = l
+    }
+
+    /// The raw bytes, always 16 (a new array on each call).
+    public var bytes: [UInt8] { Halves.bytes(high, low) }
+
+    private init(fixed n: UInt8) {
+        high = 0
+        low = UInt64(n)
+    }
 
     /// The item's name (a path such as `work/openai`).
     public static let name = RegisterID(fixed: 1)
@@ -27,11 +41,11 @@ public struct RegisterID: Hashable, Comparable, Sendable, CustomStringConvertibl
     public static let env = RegisterID(fixed: 7)
 
     /// Whether this is one of the fixed metadata ids (first 15 bytes zero).
-    public var isMetadata: Bool { bytes.prefix(15).allSatisfy { $0 == 0 } }
+    public var isMetadata: Bool { high == 0 && low <= 0xff }
 
-    public static func < (a: RegisterID, b: RegisterID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
-    /// One call for all 16 bytes (see ``Identifier16/hash(into:)``).
-    public func hash(into h: inout Hasher) { bytes.withUnsafeBytes { h.combine(bytes: $0) } }
+    public static func < (a: RegisterID, b: RegisterID) -> Bool {
+        a.high != b.high ? a.high < b.high : a.low < b.low
+    }
     public var description: String { Hex.encode(bytes) }
 }
 
@@ -64,18 +78,20 @@ public struct FieldVersion: Hashable, Sendable {
         other.dot != dot && other.vector.contains(dot)
     }
 
+    private static let associatedDataLabel = Array("coffer-field-v1".utf8)
+
     /// The associated data that binds a payload to its place: vault, item,
     /// register and this exact version. See docs/bundle-format.md.
     public static func associatedData(
         vault: VaultID, item: ItemID, register: RegisterID,
         dot: Dot, vector: VersionVector, writtenAt: Int64, isTombstone: Bool
     ) -> [UInt8] {
-        var w = ByteWriter(capacity: 128)
-        w.bytes(Array("coffer-field-v1".utf8))
-        w.bytes(vault.bytes)
-        w.bytes(item.bytes)
-        w.bytes(register.bytes)
-        w.bytes(dot.replica.bytes)
+        var w = ByteWriter(capacity: 114 + 24 * vector.count)  // exact size
+        w.bytes(associatedDataLabel)
+        w.id(vault)
+        w.id(item)
+        w.id(register)
+        w.id(dot.replica)
         w.u64(dot.counter)
         w.bytes(vector.encoded)
         w.i64(writtenAt)

@@ -133,7 +133,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         var w = ByteWriter()
         w.u16(UInt16(entries.count))
         for e in entries {
-            w.bytes(e.replica.bytes)
+            w.id(e.replica)
             w.u64(e.counter)
         }
         return w.data
@@ -152,7 +152,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         var out: [(replica: ReplicaID, counter: UInt64)] = []
         out.reserveCapacity(n)
         for _ in 0..<n {
-            let id = ReplicaID(bytes: try r.bytes(16))!
+            let id = try r.identifier()
             let c = try r.u64()
             guard c > 0 else { throw .malformed("zero counter in version vector") }
             if let last = out.last, !(last.replica < id) {

@@ -1,0 +1,149 @@
+import CofferStore
+import CofferSync
+import Foundation
+
+/// What the decoding thread hands to the writing thread for one record.
+enum DecodedRecord: Sendable {
+    /// Every version was already seen here.
+    case unchanged
+    /// An item new to the vault, every version authenticated; its rows
+    /// come in ``write(_:)`` statements (imports into a vault without
+    /// items).
+    case added(ItemID, hasConflict: Bool, versions: Int)
+    /// The unseen versions, to merge with what the vault holds.
+    case merge(ItemState)
+    /// Rows to insert, in order.
+    case write(PendingInsert)
+}
+
+/// A new item ready to insert.
+struct NewItem: Sendable {
+    var row: ItemRow
+    var state: ItemState
+    var versions: Int
+}
+
+/// Runs the CPU half of an import on a second thread: reading and
+/// authenticating the stream, decoding records, and for new items
+/// decrypting every version and hashing the name. The calling thread,
+/// inside the database transaction, writes what arrives. On two cores an
+/// import then takes about the longer of the two halves instead of their
+/// sum. Records travel in order, in batches of 64, at most 8 batches
+/// ahead (memory stays bounded). The first error ends the stream and is
+/// thrown by ``nextBatch()`` after the records decoded before it.
+final class ImportPipeline: @unchecked Sendable {
+    static let batchSize = 64
+    static let maxBatchesAhead = 8
+
+    private let reader: BundleReader
+    private let path: String
+    private let transform: @Sendable (ItemState) throws -> [DecodedRecord]
+    private let atEnd: @Sendable () -> [DecodedRecord]
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var batches: [[DecodedRecord]] = []
+    private var ended = false
+    private var failure: (any Error)?
+    private var cancelled = false
+    private var workerDone = false
+
+    /// `transform` turns each record into what the writer needs; `atEnd`
+    /// adds what is left after the last record. Both run on the decoding
+    /// thread only.
+    init(
+        reader: BundleReader, path: String, transform: @escaping @Sendable (ItemState) throws -> [DecodedRecord],
+        atEnd: @escaping @Sendable () -> [DecodedRecord]
+    ) {
+        self.reader = reader
+        self.path = path
+        self.transform = transform
+        self.atEnd = atEnd
+    }
+
+    /// Starts the decoding thread.
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "coffer-import-decode"
+        thread.start()
+    }
+
+    private func run() {
+        var batch: [DecodedRecord] = []
+        batch.reserveCapacity(Self.batchSize)
+        var error: (any Error)?
+        do {
+            while true {
+                let next: ItemState?
+                do { next = try reader.next() } catch { throw CofferError.bundle(error, path: path) }
+                guard let incoming = next else {
+                    batch.append(contentsOf: atEnd())
+                    break
+                }
+                batch.append(contentsOf: try transform(incoming))
+                if batch.count >= Self.batchSize {
+                    guard push(batch) else { break }
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            if !batch.isEmpty { _ = push(batch) }
+        } catch let e {
+            if !batch.isEmpty { _ = push(batch) }
+            error = e
+        }
+        condition.lock()
+        ended = true
+        failure = error
+        workerDone = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Queues a batch; false when the consumer stopped.
+    private func push(_ batch: [DecodedRecord]) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while batches.count >= Self.maxBatchesAhead && !cancelled { condition.wait() }
+        if cancelled { return false }
+        batches.append(batch)
+        condition.broadcast()
+        return true
+    }
+
+    /// The next batch in bundle order, nil after the last one; throws the
+    /// decoding thread's error once the batches before it were taken.
+    func nextBatch() throws -> [DecodedRecord]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while batches.isEmpty && !ended { condition.wait() }
+        if !batches.isEmpty {
+            condition.broadcast()
+            return batches.removeFirst()
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    /// Stops the decoding thread and waits for it to exit. Call once the
+    /// consumer is done, on success or failure.
+    func stop() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        while !workerDone { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// The decoding thread's side of a load into a vault without items: rows
+/// are turned into statements there. Used by that thread only.
+final class NewItemBuffer: @unchecked Sendable {
+    private var rows = NewItemRows()
+
+    func add(_ item: NewItem) -> [DecodedRecord] {
+        var out: [DecodedRecord] = [.added(item.state.id, hasConflict: item.row.hasConflict, versions: item.versions)]
+        for p in rows.add(row: item.row, state: item.state) { out.append(.write(p)) }
+        return out
+    }
+
+    func finish() -> [DecodedRecord] { rows.finish().map { .write($0) } }
+}
