@@ -340,11 +340,8 @@ extension Vault {
                     do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
                     guard let full = next else { break }
                     report.records += 1
-                    var incoming = ItemState(id: full.id)
-                    for (rid, versions) in full.registers {
-                        let fresh = versions.filter { !seen.contains($0.dot) }
-                        if !fresh.isEmpty { incoming.registers[rid] = fresh }
-                    }
+                    // The same filter as a real import (Vault+Bundle.swift).
+                    let incoming = Vault.unseenPart(of: full, seen: seen)
                     if incoming.registers.isEmpty {
                         report.unchanged += 1
                         continue
