@@ -1,20 +1,7 @@
 import Foundation
 import Testing
 
-// LEAD: these tests need the bundle commands (`coffer export`, `coffer
-// clone`) from the bundles branch. Until they are merged the suite is
-// skipped (its `.enabled(if:)` asks the binary whether `export` exists);
-// after the merge it runs with no change needed.
-
-/// Whether the built `coffer` has a subcommand.
-enum CofferCommands {
-    static func has(_ name: String) -> Bool {
-        let help = TestHome().run(["--help"]).stdout
-        return help.split(separator: "\n").contains { $0.hasPrefix("  \(name) ") }
-    }
-}
-
-@Suite("local-only items never enter a bundle, black-box", .enabled(if: CofferCommands.has("export")))
+@Suite("local-only items never enter a bundle, black-box")
 struct LocalOnlyBundleTests {
     /// A local-only secret is absent from an exported bundle: the bundle
     /// is decrypted (by cloning it into a new replica with the passphrase)
