@@ -158,34 +158,14 @@ struct BundleCLITests {
         #expect(!text.stdout.contains("sk-1"))
         let json = home.run(["inspect", "--json", "full.cb"])
         #expect(json.status == 0)
-        try BundleSchemaCheck.validate(json.stdout, schema: "inspect.schema.json")
+        SchemaValidation.expectValid(json.stdout, schema: "inspect.schema.json")
         #expect(home.unlocked(["summary", "--out", "b.sum", "--vault", "b.coffer"]).status == 0)
         #expect(home.unlocked(["export", "--since", "b.sum", "--out", "delta.cb"]).status == 0)
         let dj = home.run(["inspect", "--json", "delta.cb"])
-        try BundleSchemaCheck.validate(dj.stdout, schema: "inspect.schema.json")
+        SchemaValidation.expectValid(dj.stdout, schema: "inspect.schema.json")
         #expect(dj.stdout.contains("\"kind\" : \"delta\""))
         let bad = home.run(["inspect", "--json", "b.sum"])
         #expect(bad.status == 65 && bad.stderr.contains("it looks like a Coffer summary file"), "\(bad)")
     }
 }
 
-/// Validates JSON text against a schema in Schemas/ with python3 jsonschema.
-enum BundleSchemaCheck {
-    static let schemasDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Schemas")
-
-    static func validate(_ json: String, schema: String) throws {
-        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString).json")
-        try Data(json.utf8).write(to: tmp)
-        defer { try? FileManager.default.removeItem(at: tmp) }
-        let script = """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1]))
-            jsonschema.Draft202012Validator.check_schema(schema)
-            jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
-            """
-        // python3 from PATH (it may be a pyenv one that has jsonschema).
-        let env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": NSHomeDirectory()]
-        let r = Spawn.run("python3", ["-c", script, schemasDir.appendingPathComponent(schema).path, tmp.path], stdin: nil, fd3: nil, environment: env, workDir: "/")
-        #expect(r.status == 0, "schema \(schema): \(r.stderr)")
-    }
-}

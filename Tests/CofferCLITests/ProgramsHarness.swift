@@ -108,36 +108,3 @@ extension TestHome {
     }
 }
 
-/// Validates JSON output against Schemas/NAME with python3's jsonschema.
-enum ProgramsSchema {
-    static let dir = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Schemas")
-
-    static let script = """
-        import json, sys, jsonschema
-        schema = json.load(open(sys.argv[1]))
-        jsonschema.Draft202012Validator.check_schema(schema)
-        v = jsonschema.Draft202012Validator(schema)
-        errors = list(v.iter_errors(json.load(sys.stdin)))
-        for e in errors: print("/".join(map(str, e.path)) + ": " + e.message)
-        sys.exit(1 if errors else 0)
-        """
-
-    /// The first python3 (on $PATH, then /usr/bin) that has jsonschema.
-    static let python: String = {
-        let onPath = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/python3" }
-        for c in onPath + ["/usr/bin/python3", "/usr/local/bin/python3"] where FileManager.default.isExecutableFile(atPath: c) {
-            let r = Spawn.run(c, ["-c", "import jsonschema"], stdin: nil, fd3: nil, environment: ProcessInfo.processInfo.environment, workDir: "/")
-            if r.status == 0 { return c }
-        }
-        return "/usr/bin/python3"
-    }()
-
-    static func expectValid(_ json: String, schema: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let path = dir.appendingPathComponent(schema).path
-        let r = Spawn.run(python, ["-c", script, path], stdin: json, fd3: nil,
-                          environment: ProcessInfo.processInfo.environment, workDir: "/")
-        #expect(r.status == 0, "JSON does not match \(schema):\n\(r.stdout)\(r.stderr)\n\(json)", sourceLocation: sourceLocation)
-    }
-}

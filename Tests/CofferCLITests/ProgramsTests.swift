@@ -74,7 +74,7 @@ struct ProgramsTests {
         let home = Self.home()
         let r = home.coffer(["read", "--json", "coffer://my stuff/db one/username"])
         #expect(r.status == 0, "\(r)")
-        ProgramsSchema.expectValid(r.stdout, schema: "read.schema.json")
+        SchemaValidation.expectValid(r.stdout, schema: "read.schema.json")
         let obj = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
         #expect(obj?["item"] as? String == "my stuff/db one")
         #expect(obj?["field"] as? String == "username")
@@ -338,13 +338,13 @@ struct ProgramsTests {
         let home = Self.home()
         var r = home.coffer(["env", "--format", "json", "work/openai", "a/b"])
         #expect(r.status == 0, "\(r)")
-        ProgramsSchema.expectValid(r.stdout, schema: "env.schema.json")
+        SchemaValidation.expectValid(r.stdout, schema: "env.schema.json")
         let obj = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: String]
         #expect(obj == ["OPENAI_KEY": "sk-test-123", "B_C": "field-c", "B_X_Y": "slashed"])
         // Everything: a/b/c's key (C_KEY) and a/b's c field (B_C) do not clash.
         r = home.coffer(["env", "--format", "json"])
         #expect(r.status == 0, "\(r)")
-        ProgramsSchema.expectValid(r.stdout, schema: "env.schema.json")
+        SchemaValidation.expectValid(r.stdout, schema: "env.schema.json")
         // Two items whose last segment and field agree.
         #expect(home.coffer(["add", "personal/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-other\n").status == 0)
         let before = home.vaultBytes()

@@ -61,37 +61,6 @@ struct SessionTests {
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
     }
 
-    /// Validates JSON text against a schema in Schemas/ with python3's jsonschema.
-    static func validate(_ json: String, schema: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let schemaPath = root.appendingPathComponent("Schemas/\(schema)").path
-        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-json-\(UUID().uuidString).json").path
-        _ = FileManager.default.createFile(atPath: tmp, contents: Data(json.utf8))
-        defer { try? FileManager.default.removeItem(atPath: tmp) }
-        let script = """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1]))
-            jsonschema.Draft202012Validator.check_schema(schema)
-            jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(json.load(open(sys.argv[2])))
-            """
-        guard let python = jsonschemaPython else {
-            Issue.record("no python3 with the jsonschema module (install python3-jsonschema: make deps)", sourceLocation: sourceLocation)
-            return
-        }
-        let r = Spawn.run("/usr/bin/env", [python, "-c", script, schemaPath, tmp], stdin: nil, fd3: nil,
-            environment: ProcessInfo.processInfo.environment, workDir: "/")
-        #expect(r.status == 0, "schema \(schema) rejects the output:\n\(json)\n\(r.stderr)", sourceLocation: sourceLocation)
-    }
-
-    /// The first python3 (from PATH, then /usr/bin) that has jsonschema.
-    static let jsonschemaPython: String? = {
-        for candidate in ["python3", "/usr/bin/python3", "/usr/local/bin/python3"] {
-            let r = Spawn.run("/usr/bin/env", [candidate, "-c", "import jsonschema"], stdin: nil, fd3: nil,
-                environment: ProcessInfo.processInfo.environment, workDir: "/")
-            if r.status == 0 { return candidate }
-        }
-        return nil
-    }()
 
     static func jsonObject(_ text: String) throws -> [String: Any] {
         guard let o = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
@@ -134,7 +103,7 @@ struct SessionTests {
         let home = Self.homeWithItem()
         let r = home.unlocked(["unlock", "--shell", "json"])
         #expect(r.status == 0, "\(r)")
-        Self.validate(r.stdout, schema: "unlock.schema.json")
+        SchemaValidation.expectValid(r.stdout, schema: "unlock.schema.json")
         let o = try Self.jsonObject(r.stdout)
         let token = try #require(o["token"] as? String)
         let secret = String(token.split(separator: ".")[2])
@@ -295,7 +264,7 @@ struct SessionTests {
         let home = Self.homeWithItem()
         let locked = home.run(["status", "--json"])
         #expect(locked.status == 0, "\(locked)")
-        Self.validate(locked.stdout, schema: "status.schema.json")
+        SchemaValidation.expectValid(locked.stdout, schema: "status.schema.json")
         var o = try Self.jsonObject(locked.stdout)
         #expect(o["locked"] as? Bool == true)
         #expect(o["itemCount"] as? Int == 1)
@@ -303,7 +272,7 @@ struct SessionTests {
 
         let token = try Self.unlock(home, ["--timeout", "10m"])
         let unlocked = home.run(["status", "--json"], env: ["COFFER_SESSION": token])
-        Self.validate(unlocked.stdout, schema: "status.schema.json")
+        SchemaValidation.expectValid(unlocked.stdout, schema: "status.schema.json")
         o = try Self.jsonObject(unlocked.stdout)
         #expect(o["locked"] as? Bool == false)
         #expect((o["session"] as? [String: Any])?["idleTimeoutSeconds"] as? Int == 600)
@@ -311,7 +280,7 @@ struct SessionTests {
 
         home.run(["lock"], env: ["COFFER_SESSION": token])
         let after = home.run(["status", "--json"], env: ["COFFER_SESSION": token])
-        Self.validate(after.stdout, schema: "status.schema.json")
+        SchemaValidation.expectValid(after.stdout, schema: "status.schema.json")
         o = try Self.jsonObject(after.stdout)
         #expect(o["locked"] as? Bool == true)
         #expect((o["lockedReason"] as? String)?.contains("session ended") == true)

@@ -58,23 +58,6 @@ enum SyncFixture {
         return out
     }
 
-    /// Validates `json` against Schemas/<schema>.
-    static func validate(_ json: String, schema: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let schemaPath = root.appendingPathComponent("Schemas/\(schema)").path
-        let script = """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1]))
-            jsonschema.Draft202012Validator.check_schema(schema)
-            jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(json.load(sys.stdin))
-            """
-        // python3 as this process finds it (jsonschema may live in a
-        // pyenv or user site), else the system one.
-        let r = Spawn.run(
-            "python3", ["-c", script, schemaPath], stdin: json, fd3: nil,
-            environment: ProcessInfo.processInfo.environment, workDir: "/")
-        #expect(r.status == 0, "schema \(schema): \(r.stderr)", sourceLocation: sourceLocation)
-    }
 }
 
 @Suite("coffer sync, black-box")
@@ -105,10 +88,10 @@ struct SyncCLITests {
         // The conflict, secrets hidden unless asked.
         let c = a.unlocked(["conflicts", "--json"])
         F.expectOK(c)
-        F.validate(c.stdout, schema: "conflicts.schema.json")
+        SchemaValidation.expectValid(c.stdout, schema: "conflicts.schema.json")
         #expect(!c.stdout.contains("sk-A") && !c.stdout.contains("sk-B"))
         let shown = a.unlocked(["conflicts", "--json", "--show-secrets"])
-        F.validate(shown.stdout, schema: "conflicts.schema.json")
+        SchemaValidation.expectValid(shown.stdout, schema: "conflicts.schema.json")
         #expect(shown.stdout.contains("sk-A") && shown.stdout.contains("sk-B"))
         let text = b.unlocked(["conflicts"])
         #expect(text.stdout.contains("work/openai  field key: 2 concurrent values"))
@@ -120,7 +103,7 @@ struct SyncCLITests {
         for h in [a, b] {
             #expect(h.unlocked(["get", "work/openai"]).out == "sk-final")
             let none = h.unlocked(["conflicts", "--json"])
-            F.validate(none.stdout, schema: "conflicts.schema.json")
+            SchemaValidation.expectValid(none.stdout, schema: "conflicts.schema.json")
             #expect(none.stdout.contains("\"conflicts\" : [\n\n  ]") || none.stdout.contains("\"conflicts\" : []"))
         }
         #expect(F.dump(a) == F.dump(b))
@@ -136,7 +119,7 @@ struct SyncCLITests {
         // replicas --json
         let reps = a.unlocked(["replicas", "--json"])
         F.expectOK(reps)
-        F.validate(reps.stdout, schema: "replicas.schema.json")
+        SchemaValidation.expectValid(reps.stdout, schema: "replicas.schema.json")
         let parsed = try JSONSerialization.jsonObject(with: Data(reps.stdout.utf8)) as! [String: Any]
         let list = parsed["replicas"] as! [[String: Any]]
         #expect(list.count == 2)
