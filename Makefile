@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps build release test install uninstall demo bench clean
+.PHONY: all deps build release test check-layers install uninstall demo bench clean
 
 all: build
 
@@ -38,9 +38,13 @@ RELEASE_FLAGS ?= --static-swift-stdlib
 release: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS)
 
-test: deps
+test: deps check-layers
 	$(SWIFT) build
 	$(SWIFT) test
+
+# Fails when a target imports a module its layer must not (docs/architecture.md).
+check-layers:
+	@bash scripts/check-layers.sh
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -1,7 +1,9 @@
 // swift-tools-version: 6.1
 //
 // Coffer: a passphrase-unlocked credential vault for Linux with file-based
-// sync. See docs/architecture.md for why the targets are split this way.
+// sync. docs/architecture.md draws these targets and what each may import;
+// scripts/check-layers.sh (run by `make test`) fails when an import crosses
+// a layer the wrong way.
 
 import PackageDescription
 
@@ -22,7 +24,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
     ],
     targets: [
-        // System C libraries. Only CofferCrypto imports these.
+        // System C libraries.
         .systemLibrary(
             name: "CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
@@ -31,13 +33,19 @@ let package = Package(
             providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CCofferSys"),
 
-        // Keys, AEAD, KDF, secretstream, guarded memory, passphrase input.
+        // Keys, AEAD, KDF, secretstream, guarded memory. Nothing else.
         .target(
             name: "CofferCrypto",
-            dependencies: ["CSodium", "CArgon2", "CCofferSys"],
+            dependencies: ["CSodium", "CArgon2"],
             swiftSettings: strict),
-        // Version vectors, register merge, bundle encoding. No I/O of its own
-        // beyond the streams it is handed.
+        // The POSIX layer: child processes, private and atomic files,
+        // terminal and passphrase input, process hardening.
+        .target(
+            name: "CofferSystem",
+            dependencies: ["CofferCrypto", "CCofferSys"],
+            swiftSettings: strict),
+        // Version vectors, register merge, bundle encoding. Pure: no I/O of
+        // its own beyond the streams it is handed.
         .target(
             name: "CofferSync",
             dependencies: ["CofferCrypto"],
@@ -47,19 +55,37 @@ let package = Package(
             name: "CofferStore",
             dependencies: [.product(name: "GRDB", package: "GRDB.swift"), "CofferSync"],
             swiftSettings: strict),
-        // The public library.
+        // The public library, one folder per concern (docs/architecture.md).
         .target(
             name: "CofferKit",
-            dependencies: ["CofferCrypto", "CofferSync", "CofferStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CofferCrypto", "CofferSystem", "CofferSync", "CofferStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict),
         // The command-line tool: argument parsing and output only.
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "CofferKit",
+                "CofferKit", "CofferSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
+
+        // Benchmarks only: bulk generation of items through package-internal
+        // write paths, and the `coffer-bench` tool the bench scripts call.
+        .target(
+            name: "CofferBenchSupport",
+            dependencies: ["CofferKit", "CofferStore", "CofferSync", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "coffer-bench",
+            dependencies: [
+                "CofferBenchSupport", "CofferKit", "CofferSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+
         // Example: an application reading its API key through CofferKit.
         .executableTarget(
             name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/ReadAPIKey",
@@ -70,6 +96,10 @@ let package = Package(
             dependencies: ["CofferCrypto"],
             swiftSettings: strict),
         .testTarget(
+            name: "CofferSystemTests",
+            dependencies: ["CofferSystem", "CofferCrypto"],
+            swiftSettings: strict),
+        .testTarget(
             name: "CofferSyncTests",
             dependencies: [
                 "CofferSync", "CofferCrypto",
@@ -78,7 +108,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CofferKitTests",
-            dependencies: ["CofferKit", "CofferStore", "CofferSync", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CofferKit", "CofferStore", "CofferSync", "CofferCrypto", "CofferSystem", "CofferBenchSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
         .testTarget(

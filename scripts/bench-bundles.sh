@@ -4,12 +4,13 @@
 #
 #   scripts/bench-bundles.sh path/to/release/coffer [sizes...]
 #
-# Vaults are built with the hidden `coffer dev-fill` (one transaction);
+# Vaults are built with the `coffer-bench fill` (one transaction);
 # everything measured is a real command. Argon2id uses 19 MiB / 2 passes /
 # 1 lane (OWASP's floor) so that the unlock does not dominate; the default
 # 256 MiB KDF adds its own memory and ~0.5 s to every command that unlocks.
 set -euo pipefail
 COFFER="${1:?usage: bench-bundles.sh path/to/coffer [sizes...]}"
+BENCH="$(dirname "$COFFER")/coffer-bench"
 shift
 SIZES=("${@:-10000 100000}")
 read -r -a SIZES <<<"${SIZES[*]}"
@@ -43,7 +44,7 @@ for N in "${SIZES[@]}"; do
   "$COFFER" init --vault "$A" "${KDF[@]}" >/dev/null 2>&1
   "$COFFER" export --vault "$A" --out "$D/empty.cb" 2>/dev/null
   "$COFFER" clone "$D/empty.cb" --vault "$D/empty.coffer" >/dev/null 2>&1
-  "$COFFER" dev-fill --vault "$A" "$N" 2>/dev/null
+  "$BENCH" fill --vault "$A" "$N" 2>/dev/null
 
   t_export=$(hf "export$N" "rm -f $D/full.cb" "$COFFER export --vault $A --out $D/full.cb")
   m_export=$(rss "$COFFER" export --vault "$A" --out "$D/full.cb")

@@ -19,7 +19,7 @@ try:
     subprocess.run([coffer, "init", "--vault", small, "--kdf-memory", "8M", "--kdf-iterations", "1", "--kdf-parallelism", "1"] + P, env=env, check=True, stderr=subprocess.DEVNULL)
     subprocess.run([coffer, "init", "--vault", default] + P, env=env, check=True, stderr=subprocess.DEVNULL)
     for v in (small, default):
-        subprocess.run([coffer, "dev-fill", "--vault", v, "1000"] + P, env=env, check=True, stderr=subprocess.DEVNULL)
+        subprocess.run([os.path.join(os.path.dirname(coffer), "coffer-bench"), "fill", "--vault", v, "1000"] + P, env=env, check=True, stderr=subprocess.DEVNULL)
     rows = [
         measure("baseline: coffer --version (process start)", [coffer, "--version"], env),
         measure("get, 1,000 items, small KDF (8 MiB, t=1, p=1)", [coffer, "get", "bench/item-500", "--vault", small] + P, env),

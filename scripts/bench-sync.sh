@@ -11,14 +11,15 @@
 # 2. `coffer sync DIR` with nothing new on a 10,000-item vault (two replicas'
 #    bundles in DIR). Target <= 100 ms.
 #
-# Vaults are filled with the hidden `coffer dev-fill` and changed with the
-# hidden `coffer dev-touch` (one transaction each). Argon2id uses 19 MiB / 2 passes / 1 lane so that the unlock
+# Vaults are filled with the `coffer-bench fill` and changed with the
+# `coffer-bench touch` (one transaction each). Argon2id uses 19 MiB / 2 passes / 1 lane so that the unlock
 # does not dominate; the default KDF adds its own memory and time to every
 # command that unlocks (sync with nothing new does not unlock at all).
 # Before each timed run, A's vault is restored with `cat backup > vault`,
 # which keeps the inode (a `cp` would be taken for a copied vault).
 set -euo pipefail
 COFFER="${1:?usage: bench-sync.sh path/to/coffer [items] [changed] [overlap]}"
+BENCH="$(dirname "$COFFER")/coffer-bench"
 N="${2:-100000}"
 CHANGED="${3:-1000}"
 OVERLAP="${4:-100}"
@@ -52,12 +53,12 @@ hf() { # name prepare command
 D="$W/big"; mkdir -p "$D/dir"
 A="$D/a.coffer"; B="$D/b.coffer"
 "$COFFER" init --vault "$A" "${KDF[@]}" >/dev/null 2>&1
-"$COFFER" dev-fill --vault "$A" "$N" 2>/dev/null
+"$BENCH" fill --vault "$A" "$N" 2>/dev/null
 "$COFFER" sync --vault "$A" "$D/dir" 2>/dev/null
 "$COFFER" clone --vault "$B" "$D/dir/"*.coffer-bundle >/dev/null 2>&1
 "$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null
-"$COFFER" dev-touch --vault "$A" 0 "$CHANGED" 2>/dev/null
-"$COFFER" dev-touch --vault "$B" $((CHANGED - OVERLAP)) $((2 * CHANGED - OVERLAP)) 2>/dev/null
+"$BENCH" touch --vault "$A" 0 "$CHANGED" 2>/dev/null
+"$BENCH" touch --vault "$B" $((CHANGED - OVERLAP)) $((2 * CHANGED - OVERLAP)) 2>/dev/null
 "$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null          # B's bundle now holds its changes
 BID=$("$COFFER" replicas --vault "$B" --json | python3 -c 'import json,sys; print([r["id"] for r in json.load(sys.stdin)["replicas"] if r["local"]][0])')
 BB="$D/dir/$BID.coffer-bundle"
@@ -75,7 +76,7 @@ bundle_mb=$(( $(stat -c %s "$BB") / 1048576 ))
 # --- 2. sync with nothing new ----------------------------------------------
 S="$W/small"; mkdir -p "$S/dir"
 "$COFFER" init --vault "$S/c.coffer" "${KDF[@]}" >/dev/null 2>&1
-"$COFFER" dev-fill --vault "$S/c.coffer" 10000 2>/dev/null
+"$BENCH" fill --vault "$S/c.coffer" 10000 2>/dev/null
 "$COFFER" sync --vault "$S/c.coffer" "$S/dir" 2>/dev/null
 "$COFFER" clone --vault "$S/d.coffer" "$S/dir/"*.coffer-bundle >/dev/null 2>&1
 "$COFFER" sync --vault "$S/d.coffer" "$S/dir" 2>/dev/null

@@ -17,7 +17,7 @@ public enum AEAD {
 
     /// Encrypts with a caller-chosen nonce. Only for deterministic test
     /// vectors; a nonce must never repeat under one key.
-    public static func seal(_ plaintext: [UInt8], nonce: [UInt8], key: SecretBytes, associatedData: [UInt8]) -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], nonce: [UInt8], key: SecretBytes, associatedData: [UInt8]) -> [UInt8] {
         precondition(key.count == keyLength && nonce.count == nonceLength)
         var out = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
         out.replaceSubrange(0..<nonceLength, with: nonce)
@@ -68,7 +68,7 @@ public enum AEAD {
     }
 
     /// Deterministic-nonce variant for test vectors only.
-    public static func sealSecret(_ secret: SecretBytes, nonce: [UInt8], key: SecretBytes, associatedData: [UInt8]) -> [UInt8] {
+    package static func sealSecret(_ secret: SecretBytes, nonce: [UInt8], key: SecretBytes, associatedData: [UInt8]) -> [UInt8] {
         precondition(key.count == keyLength && nonce.count == nonceLength)
         var out = [UInt8](repeating: 0, count: nonceLength + secret.count + tagLength)
         out.replaceSubrange(0..<nonceLength, with: nonce)

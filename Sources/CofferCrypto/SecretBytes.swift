@@ -18,7 +18,7 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// Allocates `count` bytes of guarded memory and lets `initialize` fill
     /// them. The buffer is made inaccessible once `initialize` returns.
-    init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+    package init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         Sodium.ensure()
         // sodium_malloc(0) is valid but returns a pointer we must not touch;
         // allocate at least one byte so the guard logic stays uniform.
@@ -131,5 +131,29 @@ public final class SecretBytes: @unchecked Sendable {
     /// The bytes decoded as UTF-8, for passphrase sources that must be text.
     public var isValidUTF8: Bool {
         withBytes { String(validating: $0, as: UTF8.self) != nil }
+    }
+}
+
+// Used by CofferSystem's passphrase input, which reads straight into
+// guarded memory.
+extension SecretBytes {
+    /// Write access to freshly allocated scratch memory.
+    package func withWritableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try withMutableBytes(body)
+    }
+
+    /// A new buffer holding the first `n` bytes, minus one trailing `\n`
+    /// (and a `\r` before it).
+    package func prefixStrippingNewline(_ n: Int) -> SecretBytes {
+        withBytes { src in
+            var len = n
+            if len > 0, src[len - 1] == UInt8(ascii: "\n") {
+                len -= 1
+                if len > 0, src[len - 1] == UInt8(ascii: "\r") { len -= 1 }
+            }
+            return SecretBytes(count: len) { dst in
+                if len > 0 { dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: len) }
+            }
+        }
     }
 }

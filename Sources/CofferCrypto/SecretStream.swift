@@ -46,7 +46,7 @@ public enum SecretStream {
         /// repeat under one key. libsodium's `init_pull` derives exactly the
         /// state `init_push` would derive from the same header, so the
         /// messages pushed are ordinary stream messages.
-        public init(key: SecretBytes, deterministicHeader: [UInt8]) {
+        package init(key: SecretBytes, deterministicHeader: [UInt8]) {
             precondition(key.count == keyLength && deterministicHeader.count == headerLength)
             Sodium.ensure()
             state = sodium_malloc(crypto_secretstream_xchacha20poly1305_statebytes())!

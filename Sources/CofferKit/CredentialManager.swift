@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSystem
 import Foundation
 
 /// The credential store an application uses instead of the Keychain: API

@@ -9,7 +9,7 @@ import GRDB
 /// the store and the keys never change after unlock.
 public final class Vault: Sendable {
     public let file: VaultFile
-    let keys: VaultKeys
+    package let keys: VaultKeys
 
     init(file: VaultFile, master: SecretBytes) throws {
         self.file = file
@@ -18,7 +18,7 @@ public final class Vault: Sendable {
 
     public var path: String { file.path }
     public var vaultID: VaultID { file.header.vaultID }
-    var store: VaultStore { file.store }
+    package var store: VaultStore { file.store }
 
     /// The master key, for code that must hand it on (a shell session).
     /// Stays in guarded memory.
@@ -54,7 +54,7 @@ public final class Vault: Sendable {
 
     /// Finds the live item called `name`, or addressed as `id:HEX` (a
     /// unique prefix of its id).
-    func resolve(_ db: Database, _ name: String) throws -> ItemID {
+    package func resolve(_ db: Database, _ name: String) throws -> ItemID {
         if name.hasPrefix("id:") {
             let prefix = name.dropFirst(3).lowercased()
             guard prefix.count >= 4 else {
@@ -106,7 +106,7 @@ public final class Vault: Sendable {
         return try FieldPayload(decoding: plain)
     }
 
-    func registerID(field: String, item: ItemID) -> RegisterID {
+    package func registerID(field: String, item: ItemID) -> RegisterID {
         KeyHierarchy.registerID(field: field, item: item, fieldIDKey: keys.fieldID)
     }
 
@@ -169,7 +169,7 @@ public final class Vault: Sendable {
     }
 
     /// The clear-text columns derived from an item's state.
-    func derivedRow(for state: ItemState, policy: SyncPolicy, createdAt: Int64, updatedAt: Int64) throws -> ItemRow {
+    package func derivedRow(for state: ItemState, policy: SyncPolicy, createdAt: Int64, updatedAt: Int64) throws -> ItemRow {
         var nameHash: [UInt8]?
         if let shown = Register.shown(state.registers[.name] ?? []), !shown.isTombstone {
             let name = try open(shown, item: state.id, register: .name).text
@@ -182,14 +182,20 @@ public final class Vault: Sendable {
     }
 
     /// A pending local write to one register.
-    struct Change {
-        var register: RegisterID
-        var payload: FieldPayload
-        var tombstone: Bool
+    package struct Change {
+        package var register: RegisterID
+        package var payload: FieldPayload
+        package var tombstone: Bool
+
+        package init(register: RegisterID, payload: FieldPayload, tombstone: Bool) {
+            self.register = register
+            self.payload = payload
+            self.tombstone = tombstone
+        }
     }
 
     /// Applies `changes` to `state` as one local write stamped with `dot`.
-    func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64) {
+    package func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64) {
         for c in changes {
             let current = state.registers[c.register] ?? []
             let vector = Register.vectorForWrite(over: current, dot: dot)
@@ -471,11 +477,11 @@ public final class Vault: Sendable {
 }
 
 /// The master key and the sub-keys derived from it.
-final class VaultKeys: Sendable {
+package final class VaultKeys: Sendable {
     let master: SecretBytes
-    let item: SecretBytes
-    let nameIndex: SecretBytes
-    let fieldID: SecretBytes
+    package let item: SecretBytes
+    package let nameIndex: SecretBytes
+    package let fieldID: SecretBytes
 
     init(master: SecretBytes) {
         self.master = master

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferCrypto
+import CofferSystem
 import CofferKit
 import Foundation
 
@@ -24,8 +25,8 @@ struct Coffer: ParsableCommand {
             Unlock.self, Lock.self, Status.self, Passwd.self,
             Read.self, Run.self, Inject.self, Env.self,
             Check.self, Requirements.self,
-            Export.self, Import.self, Clone.self, Inspect.self, Summary.self, DevFill.self,
-            Conflicts.self, Resolve.self, Sync.self, Replicas.self, DevTouch.self,
+            Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
+            Conflicts.self, Resolve.self, Sync.self, Replicas.self,
         ])
 
     static func main() {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferKit
+import CofferSystem
 import Foundation
 
 struct Inject: ParsableCommand {
@@ -42,7 +43,7 @@ struct Inject: ParsableCommand {
         let values = try ReferenceResolution.resolve(template.references, options: options) { _ in source }
         let rendered = Data(template.render(values).utf8)
         if let output {
-            try AtomicFile.writeAtomically(rendered, to: output)
+            do { try AtomicFile.writeAtomically(rendered, to: output) } catch { throw CofferError(error) }
             Output.note("wrote \(output) (\(template.references.count) reference\(template.references.count == 1 ? "" : "s"))")
         } else {
             Output.stdout(rendered)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferCrypto
+import CofferSystem
 import CofferKit
 import Foundation
 

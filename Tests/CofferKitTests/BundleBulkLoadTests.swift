@@ -1,3 +1,4 @@
+import CofferBenchSupport
 import CofferCrypto
 import CofferStore
 import CofferSync

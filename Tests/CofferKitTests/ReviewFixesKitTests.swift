@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSystem
 import Foundation
 import Testing
 
@@ -136,7 +137,8 @@ struct ReviewFixesKitTests {
                 try AtomicFile.writeAtomically(Data("x".utf8), to: dir + "/" + target)
                 Issue.record("writing over \(target) was accepted")
             } catch {
-                #expect(error.kind == .cannotCreate && error.exitCode == 73)
+                let e = CofferError(error)
+                #expect(e.kind == .cannotCreate && e.exitCode == 73)
                 #expect(error.message.contains("not a regular file"), "\(error.message)")
             }
         }

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSystem
 import CofferStore
 import CofferSync
 import Foundation
@@ -116,8 +117,8 @@ public final class VaultFile: Sendable {
 }
 
 /// Wall-clock helpers (milliseconds since 1970).
-enum Clock {
-    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+package enum Clock {
+    package static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
     static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
 }
 

@@ -390,7 +390,7 @@ extension MachineIdentity {
 extension Vault {
     /// The next dot of this replica, after making sure the file still owns
     /// its replica id.
-    func nextDot(_ db: Database) throws -> Dot {
+    package func nextDot(_ db: Database) throws -> Dot {
         try rebindIfCopied(db)
         return try Queries.nextDot(db)
     }

@@ -4,6 +4,23 @@ import Foundation
 import Glibc
 #endif
 
+/// Why a file could not be written: the path as the user gave it, what
+/// failed, the `errno` value (0 when none applies) and a hint. CofferKit
+/// turns it into a ``CofferError`` (a full disk becomes exit 74).
+public struct FileWriteFailure: Error, Sendable, Equatable {
+    public let path: String
+    public let message: String
+    public let hint: String?
+    public let errno: Int32
+
+    public init(path: String, message: String, hint: String? = nil, errno: Int32 = 0) {
+        self.path = path
+        self.message = message
+        self.hint = hint
+        self.errno = errno
+    }
+}
+
 /// Writes files that may hold secrets: mode 0600, all or nothing.
 public enum AtomicFile {
     /// Writes `data` to `path` atomically: a new 0600 temporary file in the
@@ -15,15 +32,15 @@ public enum AtomicFile {
     /// over, in its own folder. A `path` that exists and is not a regular
     /// file (a folder, a FIFO, a device…) is refused with
     /// ``CofferError/Kind/cannotCreate`` (exit 73).
-    public static func writeAtomically(_ data: Data, to path: String) throws(CofferError) {
+    public static func writeAtomically(_ data: Data, to path: String) throws(FileWriteFailure) {
         let target = try resolve(path)
         let url = URL(fileURLWithPath: target)
         let dir = url.deletingLastPathComponent().path
         let tmp = dir + "/." + url.lastPathComponent + ".coffer-" + UUID().uuidString.prefix(8) + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            let why = String(cString: strerror(errno))
-            throw CofferError(.cannotCreate, "cannot create \(path): \(why)", hint: "check that the folder \(dir) exists and is writable")
+            let code = errno
+            throw FileWriteFailure(path: path, message: "cannot create \(path): \(String(cString: strerror(code)))", hint: "check that the folder \(dir) exists and is writable", errno: code)
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         do {
@@ -35,12 +52,13 @@ public enum AtomicFile {
         } catch {
             try? handle.close()
             unlink(tmp)
-            throw CofferError(.cannotCreate, "cannot write \(path): \(error.localizedDescription)")
+            let code = (error as NSError).domain == NSPOSIXErrorDomain ? Int32((error as NSError).code) : 0
+            throw FileWriteFailure(path: path, message: "cannot write \(path): \(error.localizedDescription)", errno: code)
         }
         guard rename(tmp, target) == 0 else {
-            let why = String(cString: strerror(errno))
+            let code = errno
             unlink(tmp)
-            throw CofferError(.cannotCreate, "cannot replace \(path): \(why)")
+            throw FileWriteFailure(path: path, message: "cannot replace \(path): \(String(cString: strerror(code)))", errno: code)
         }
         // Make the rename itself durable.
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -50,7 +68,7 @@ public enum AtomicFile {
     /// The file `path` names once every symbolic link is followed: final
     /// links are read one by one (a dangling one names the file to
     /// create), then the folder is made canonical (`realpath`).
-    static func resolve(_ path: String) throws(CofferError) -> String {
+    static func resolve(_ path: String) throws(FileWriteFailure) -> String {
         var current = URL(fileURLWithPath: path).path
         var hops = 0
         while true {
@@ -59,13 +77,13 @@ public enum AtomicFile {
             let kind = st.st_mode & S_IFMT
             if kind == S_IFREG { break }
             guard kind == S_IFLNK else {
-                throw CofferError(.cannotCreate, "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
+                throw FileWriteFailure(path: path, message: "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
             }
             hops += 1
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             let n = readlink(current, &buffer, buffer.count - 1)
             guard hops <= 40, n > 0 else {
-                throw CofferError(.cannotCreate, "cannot follow the symbolic link \(path): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))", hint: "fix the link or choose another path")
+                throw FileWriteFailure(path: path, message: "cannot follow the symbolic link \(path): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))", hint: "fix the link or choose another path")
             }
             let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
             current = target.hasPrefix("/") ? target : URL(fileURLWithPath: current).deletingLastPathComponent().path + "/" + target

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferKit
 import CofferStore
 import CofferSync
 import Foundation

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSystem
 import CofferStore
 import CofferSync
 import Foundation

@@ -1,4 +1,5 @@
 internal import CCofferSys
+import CofferCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -131,28 +132,6 @@ public enum SecretInput {
         guard total <= maximumLength else { throw .tooLong }
         guard sawNewline else { throw .interrupted }
         return scratch.prefixStrippingNewline(total)
-    }
-}
-
-extension SecretBytes {
-    /// Write access to freshly allocated scratch memory.
-    func withWritableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        try withMutableBytes(body)
-    }
-
-    /// A new buffer holding the first `n` bytes, minus one trailing `\n`
-    /// (and a `\r` before it).
-    func prefixStrippingNewline(_ n: Int) -> SecretBytes {
-        withBytes { src in
-            var len = n
-            if len > 0, src[len - 1] == UInt8(ascii: "\n") {
-                len -= 1
-                if len > 0, src[len - 1] == UInt8(ascii: "\r") { len -= 1 }
-            }
-            return SecretBytes(count: len) { dst in
-                if len > 0 { dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: len) }
-            }
-        }
     }
 }
 

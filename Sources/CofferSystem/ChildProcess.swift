@@ -1,4 +1,4 @@
-internal import CSodium
+import CofferCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -135,7 +135,7 @@ public enum ChildProcess {
         for p in argv { free(p) }
         for p in envp {
             // The environment holds secrets: wipe our copy.
-            if let p { sodium_memzero(p, strlen(p)) }
+            if let p { Sodium.memzero(p, strlen(p)) }
             free(p)
         }
         if filter != nil {

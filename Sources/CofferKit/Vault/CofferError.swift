@@ -1,6 +1,10 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Every failure CofferKit reports: what kind it is (for code that reacts
 /// to it), a one-line message saying what went wrong, and a hint saying
@@ -31,6 +35,8 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case badData
         /// A file or folder cannot be created or written.
         case cannotCreate
+        /// Reading or writing failed part-way: a full disk, an I/O error.
+        case ioError
         /// The vault is locked by another process; try again.
         case busy
         /// A credential failed its source's format rule.
@@ -59,6 +65,7 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case .vaultNotFound, .itemNotFound, .fileNotFound: return 66
         case .internalError: return 70
         case .vaultExists, .duplicateName, .cannotCreate: return 73
+        case .ioError: return 74
         case .busy: return 75
         case .wrongPassphrase, .locked: return 77
         }
@@ -89,12 +96,27 @@ extension CofferError {
         }
     }
 
+    /// A file that could not be written: a full disk or another I/O error
+    /// is ``Kind/ioError`` (74), anything else ``Kind/cannotCreate`` (73).
+    public init(_ failure: FileWriteFailure) {
+        switch failure.errno {
+        case ENOSPC, EDQUOT:
+            self.init(.ioError, "no space left on the disk that holds \(failure.path)", hint: "free some space and run the command again; nothing was changed")
+        case EIO:
+            self.init(.ioError, failure.message, hint: failure.hint)
+        default:
+            self.init(.cannotCreate, failure.message, hint: failure.hint)
+        }
+    }
+
     /// Runs `body`, translating storage and format errors.
-    static func wrap<T>(_ body: () throws -> T) throws(CofferError) -> T {
+    package static func wrap<T>(_ body: () throws -> T) throws(CofferError) -> T {
         do {
             return try body()
         } catch let e as CofferError {
             throw e
+        } catch let e as FileWriteFailure {
+            throw CofferError(e)
         } catch let e as StoreError {
             throw .from(e)
         } catch let e as CryptoError {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fails when a target imports a module its layer must not use.
+# The allowed imports per target are the layering of docs/architecture.md;
+# Package.swift alone does not enforce it, because Swift lets a target
+# import any module its dependencies depend on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# target: allowed modules (besides the platform: Foundation, FoundationEssentials, Glibc, Musl, Dispatch).
+declare -A ALLOWED=(
+  [CofferCrypto]="CSodium CArgon2"
+  [CofferSystem]="CofferCrypto CCofferSys SystemPackage"
+  [CofferSync]="CofferCrypto"
+  [CofferStore]="CofferSync CofferCrypto GRDB SQLite3"
+  [CofferKit]="CofferCrypto CofferSystem CofferSync CofferStore GRDB"
+  [CofferInterop]="CofferKit CofferCrypto CofferSystem XMLCoder SWXMLHash ZIPFoundation SwiftCSV"
+  [coffer]="CofferKit CofferInterop CofferSystem CofferCrypto CofferSync ArgumentParser"
+  [CofferBenchSupport]="CofferKit CofferStore CofferSync CofferCrypto GRDB"
+  [coffer-bench]="CofferBenchSupport CofferKit CofferSystem CofferCrypto ArgumentParser"
+)
+PLATFORM="Foundation FoundationEssentials Glibc Musl Dispatch Synchronization"
+
+status=0
+for dir in Sources/*/; do
+  target="$(basename "$dir")"
+  case "$target" in CSodium|CArgon2|CCofferSys) continue ;; esac
+  if [[ -z "${ALLOWED[$target]+set}" ]]; then
+    echo "check-layers: Sources/$target is not in scripts/check-layers.sh; add its allowed imports (and draw it in docs/architecture.md)" >&2
+    status=1
+    continue
+  fi
+  allowed=" ${ALLOWED[$target]} $PLATFORM "
+  while IFS=: read -r file line text; do
+    module="$(sed -E 's/^[[:space:]]*(@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]+(class |struct |enum |func |protocol |typealias |var |let )?([A-Za-z0-9_]+).*/\5/' <<<"$text")"
+    if [[ "$allowed" != *" $module "* ]]; then
+      echo "check-layers: $file:$line: $target must not import $module" >&2
+      status=1
+    fi
+  done < <(grep -rnE '^[[:space:]]*(@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' "$dir" --include='*.swift' || true)
+done
+if [[ $status -eq 0 ]]; then echo "check-layers: every target imports only what its layer allows"; fi
+exit $status
