@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps build release test check-layers install uninstall demo bench clean
+.PHONY: all deps deps-interop build release test test-interop test-faults check-layers install uninstall demo bench clean
 
 all: build
 
@@ -27,6 +27,14 @@ deps:
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || { \
 	  echo "make deps: error: apt-get could not install$$missing" >&2; exit 1; }
 
+# Real programs the interoperability and fault-injection suites drive
+# (pass and gpg, keepassxc-cli, git, an X server and clipboard, Syncthing,
+# strace). Installed only for `make test-interop` / `make test-faults`.
+INTEROP_APT_PACKAGES := pass gnupg keepassxc git xvfb xclip syncthing strace faketime expect
+
+deps-interop:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(INTEROP_APT_PACKAGES)"
+
 build: deps
 	$(SWIFT) build
 
@@ -41,6 +49,17 @@ release: deps
 test: deps check-layers
 	$(SWIFT) build
 	$(SWIFT) test
+
+# Tests that drive real programs (suites named *InteropTests). Skipped by
+# plain `make test`; bounded in time (docs/benchmarks.md lists the times).
+test-interop: deps deps-interop
+	$(SWIFT) build
+	COFFER_INTEROP=1 $(SWIFT) test --filter InteropTests
+
+# Crash and fault injection (suites named *FaultTests), bounded in trials.
+test-faults: deps deps-interop
+	$(SWIFT) build
+	COFFER_FAULTS=1 $(SWIFT) test --filter FaultTests
 
 # Fails when a target imports a module its layer must not (docs/architecture.md).
 check-layers:
