@@ -20,9 +20,10 @@ public final class Vault: Sendable {
     public var vaultID: VaultID { file.header.vaultID }
     package var store: VaultStore { file.store }
 
-    /// The master key, for code that must hand it on (a shell session).
-    /// Stays in guarded memory.
-    public var masterKey: SecretBytes { keys.master }
+    /// The master key, for code of this package that must hand it on (a
+    /// shell session, re-wrapping). Not public: an application never needs
+    /// the key itself (sessions are reused with ``Coffer/Unlock/session``).
+    package var masterKey: SecretBytes { keys.master }
 
     // MARK: Names
 

@@ -32,7 +32,7 @@ struct Coffer: ParsableCommand {
     static func main() {
         // Before anything can hold a key: no core dumps, no ptrace, and
         // every file we create private to the user.
-        ProcessHardening.disableCoreDumps()
+        CofferKit.Coffer.hardenProcess()
         originalUmask = umask(0o077)
         do {
             if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }

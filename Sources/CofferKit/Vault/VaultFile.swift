@@ -54,7 +54,6 @@ public final class VaultFile: Sendable {
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
         }
-        VaultFile.hardened
         let vaultID = VaultID.random()
         let master = SecretBytes.random(count: 32)
         let wrapped: (salt: [UInt8], wrapped: [UInt8])
@@ -74,13 +73,9 @@ public final class VaultFile: Sendable {
         }
     }
 
-    /// Applied once, before the first key exists in this process: no core
-    /// dumps, not dumpable (PRODUCT.md §2). Library users get it too.
-    static let hardened: Void = { ProcessHardening.disableCoreDumps() }()
-
     /// Unlocks with the passphrase (runs Argon2id).
+    /// Does not harden the process: see ``Coffer/hardenProcess()``.
     public func unlock(passphrase: SecretBytes) throws(CofferError) -> Vault {
-        VaultFile.hardened
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(
@@ -98,7 +93,6 @@ public final class VaultFile: Sendable {
     /// caller is responsible for having checked that it belongs to this
     /// vault.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
-        VaultFile.hardened
         return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
 
