@@ -114,6 +114,13 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
+        // CofferKit's public API as an application sees it: this target
+        // depends on CofferKit alone, so a type the API needs but does not
+        // re-export fails the build.
+        .testTarget(
+            name: "CofferKitAPITests",
+            dependencies: ["CofferKit"],
+            swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["coffer"],
