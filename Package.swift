@@ -86,9 +86,9 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // Example: an application reading its API key through CofferKit.
+        // Example: an application keeping its credentials in Coffer (docs/cofferkit.md).
         .executableTarget(
-            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/ReadAPIKey",
+            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/KeychainApp",
             swiftSettings: strict),
 
         .testTarget(
