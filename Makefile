@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop build release test test-interop test-faults check-layers install uninstall demo bench clean
+.PHONY: all deps deps-interop build release test test-interop test-faults check-layers install uninstall demo bench docs clean
 
 all: build
 
@@ -77,6 +77,13 @@ demo: build
 
 bench: release
 	@bash scripts/bench.sh "$$($(SWIFT) build -c release $(RELEASE_FLAGS) --show-bin-path)/coffer"
+
+# CofferKit's DocC documentation (Sources/CofferKit/CofferKit.docc), as a
+# static site in .build/docs; open .build/docs/index.html through a web
+# server (python3 -m http.server -d .build/docs), or see docs/cofferkit.md.
+docs: deps
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target CofferKit \
+	  --output-path .build/docs --transform-for-static-hosting
 
 clean:
 	rm -rf .build

@@ -89,7 +89,7 @@ public final class Coffer: Sendable {
     /// Opens and unlocks the vault at `path` with a passphrase the program
     /// holds. The bytes are copied into guarded memory, used and wiped;
     /// a `String` itself cannot be wiped, so prefer the `DataProtocol` or
-    /// ``SecretBytes`` forms for a passphrase you can erase yourself.
+    /// `SecretBytes` forms for a passphrase you can erase yourself.
     public static func open(at path: String? = nil, passphrase: String) async throws(CofferError) -> Coffer {
         try await open(at: path, passphrase: SecretBytes(copying: passphrase.utf8))
     }
