@@ -44,6 +44,12 @@ public actor CredentialManager {
         self.namePrefix = namePrefix
     }
 
+    /// Uses the vault of `coffer` (opened with ``Coffer/open(_:at:)``,
+    /// which runs Argon2id off the cooperative pool).
+    public init(coffer: Coffer, namePrefix: String = "") {
+        self.init(vault: coffer.vault, namePrefix: namePrefix)
+    }
+
     // MARK: Opening
 
     /// Where a passphrase comes from.
@@ -61,12 +67,14 @@ public actor CredentialManager {
 
     /// Opens and unlocks the vault at `path` (default: `$COFFER_VAULT`,
     /// else the XDG data folder) with `passphrase`.
+    @available(*, deprecated, message: "runs Argon2id on the calling thread; use `CredentialManager(coffer: try await Coffer.open(...))`")
     public static func open(path: String? = nil, passphrase: SecretBytes, namePrefix: String = "") throws(CofferError) -> CredentialManager {
         let file = try VaultFile.open(path: VaultLocation.resolve(explicit: path))
         return CredentialManager(vault: try file.unlock(passphrase: passphrase), namePrefix: namePrefix)
     }
 
     /// Opens the vault at `path`, reading its passphrase from `input`.
+    @available(*, deprecated, message: "runs Argon2id on the calling thread; use `CredentialManager(coffer: try await Coffer.open(...))`")
     public static func open(path: String? = nil, passphrase input: PassphraseInput, namePrefix: String = "") throws(CofferError) -> CredentialManager {
         let secret: SecretBytes
         switch input {
@@ -79,7 +87,8 @@ public actor CredentialManager {
         case .file(let path): secret = try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(path: path) }
         case .terminal(let prompt): secret = try CofferError.reading { () throws(SecretInputError) in try SecretInput.prompt(prompt) }
         }
-        return try open(path: path, passphrase: secret, namePrefix: namePrefix)
+        let file = try VaultFile.open(path: VaultLocation.resolve(explicit: path))
+        return CredentialManager(vault: try file.unlock(passphrase: secret), namePrefix: namePrefix)
     }
 
     /// Opens the vault at `path` with a master key obtained elsewhere

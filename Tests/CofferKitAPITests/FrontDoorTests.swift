@@ -120,3 +120,17 @@ struct OpeningTests {
         #expect(limit.rlim_cur == 0)
     }
 }
+
+@Suite("Coffer front door: no secret shown")
+struct RedactionTests {
+    @Test func anUnlockNeverShowsItsSessionToken() {
+        let token = "cs1." + String(repeating: "a", count: 32) + "." + String(repeating: "B", count: 43)
+        let unlock = Coffer.Unlock.session(token: token).then(.automatic)
+        var dumped = ""
+        dump(unlock, to: &dumped)
+        for text in [unlock.description, unlock.debugDescription, String(describing: unlock), String(reflecting: unlock), dumped, "\(unlock)"] {
+            #expect(!text.contains("BBBB"), "\(text)")
+        }
+        #expect(unlock.description == "session(token: …) → session($COFFER_SESSION) → environment($COFFER_PASSPHRASE) → terminal")
+    }
+}

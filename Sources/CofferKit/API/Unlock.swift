@@ -17,7 +17,7 @@ extension Coffer {
     /// ``automatic(passphraseFD:passphraseFile:prompt:)`` puts a file
     /// descriptor or a file first and then skips the session, as
     /// `coffer --passphrase-fd N` / `--passphrase-file F` do.
-    public struct Unlock: Sendable, Equatable {
+    public struct Unlock: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         enum Step: Sendable, Equatable {
             /// The session of this token; nil: of `$COFFER_SESSION`, skipped when unset.
             case session(token: String?)
@@ -29,6 +29,24 @@ extension Coffer {
         }
 
         let steps: [Step]
+
+        /// The sources in order, with a session token shown as `…`.
+        public var description: String {
+            steps.map { step -> String in
+                switch step {
+                case .session(let token): return token == nil ? "session($COFFER_SESSION)" : "session(token: …)"
+                case .fileDescriptor(let fd): return "fileDescriptor(\(fd))"
+                case .file(let path): return "file(\(path))"
+                case .environment(let name): return "environment($\(name))"
+                case .terminal: return "terminal"
+                }
+            }.joined(separator: " → ")
+        }
+
+        public var debugDescription: String { "Coffer.Unlock(\(description))" }
+
+        /// No children: `dump` and debuggers must not show a token.
+        public var customMirror: Mirror { Mirror(self, children: [:]) }
 
         /// Session, then `$COFFER_PASSPHRASE`, then the terminal.
         public static let automatic = Unlock(steps: [
