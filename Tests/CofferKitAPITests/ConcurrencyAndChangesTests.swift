@@ -146,3 +146,72 @@ struct ReplicationTests {
         await expectError(.fileNotFound) { () async throws(CofferError) in try await a.importBundle(at: box.path("missing")) }
     }
 }
+
+@Suite("Coffer front door: blocking work off the cooperative pool")
+struct OffPoolTests {
+    /// Sixteen opens whose passphrase has not arrived yet, far more than
+    /// the cooperative pool has threads (one per core), each blocked
+    /// reading its pipe. A task on the pool then writes the passphrases.
+    /// Were unlocking done on pool threads, they would all be stuck in
+    /// `read` and that task could never run: a watchdog thread would have
+    /// to write them after 60 s, and the test fails.
+    @Test func unlockingNeverHoldsAPoolThread() async throws {
+        let box = Sandbox()
+        _ = try await box.create()
+        let count = 16
+        var pipes: [(read: Int32, write: Int32)] = []
+        for _ in 0..<count {
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            pipes.append((fds[0], fds[1]))
+        }
+        let writer = PipeWriter(pipes.map(\.write))
+        let watchdog = Thread {
+            if !writer.done.wait(timeout: 60) { writer.writeAll(byWatchdog: true) }
+        }
+        watchdog.start()
+        let readers = pipes.map(\.read)
+        async let opened: Int = withThrowingTaskGroup(of: Void.self) { group in
+            for fd in readers {
+                group.addTask { _ = try await Coffer.open(.fileDescriptor(fd), at: box.vaultPath) }
+            }
+            try await group.waitForAll()
+            return readers.count
+        }
+        await Task { writer.writeAll(byWatchdog: false) }.value
+        #expect(try await opened == count)
+        #expect(!writer.watchdogWrote, "the pool could not run a task while opens waited for input")
+        for fd in readers { close(fd) }
+    }
+}
+
+/// Writes the passphrase to every pipe once, then closes it.
+final class PipeWriter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fds: [Int32]
+    private(set) var watchdogWrote = false
+    let done = DispatchSemaphoreBox()
+
+    init(_ fds: [Int32]) { self.fds = fds }
+
+    func writeAll(byWatchdog: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !fds.isEmpty else { return }
+        watchdogWrote = byWatchdog
+        let bytes = Array(Sandbox.passphrase.utf8)
+        for fd in fds {
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+        }
+        fds = []
+        done.signal()
+    }
+}
+
+final class DispatchSemaphoreBox: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func signal() { semaphore.signal() }
+    /// Whether it was signalled within `seconds`.
+    func wait(timeout seconds: Double) -> Bool { semaphore.wait(timeout: .now() + seconds) == .success }
+}
