@@ -115,6 +115,11 @@ struct SourceTests {
         #expect(other.map(\.kind).contains(.ambiguousSource), "two items now hold a key for openai")
         let expired = try await c.set("plain-value-123", for: "old", expires: Day("2001-01-01"))
         #expect(expired.map(\.kind) == [.expired])
+        // Notes and passphrase-style passwords are not keys: spaces and
+        // line breaks are normal there.
+        #expect(try await c.set("the door code is 4711\nthe alarm 0815", for: "home/note", kind: .note).isEmpty)
+        #expect(try await c.set("correct horse battery staple", for: "home/login", kind: .login(username: "me")).isEmpty)
+        #expect(try await c.set(" padded ", for: "home/login", kind: .login(username: "me")).map(\.kind) == [.surroundingWhitespace])
     }
 
     @Test func candidatesAreOrderedTheDocumentedWay() async throws {
