@@ -134,3 +134,60 @@ struct RedactionTests {
         #expect(unlock.description == "session(token: …) → session($COFFER_SESSION) → environment($COFFER_PASSPHRASE) → terminal")
     }
 }
+
+@Suite("Coffer front door: the remaining calls")
+struct RemainingCallsTests {
+    @Test func createFromBytesAndGuardedMemoryAndWrapAVault() async throws {
+        let box = Sandbox()
+        let fromBytes = try await Coffer.create(at: box.path("a.coffer"), passphrase: Data("bytes pass".utf8), kdf: Sandbox.fastKDF)
+        let fromSecret = try await Coffer.create(at: box.path("b.coffer"), passphrase: SecretBytes(copying: Array("secret pass".utf8)), kdf: Sandbox.fastKDF)
+        try await fromBytes.set("one", for: "x", kind: .note)
+        try await fromSecret.set("two", for: "x", kind: .note)
+        #expect(try await Coffer.open(at: box.path("a.coffer"), passphrase: "bytes pass").string(for: "x") == "one")
+        #expect(try await Coffer.open(at: box.path("b.coffer"), passphrase: Array("secret pass".utf8)).string(for: "x") == "two")
+
+        // Another Coffer, and a CredentialManager, over the same vault.
+        let wrapped = Coffer(vault: fromBytes.vault)
+        #expect(try await wrapped.string(for: "x") == "one")
+        let manager = CredentialManager(coffer: fromBytes, namePrefix: "apps/demo/")
+        try await manager.store(apiKey: "k-0123456789abcdef", for: "svc")
+        #expect(try await fromBytes.string(forSource: "svc") == "k-0123456789abcdef")
+        #expect(try await fromBytes.items(matching: "apps/demo/*").map(\.name) == ["apps/demo/svc/api-key"])
+    }
+
+    @Test func defaultPathFollowsTheEnvironment() {
+        let env = ProcessInfo.processInfo.environment
+        if let v = env["COFFER_VAULT"], v.hasPrefix("/") {
+            #expect(Coffer.defaultPath == v)
+        } else if let d = env["XDG_DATA_HOME"], d.hasPrefix("/") {
+            #expect(Coffer.defaultPath == d + "/coffer/vault.coffer")
+        } else {
+            #expect(Coffer.defaultPath.hasSuffix("/.local/share/coffer/vault.coffer"))
+        }
+        #expect(Coffer.exists(at: "/nonexistent/coffer/vault.coffer") == false)
+    }
+
+    @Test func automaticWithAFileAndSessionOnlyWithoutOne() async throws {
+        let box = Sandbox()
+        _ = try await box.create()
+        let file = try box.passphraseFile()
+        #expect(try await Coffer.open(.automatic(passphraseFile: file), at: box.vaultPath).path == box.vaultPath)
+        if ProcessInfo.processInfo.environment["COFFER_SESSION"] == nil {
+            // `.session` alone with no session set: nothing to unlock with.
+            await expectError(.locked) { () async throws(CofferError) in try await Coffer.open(.session, at: box.vaultPath) }
+        }
+    }
+
+    @Test func deltaExportCarriesOnlyWhatTheReceiverLacks() async throws {
+        let box = Sandbox()
+        let a = try await box.create()
+        for i in 0..<5 { try await a.set("v\(i)", for: "i\(i)", kind: .note) }
+        let full = try await a.export(to: box.path("full.cb"))
+        #expect(full.kind == .full && full.items == 5)
+        let seen = try Vault.inspectBundle(at: box.path("full.cb")).header.summary
+        try await a.set("changed", for: "i3", kind: .note)
+        let delta = try await a.export(to: box.path("delta.cb"), since: seen)
+        #expect(delta.kind == .delta && delta.items == 1)
+    }
+}
+
