@@ -35,7 +35,9 @@ struct Coffer: ParsableCommand {
         ProcessHardening.disableCoreDumps()
         originalUmask = umask(0o077)
         do {
-            if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            if try FastPath.run(arguments) { return }
+            try checkSubcommand(arguments)
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {
@@ -43,6 +45,20 @@ struct Coffer: ParsableCommand {
         } catch {
             exit(withError: error)
         }
+    }
+}
+
+extension Coffer {
+    /// A first argument that is no option and no subcommand is a mistyped
+    /// verb: say so with the nearest one ("did you mean …?"), exit 64.
+    static func checkSubcommand(_ arguments: [String]) throws(CofferError) {
+        guard let first = arguments.first, !first.hasPrefix("-"), first != "help" else { return }
+        let names = configuration.subcommands.flatMap { [$0.configuration.commandName].compactMap { $0 } + $0.configuration.aliases }
+        guard !names.contains(first) else { return }
+        if let near = Suggestion.closest(to: first, among: names) {
+            throw CofferError(.usage, "unknown command '\(first)'", hint: "did you mean `coffer \(near)`? (see `coffer --help`)")
+        }
+        throw CofferError(.usage, "unknown command '\(first)'", hint: "see `coffer --help` for the commands")
     }
 }
 

@@ -41,6 +41,7 @@ struct Unlock: ParsableCommand {
 
     func run() throws {
         let config = try CofferConfig.load(path: CofferConfig.path())
+        for w in config.warnings { Output.warn(w) }
         let idle = try duration(timeout, option: "--timeout") ?? config.sessionTimeout ?? Session.defaultIdleTimeout
         let lifetime = try duration(maxLifetime, option: "--max-lifetime") ?? config.sessionMaxLifetime ?? Session.defaultMaxLifetime
         let syntax = json ? .json : shell ?? ShellSyntax.detected
