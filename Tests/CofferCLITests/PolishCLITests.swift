@@ -110,3 +110,55 @@ struct PolishSuggestionCLITests {
         #expect(future.status == 0 && !future.stderr.contains("in the past"), "\(future)")
     }
 }
+
+@Suite("first-hour polish: run and references, black-box")
+struct PolishRunCLITests {
+    static let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB"
+
+    @Test func referencesExpandEnvironmentVariables() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "db/prod/password", "--type", "login", "--field", "username=app", "--secret", "password"], stdin: "prod-secret").status == 0)
+        let r = home.unlocked(["read", "coffer://db/${APP_ENV}/password"], env: ["APP_ENV": "prod"])
+        #expect(r.status == 0 && r.out == "prod-secret", "\(r)")
+        let unset = home.unlocked(["read", "coffer://db/${APP_ENV}/password"])
+        #expect(unset.status == 64, "\(unset)")
+        #expect(unset.stderr.contains("the variable APP_ENV is not set"), "\(unset)")
+        let run = home.run(["run", "--passphrase-fd", "3", "--env", "PW=coffer://db/${APP_ENV}/password", "--", "printenv", "PW"], fd3: home.passphrase, env: ["APP_ENV": "prod"])
+        #expect(run.status == 0 && run.out == "prod-secret", "\(run)")
+        let bad = home.unlocked(["read", "coffer://db/${APP-ENV}/password"], env: ["APP_ENV": "prod"])
+        #expect(bad.status == 65, "\(bad)")
+    }
+
+    /// `script` gives the command a pseudo-terminal as stdout and stderr.
+    func inTerminal(_ home: TestHome, _ args: [String]) -> CLIResult {
+        let quoted = ([CofferBinary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        return TestHome.spawn(home, "/usr/bin/script", ["-qec", quoted, "/dev/null"], env: ["COFFER_PASSPHRASE": home.passphrase])
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func runMasksOnATerminalByDefault() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "svc", "--type", "api-key"], stdin: Self.key).status == 0)
+        let masked = inTerminal(home, ["run", "--env", "K=coffer://svc", "--", "printenv", "K"])
+        #expect(masked.status == 0, "\(masked)")
+        #expect(masked.stdout.contains("<concealed>") && !masked.stdout.contains(Self.key), "\(masked)")
+        let shown = inTerminal(home, ["run", "--no-mask", "--env", "K=coffer://svc", "--", "printenv", "K"])
+        #expect(shown.stdout.contains(Self.key), "\(shown)")
+        // Not a terminal: the value passes through unless --mask.
+        let piped = home.run(["run", "--passphrase-fd", "3", "--env", "K=coffer://svc", "--", "printenv", "K"], fd3: home.passphrase)
+        #expect(piped.out == Self.key, "\(piped)")
+        let forced = home.run(["run", "--passphrase-fd", "3", "--mask", "--env", "K=coffer://svc", "--", "printenv", "K"], fd3: home.passphrase)
+        #expect(forced.out == "<concealed>", "\(forced)")
+    }
+}
+
+extension TestHome {
+    /// Runs any program in the sandbox's environment (plus `env`).
+    static func spawn(_ home: TestHome, _ exe: String, _ args: [String], env extra: [String: String] = [:]) -> CLIResult {
+        var env = home.environment
+        for (k, v) in extra { env[k] = v }
+        return Spawn.run(exe, args, stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+    }
+}
