@@ -20,17 +20,6 @@ extension Coffer {
         /// `fields` (secret when the name says so: key, token, password…).
         case generic(fields: [String: String] = [:])
 
-        /// Whether a warning of `warning` makes sense for a value of this
-        /// kind: the key catalogue's checks are about keys, and a note or a
-        /// passphrase-style password has spaces and line breaks by nature.
-        func expects(_ warning: CredentialWarning.Kind) -> Bool {
-            switch self {
-            case .apiKey, .generic: return true
-            case .note: return [.typeMismatch, .emailFormat, .ambiguousSource, .expired, .other].contains(warning)
-            case .login: return [.surroundingWhitespace, .quoted, .typeMismatch, .emailFormat, .ambiguousSource, .expired, .other].contains(warning)
-            }
-        }
-
         var itemType: ItemType {
             switch self {
             case .apiKey: return .apiKey
@@ -97,7 +86,7 @@ extension Coffer {
                 let refusal = check.refusal
                 throw CofferError(refusal.kind, refusal.message, hint: "check the value; the rule is in the registered manifest (`coffer requirements`)")
             }
-            var warnings = check.typedWarnings.filter { kind.expects($0.kind) }
+            var warnings = check.typedWarnings
             let stored: Item
             if existing != nil {
                 stored = try Coffer.update(vault, normalized, kind: kind, fields: fields, source: source, expires: expires, policy: policy)
