@@ -79,6 +79,10 @@ extension CofferError {
             return CofferError(.badData, "\(path) is malformed: \(why)", hint: "the exporting coffer has a bug or the file is damaged; nothing was imported")
         case .trailingData:
             return CofferError(.badData, "\(path) has data after the end of the bundle", hint: "the file is damaged or two files were joined; export the bundle again")
+        case .ruleBroken(let rule, let why):
+            return CofferError(
+                .badData, "\(path) breaks the bundle rule \(rule.rawValue) (\(rule.summary)): \(why)",
+                hint: "the exporting replica is buggy or hostile; nothing was imported (docs/bundle-format.md, \"Validation rules\")")
         case .io(let why):
             return CofferError(.fileNotFound, "cannot read \(path): \(why)")
         }
@@ -241,6 +245,8 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 let now = Clock.nowMillis()
+                let rules = try ReceiverRules(header: header, path: path, db: db)
+                try rules.checkHeader(now: now)
                 // A large import dirties many pages inside one transaction.
                 // Into a vault with items, the dot and name indexes are
                 // written in random order: a 64 MiB page cache (instead of
@@ -274,6 +280,7 @@ extension Vault {
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
+                                try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
                                 return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
@@ -295,7 +302,7 @@ extension Vault {
                                     report.versionsAdded += versions
                                     report.touchedItems.append(id)
                                 case .merge(let unseen):
-                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
+                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, rules: rules)
                                 }
                                 report.records += 1
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
@@ -305,7 +312,9 @@ extension Vault {
                 }
                 try inserter.finish()
                 try Queries.createIndexes(db, rebuild)
-                try Queries.noteSeen(db, vector: header.summary, at: now)
+                // Claims for other replicas count only as far as the
+                // records back them (docs/sync.md, "Hostile bundles").
+                try Queries.noteSeen(db, vector: BundleValidation.backedSummary(header: header, evidence: reader.evidence), at: now)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
                 // summary now exceeds the local counter: the next write (or
@@ -317,11 +326,12 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64) throws {
+    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, rules: ReceiverRules) throws {
         guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
             return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }
         let old = try Queries.cachedItemState(db, id: incoming.id)
+        try rules.check(incoming: incoming, held: old)
         let merged = old.merged(with: incoming)
         if merged == old {
             report.unchanged += 1

@@ -333,6 +333,8 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 var changes: [MergePreview.ItemChange] = []
+                let rules = try ReceiverRules(header: header, path: path, db: db)
+                try rules.checkHeader(now: Clock.nowMillis())
                 // Versions the vault has seen change nothing (as in import).
                 let seen = try Queries.summary(db)
                 while true {
@@ -340,6 +342,7 @@ extension Vault {
                     do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
                     guard let full = next else { break }
                     report.records += 1
+                    try rules.check(record: full)
                     // The same filter as a real import (Vault+Bundle.swift).
                     let incoming = Vault.unseenPart(of: full, seen: seen)
                     if incoming.registers.isEmpty {
@@ -355,6 +358,7 @@ extension Vault {
                     } else {
                         o = Overlay(row: nil, original: ItemState(id: incoming.id), state: ItemState(id: incoming.id))
                     }
+                    try rules.check(incoming: incoming, held: o.state)
                     let merged = o.state.merged(with: incoming)
                     if merged == o.state {
                         report.unchanged += 1
