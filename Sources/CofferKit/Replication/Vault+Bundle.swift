@@ -431,7 +431,14 @@ extension Vault {
     /// passphrase of the vault that wrote it: same vault id, key wrapping
     /// and KDF parameters as the bundle's header, a new replica id, then
     /// the bundle imported. Nothing is left at `vaultPath` on failure.
-    public static func clone(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
+    ///
+    /// The bundle's Argon2id parameters are not authenticated until the
+    /// passphrase has run through them: unless `allowExpensiveKDF`, any
+    /// parameter above ``cloneKDFCeiling`` is refused first.
+    public static func clone(
+        bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
+        progress: ImportProgress? = nil
+    ) throws(CofferError) -> ImportReport {
         if FileManager.default.fileExists(atPath: vaultPath) {
             throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }
@@ -441,6 +448,7 @@ extension Vault {
         guard header.kind == .full else {
             throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", hint: "on the exporting machine run `coffer export --out FILE` without --since")
         }
+        if !allowExpensiveKDF { try checkCloneKDF(header.kdf, path: path) }
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(

@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 12's smaller findings, black-box: the clone KDF ceiling,
+/// dangerous `coffer env` names, `inject --out` through another user's
+/// link in a sticky folder.
+@Suite("hardening: clone KDF ceiling, env names, protected links")
+struct HardeningCLITests {
+    /// A vault with one synced item and its full bundle `full.cb`.
+    static func exported() -> TestHome {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        #expect(home.unlocked(["export", "--out", "full.cb"]).status == 0)
+        return home
+    }
+
+    /// Sets the u32 at `offset` of the clear header of `full.cb`, writing `name`.
+    static func patch(_ home: TestHome, _ name: String, offset: Int, value: UInt32) {
+        var b = Array((try? Data(contentsOf: URL(fileURLWithPath: home.path("full.cb")))) ?? Data())
+        for i in 0..<4 { b[offset + i] = UInt8(truncatingIfNeeded: value >> (24 - 8 * i)) }
+        try! Data(b).write(to: URL(fileURLWithPath: home.path(name)))
+    }
+
+    // Header body offsets (docs/bundle-format.md §Header body): the body
+    // starts at 14; memory at +50, passes at +54, lanes at +58.
+    static let memoryOffset = 64, passesOffset = 68, lanesOffset = 72
+
+    @Test func cloneRefusesKDFAboveTheCeilingBeforeAskingAnything() {
+        let home = Self.exported()
+        Self.patch(home, "mem.cb", offset: Self.memoryOffset, value: 4 * 1024 * 1024)
+        // No passphrase given: the refusal comes first.
+        var r = home.run(["clone", "mem.cb", "--vault", "b.coffer"])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stderr.contains("coffer: error: mem.cb asks for Argon2id memory 4 GiB (ceiling 1 GiB)"), "\(r)")
+        #expect(r.stderr.contains("--allow-expensive-kdf"))
+        #expect(!FileManager.default.fileExists(atPath: home.path("b.coffer")))
+        Self.patch(home, "passes.cb", offset: Self.passesOffset, value: 11)
+        r = home.unlocked(["clone", "passes.cb", "--vault", "b.coffer"])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stderr.contains("passes 11 (ceiling 10)") && !r.stderr.contains("memory"), "\(r)")
+        Self.patch(home, "lanes.cb", offset: Self.lanesOffset, value: 9)
+        r = home.unlocked(["clone", "lanes.cb", "--vault", "b.coffer"])
+        #expect(r.status == 65 && r.stderr.contains("lanes 9 (ceiling 8)"), "\(r)")
+        // The flag lets Argon2id run with the (tampered) parameters, which
+        // then do not unwrap the key: the passphrase is reported wrong.
+        r = home.unlocked(["clone", "passes.cb", "--vault", "b.coffer", "--allow-expensive-kdf"])
+        #expect(r.status == 77, "\(r)")
+        #expect(!FileManager.default.fileExists(atPath: home.path("b.coffer")))
+        // An untouched bundle clones.
+        #expect(home.unlocked(["clone", "full.cb", "--vault", "b.coffer"]).status == 0)
+    }
+
+    @Test func envRefusesDangerousNamesUnlessAllowed() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "x/ld", "--type", "custom", "--field", "preload=/tmp/evil.so"]).status == 0)
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        var r = home.unlocked(["env", "--format", "shell"])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.contains("coffer: error: 'x/ld' field 'preload' would set LD_PRELOAD"), "\(r)")
+        #expect(r.stderr.contains("--allow-dangerous-names"))
+        // A mapping chosen with --env-var is checked too.
+        #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=PROMPT_COMMAND"]).status == 0)
+        r = home.unlocked(["env", "work/openai"])
+        #expect(r.status == 65 && r.stderr.contains("PROMPT_COMMAND"), "\(r)")
+        for name in ["BASH_ENV", "PATH", "IFS", "PS1", "NODE_OPTIONS", "SHELLOPTS", "ENV", "COFFER_SESSION"] {
+            #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=\(name)"]).status == 0)
+            let e = home.unlocked(["env", "work/openai"])
+            #expect(e.status == 65 && e.stderr.contains("would set \(name)"), "\(name): \(e)")
+        }
+        r = home.unlocked(["env", "work/openai", "--allow-dangerous-names"])
+        #expect(r.status == 0 && r.stdout == "COFFER_SESSION=sk-1\n", "\(r)")
+        #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=OPENAI_API_KEY"]).status == 0)
+        r = home.unlocked(["env", "work/openai"])
+        #expect(r.status == 0 && r.stdout == "OPENAI_API_KEY=sk-1\n", "\(r)")
+    }
+
+    @Test func injectRefusesAnotherUsersLinkInAStickyFolder() throws {
+        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        try "k={{ coffer://work/openai }}\n".write(toFile: home.path("t.tpl"), atomically: true, encoding: .utf8)
+        let shared = home.path("shared")
+        mkdir(shared, 0o777)
+        chmod(shared, 0o1777)
+        let victim = home.path("victim.txt")
+        try "precious\n".write(toFile: victim, atomically: true, encoding: .utf8)
+        let link = shared + "/out.env"
+        symlink(victim, link)
+        lchown(link, 65534, 65534)  // nobody
+        var r = home.unlocked(["inject", "-i", "t.tpl", "-o", link])
+        #expect(r.status == 73, "\(r)")
+        #expect(r.stderr.contains("symbolic link owned by another user"), "\(r)")
+        #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "precious\n")
+        // The same link owned by the user (or outside a sticky folder) is followed.
+        lchown(link, geteuid(), getegid())
+        r = home.unlocked(["inject", "-i", "t.tpl", "-o", link])
+        #expect(r.status == 0, "\(r)")
+        #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "k=sk-1\n")
+    }
+}
