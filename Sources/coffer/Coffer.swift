@@ -34,6 +34,7 @@ struct Coffer: ParsableCommand {
         // every file we create private to the user.
         ProcessHardening.disableCoreDumps()
         originalUmask = umask(0o077)
+        MemoryLockWarning.install()
         do {
             if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }
             var command = try parseAsRoot()

@@ -105,4 +105,50 @@ struct HardeningCLITests {
         #expect(r.status == 0, "\(r)")
         #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "k=sk-1\n")
     }
+
+    @Test func lockAllEndsSessionsInTheTmpFallbackFolderToo() throws {
+        let home = SessionTests.homeWithItem()
+        let tmp = home.path("tmp")
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        home.environment["TMPDIR"] = tmp
+        // One session from a shell with XDG_RUNTIME_DIR, one from a shell
+        // without it (kept under $TMPDIR/coffer-UID).
+        let normal = try SessionTests.unlock(home)
+        let xdg = home.environment.removeValue(forKey: "XDG_RUNTIME_DIR")
+        let fallback = try SessionTests.unlock(home)
+        #expect(FileManager.default.fileExists(atPath: tmp + "/coffer-\(geteuid())"))
+        #expect(SessionTests.get(home, token: fallback).status == 0)
+        home.environment["XDG_RUNTIME_DIR"] = xdg
+        let r = home.run(["lock", "--all"])
+        #expect(r.status == 0 && r.stderr.contains("ended 2 sessions"), "\(r)")
+        SessionTests.expectSessionRefused(SessionTests.get(home, token: normal), mentioning: "session ended", token: normal)
+        home.environment.removeValue(forKey: "XDG_RUNTIME_DIR")
+        SessionTests.expectSessionRefused(SessionTests.get(home, token: fallback), mentioning: "session ended", token: fallback)
+    }
+
+    /// libsodium ignores a failed mlock; coffer reports it once, at exit.
+    @Test func failedMemoryLockIsReported() throws {
+        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")
+        else { return }  // needs root to run as another user, whose mlock the limit binds
+        let home = TestHome()
+        let dir = home.path("nobody")
+        mkdir(dir, 0o777)
+        chmod(dir, 0o777)
+        chmod(home.root.path, 0o755)
+        try "pw-pw-pw-pw\n".write(toFile: dir + "/p", atomically: true, encoding: .utf8)
+        chmod(dir + "/p", 0o644)
+        let args = ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/prlimit", "--memlock=0:0", CofferBinary.path,
+            "init", "--vault", dir + "/v.coffer", "--passphrase-file", dir + "/p"] + TestHome.fastKDF
+        var env = home.environment
+        env["HOME"] = dir
+        env.removeValue(forKey: "XDG_RUNTIME_DIR")
+        let r = Spawn.run("/usr/bin/setpriv", args, stdin: nil, fd3: nil, environment: env, workDir: dir)
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("coffer: warning: cannot lock key memory into RAM (mlock:"), "\(r)")
+        #expect(r.stderr.contains("RLIMIT_MEMLOCK 0 KiB"), "\(r)")
+        // With locking allowed there is no such warning.
+        let ok = home.unlocked(["init"] + TestHome.fastKDF)
+        #expect(ok.status == 0 && !ok.stderr.contains("lock key memory"), "\(ok)")
+    }
 }
