@@ -1,3 +1,5 @@
+import CofferCrypto
+
 /// The validation rules a bundle must keep (docs/bundle-format.md
 /// §Validation rules, docs/sync.md §Hostile bundles). A bundle that breaks
 /// any of them is refused whole, before anything is merged: it was
@@ -39,6 +41,16 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
     /// each other's dots (both would be dropped).
     case mutualSupersession = "mutual-supersession"
 
+    /// (Payload) A payload's name matches its register: a metadata
+    /// register (ids 1–7) holds its own `@name`, any other id is the keyed
+    /// hash of the item id and the payload's name; ids 0 and 8–255 are
+    /// unknown metadata and refused.
+    case registerName = "register-name"
+    /// (Payload) A value is UTF-8 text.
+    case textValue = "text-value"
+    /// (Payload) A tombstone's value is empty.
+    case emptyTombstone = "empty-tombstone"
+
     public var description: String { rawValue }
 
     /// One line saying what the rule requires, for error messages.
@@ -53,6 +65,9 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
         case .futureBundle: "a bundle may not be dated more than a day ahead of this machine's clock"
         case .localReplicaBound: "no version may claim writes of this replica that it never made"
         case .mutualSupersession: "two versions may not each contain the other's dot"
+        case .registerName: "a payload's name must match its register id"
+        case .textValue: "values must be UTF-8 text"
+        case .emptyTombstone: "a tombstone's value must be empty"
         }
     }
 }
@@ -124,6 +139,37 @@ public enum BundleValidation {
                     }
                 }
             }
+        }
+    }
+
+    /// The metadata registers and the names their payloads carry.
+    public static let metadataNames: [RegisterID: String] = [
+        .name: "@name", .type: "@type", .tags: "@tags", .source: "@source", .expires: "@expires",
+        .deleted: "@deleted", .env: "@env",
+    ]
+
+    /// Checks a decrypted payload against the version and register that
+    /// carry it (needs the field-id key, so importers run it after
+    /// decrypting each version they store).
+    public static func check(
+        payload p: FieldPayload, version v: FieldVersion, register rid: RegisterID, item: ItemID, fieldIDKey: SecretBytes
+    ) throws(BundleError) {
+        let where_ = "item \(item.hex.prefix(8))…, version \(v.dot)"
+        if rid.isMetadata {
+            guard let expected = metadataNames[rid] else {
+                throw .ruleBroken(.registerName, "\(where_) uses the unknown metadata register \(rid.low)")
+            }
+            guard p.name == expected else {
+                throw .ruleBroken(.registerName, "\(where_): metadata register \(rid.low) holds a payload named \(p.name.debugDescription)")
+            }
+        } else if KeyHierarchy.registerID(field: p.name, item: item, fieldIDKey: fieldIDKey) != rid {
+            throw .ruleBroken(.registerName, "\(where_): the register id is not the one of the field name in the payload")
+        }
+        if v.isTombstone && !p.value.isEmpty {
+            throw .ruleBroken(.emptyTombstone, "\(where_) is a tombstone with a \(p.value.count)-byte value")
+        }
+        guard String(validating: p.value, as: UTF8.self) != nil else {
+            throw .ruleBroken(.textValue, "\(where_) holds a value that is not UTF-8")
         }
     }
 

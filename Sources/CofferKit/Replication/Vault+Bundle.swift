@@ -347,11 +347,7 @@ extension Vault {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 if held.contains(v.dot) { continue }
                 newVersions += 1
-                do { _ = try open(v, item: incoming.id, register: rid) } catch {
-                    throw CofferError(
-                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                        hint: "the exporting vault is damaged; nothing was imported")
-                }
+                _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
             }
         }
         let row = try derivedRow(
@@ -399,11 +395,7 @@ extension Vault {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 versionCount += 1
                 let payload: FieldPayload
-                do { payload = try open(v, item: state.id, register: rid) } catch {
-                    throw CofferError(
-                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                        hint: "the exporting vault is damaged; nothing was imported")
-                }
+                payload = try openIncoming(v, item: state.id, register: rid, path: path)
                 if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
                     nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
                 }

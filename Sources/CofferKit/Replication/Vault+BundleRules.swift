@@ -67,3 +67,20 @@ struct ReceiverRules: Sendable {
         }
     }
 }
+
+extension Vault {
+    /// Decrypts an incoming version and checks its payload against the
+    /// rules `register-name`, `text-value` and `empty-tombstone`.
+    func openIncoming(_ v: FieldVersion, item: ItemID, register rid: RegisterID, path: String) throws -> FieldPayload {
+        let payload: FieldPayload
+        do { payload = try open(v, item: item, register: rid) } catch {
+            throw CofferError(
+                .badData, "\(path) holds an item version that fails authentication under this vault's key",
+                hint: "the exporting vault is damaged; nothing was imported")
+        }
+        do { try BundleValidation.check(payload: payload, version: v, register: rid, item: item, fieldIDKey: keys.fieldID) } catch {
+            throw CofferError.bundle(error, path: path)
+        }
+        return payload
+    }
+}

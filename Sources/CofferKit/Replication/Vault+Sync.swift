@@ -368,11 +368,7 @@ extension Vault {
                         let held = Set((o.state.registers[rid] ?? []).map(\.dot))
                         for v in versions where !held.contains(v.dot) {
                             report.versionsAdded += 1
-                            do { _ = try open(v, item: incoming.id, register: rid) } catch {
-                                throw CofferError(
-                                    .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                                    hint: "the exporting vault is damaged; nothing was imported")
-                            }
+                            _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
                         }
                     }
                     if o.row == nil && o.state.registers.isEmpty { report.added += 1 } else { report.changed += 1 }
