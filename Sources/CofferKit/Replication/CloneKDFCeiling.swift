@@ -2,8 +2,8 @@ import CofferCrypto
 
 extension Vault {
     /// The most a bundle's header may ask `clone` to spend on Argon2id
-    /// before anything in the bundle is authenticated (docs/sync.md,
-    /// "Cloning"): 1 GiB of memory, 10 passes, 8 lanes, four times the
+    /// before anything in the bundle is authenticated
+    /// (docs/bundle-format.md, "Security considerations"): 1 GiB of memory, 10 passes, 8 lanes, four times the
     /// memory and three times the passes of ``KDFParameters/default``.
     /// `coffer clone --allow-expensive-kdf` lifts it (up to the hard
     /// limits of ``KDFParameters/validate()``: 4 GiB, 32 passes).
