@@ -151,4 +151,55 @@ struct HardeningCLITests {
         let ok = home.unlocked(["init"] + TestHome.fastKDF)
         #expect(ok.status == 0 && !ok.stderr.contains("lock key memory"), "\(ok)")
     }
+
+    /// The committed bundle test kit (Tests/CofferKitTests/Fixtures/bundle-kit).
+    static let kit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("CofferKitTests/Fixtures/bundle-kit")
+
+    /// Forged, correctly encrypted bundles that break a validation rule
+    /// are refused by the binary: exit 65, one error line naming the rule,
+    /// the vault file byte for byte unchanged, `--dry-run` too, and `sync`
+    /// reports them and leaves no temporary file.
+    @Test func forgedBundlesAreRefusedWholeByTheBinary() throws {
+        let home = TestHome()
+        home.passphrase = "coffer test kit passphrase"
+        let clone = home.unlocked(["clone", Self.kit.appendingPathComponent("full.cb").path])
+        #expect(clone.status == 0, "\(clone)")
+        let before = home.vaultBytes()
+        for (file, rule) in [
+            ("rule-counter-range", "counter-range"), ("rule-exact-dot", "exact-dot"), ("rule-summary-bound", "summary-bound"),
+            ("rule-written-after-bundle", "written-after-bundle"), ("rule-future-bundle", "future-bundle"),
+            ("rule-concurrent-versions", "concurrent-versions"), ("payload-register-name-field", "register-name"),
+        ] {
+            let path = Self.kit.appendingPathComponent("\(file).cb").path
+            for dry in [["--dry-run"], []] {
+                let r = home.unlocked(["import", path] + dry)
+                #expect(r.status == 65, "\(file) \(dry): \(r)")
+                #expect(r.stderr.hasPrefix("coffer: error: \(path) breaks the bundle rule \(rule) ("), "\(r.stderr)")
+                #expect(r.stderr.split(separator: "\n").count == 2, "\(r.stderr)")  // error + hint
+                #expect(!r.stderr.contains("forged"))  // no decrypted value in the message
+            }
+        }
+        #expect(home.vaultBytes() == before)
+        // sync: the forged bundle is reported (65); the folder gets this
+        // replica's bundle and nothing else.
+        let dir = home.path("syncdir")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.kit.appendingPathComponent("rule-counter-range.cb").path, toPath: dir + "/evil.coffer-bundle")
+        let sync = home.unlocked(["sync", dir])
+        #expect(sync.status == 65, "\(sync)")
+        #expect(sync.stderr.contains("counter-range"), "\(sync)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".coffer-bundle") && !$0.hasPrefix(".") }, "\(files)")
+        // A forged summary file with a counter of 2^63 for export --since.
+        var summary = Array("COFFERS\n".utf8) + [0, 1] + [UInt8](repeating: 0x11, count: 16) + [UInt8](repeating: 0xee, count: 16)
+        summary += [UInt8](repeating: 0, count: 8) + [0, 1] + [UInt8](repeating: 0xee, count: 16) + [0x80, 0, 0, 0, 0, 0, 0, 0]
+        try Data(summary).write(to: URL(fileURLWithPath: home.path("forged.summary")))
+        let ex = home.unlocked(["export", "--since", "forged.summary", "--out", "d.cb"])
+        #expect(ex.status == 65, "\(ex)")
+        #expect(ex.stderr.contains("forged.summary breaks the summary rule counter-range"), "\(ex)")
+        #expect(!FileManager.default.fileExists(atPath: home.path("d.cb")))
+        let litter = try FileManager.default.contentsOfDirectory(atPath: home.root.path).filter { $0.hasPrefix(".d.cb") }
+        #expect(litter.isEmpty, "\(litter)")
+    }
 }

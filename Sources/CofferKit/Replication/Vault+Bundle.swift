@@ -140,6 +140,10 @@ extension Vault {
                 throw CofferError(.badData, "\(path) has summary format \(v); this coffer reads format \(BundleFormat.summaryVersion)", hint: "upgrade coffer")
             case .empty:
                 throw CofferError(.badData, "\(path) is empty, not a summary file", hint: "write one with `coffer summary --out FILE` on the receiving machine")
+            case .ruleBroken(let rule, let why):
+                throw CofferError(
+                    .badData, "\(path) breaks the summary rule \(rule.rawValue) (\(rule.summary)): \(why)",
+                    hint: "write it again with `coffer summary --out FILE` on the receiving machine")
             default:
                 throw CofferError(.badData, "\(path) is a damaged summary file", hint: "write it again with `coffer summary --out FILE`")
             }
