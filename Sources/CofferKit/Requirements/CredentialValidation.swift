@@ -38,8 +38,8 @@ public enum CredentialValidation {
     /// Checks `fields` (the values being written) of an item of `type`
     /// whose source is `source`. `requirement` is the source's manifest
     /// entry, if any: its rules give errors. The catalogue gives warnings
-    /// for the `key` field (or, without one, the secret fields) even
-    /// without a requirement.
+    /// for the `key` field (or, without one, the secret fields of an API-key
+    /// item) even without a requirement.
     public static func check(fields: [Field], type: ItemType, source: String?, requirement: SourceRequirement?) -> CredentialCheck {
         var result = CredentialCheck(requirement: requirement)
         if let r = requirement {
@@ -56,7 +56,12 @@ public enum CredentialValidation {
                 for p in EmailRule.problems(in: f.value) { result.warnings.append("\(f.name) \(p)") }
             }
         }
-        let keyFields = fields.contains { $0.name == "key" } ? fields.filter { $0.name == "key" } : fields.filter(\.isSecret)
+        // Key-format warnings are for keys: the `key` field, or the secret
+        // fields of an API-key item. A note or a password may well hold
+        // spaces and line breaks.
+        let holdsKeys = type == .apiKey || type == .apiKeyWithEmail
+        let keyFields = fields.contains { $0.name == "key" }
+            ? fields.filter { $0.name == "key" } : holdsKeys ? fields.filter(\.isSecret) : []
         for f in keyFields {
             result.warnings += KeyCatalogue.warnings(for: f.value, field: f.name, source: source)
         }

@@ -52,7 +52,7 @@ public final class VaultFile: Sendable {
             throw CofferError(.usage, "the passphrase is empty", hint: "choose a passphrase of several words")
         }
         if FileManager.default.fileExists(atPath: path) {
-            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
+            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         }
         VaultFile.hardened
         let vaultID = VaultID.random()
@@ -145,6 +145,13 @@ public enum VaultLocation {
         if let d = environment["XDG_DATA_HOME"], d.hasPrefix("/") { return d + "/coffer/vault.coffer" }
         let home = environment["HOME"] ?? NSHomeDirectory()
         return home + "/.local/share/coffer/vault.coffer"
+    }
+
+    /// Whether something (a vault or any other file, even a dangling
+    /// link) already occupies `path`.
+    public static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
     }
 
     static func absolute(_ p: String) -> String {
