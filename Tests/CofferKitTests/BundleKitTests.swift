@@ -104,6 +104,13 @@ struct BundleKitTests {
             checked += 1
         }
         #expect(checked >= 40)
+        // clone refuses them too, and leaves nothing behind.
+        for file in ["rule-counter-range.cb", "rule-exact-dot.cb", "payload-register-name-field.cb"] {
+            #expect(throws: CofferError.self) {
+                try Vault.clone(bundleAt: BundleKit.dir.appendingPathComponent(file).path, to: box.path("c.coffer"), passphrase: pass)
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: box.dir.path).filter { $0.hasPrefix("c.coffer") || $0.hasPrefix(".c.coffer") }.isEmpty)
+        }
         #expect(try BundleSandbox.dump(v) == before)
         // The valid ones import.
         #expect(try v.importBundle(at: BundleKit.dir.appendingPathComponent("delta.cb").path).unchanged == 3)
