@@ -252,7 +252,11 @@ public enum CSVImport {
     /// An entry title: the given one, else the URL's host, else `untitled`.
     static func title(_ given: String, url: String) -> String {
         if !given.isEmpty { return slash(given) }
-        if let host = URL(string: url)?.host, !host.isEmpty { return host }
+        var rest = Substring(url)
+        if let r = rest.range(of: "://") { rest = rest[r.upperBound...] }
+        if let at = rest.firstIndex(of: "@"), !rest[..<at].contains("/") { rest = rest[rest.index(after: at)...] }
+        let host = rest.prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" }
+        if !host.isEmpty { return String(host) }
         return url.isEmpty ? "untitled" : slash(url)
     }
 

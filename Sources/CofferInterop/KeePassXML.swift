@@ -17,12 +17,13 @@ public enum KeePassXML {
         parser.shouldResolveExternalEntities = false
         let ok = parser.parse()
         if let failure = reader.failure { throw failure }
-        guard ok, reader.sawRoot else {
+        guard ok, parser.parserError == nil, reader.sawRoot, reader.closed else {
             let why = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "not a KeePass XML file"
             let line = parser.lineNumber
-            if !reader.sawKeePassFile && ok {
+            if !reader.sawKeePassFile || (ok && parser.parserError == nil && reader.closed) {
                 throw ImportError.bad(file, nil, "not a KeePass XML file (no <KeePassFile><Root>)", hint: "export the database with `keepassxc-cli export --format xml`")
             }
+            if ok && parser.parserError == nil { throw ImportError.bad(file, "line \(line)", "the XML ends before </KeePassFile> (truncated file?)") }
             throw ImportError.bad(file, "line \(line)", "malformed XML (\(why))")
         }
         return reader.result
@@ -62,6 +63,7 @@ public enum KeePassXML {
         var failure: CofferError?
         var sawKeePassFile = false
         var sawRoot = false
+        var closed = false
         var recycleBin: String?
         /// Names of the groups we are in (the outermost is the database's root).
         var groups: [(name: String, uuid: String)] = []
@@ -105,6 +107,8 @@ public enum KeePassXML {
             defer { path.removeLast(); text = "" }
             let parent = path.count >= 2 ? path[path.count - 2] : ""
             switch name {
+            case "KeePassFile" where path.count == 1:
+                closed = true
             case "RecycleBinUUID" where parent == "Meta":
                 recycleBin = text
             case "Name" where parent == "Group" && entries.isEmpty:
