@@ -14,7 +14,7 @@ public enum KDBX {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else {
             throw CofferError(.fileNotFound, "no KeePass database at \(path)", hint: "check the path")
         }
-        var args = [program, "export", "--quiet", "--format", "xml"]
+        var args = [program, "export", "--format", "xml"]
         if let keyFile { args += ["--key-file", keyFile] }
         args += ["--", path]
         // keepassxc-cli reads the password as one line from standard input.
@@ -35,9 +35,10 @@ public enum KDBX {
             throw CofferError(.internalError, "cannot start keepassxc-cli: \(error)")
         }
         guard result.termination.exitCode == 0 else {
-            let said = String(decoding: result.stderr, as: UTF8.self).split(separator: "\n").map(String.init)
-                .filter { !$0.hasPrefix("Enter password") }.last ?? "exit status \(result.termination.status)"
-            if said.localizedCaseInsensitiveContains("invalid credentials") || said.localizedCaseInsensitiveContains("wrong key") {
+            let stderr = String(decoding: result.stderr, as: UTF8.self)
+            let said = stderr.split(separator: "\n").map { $0.replacingOccurrences(of: "Enter password to unlock \(path): ", with: "") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("Enter password") }.first ?? "exit status \(result.termination.status)"
+            if stderr.localizedCaseInsensitiveContains("invalid credentials") || stderr.localizedCaseInsensitiveContains("wrong key") {
                 throw CofferError(.wrongPassphrase, "the password does not open \(path)", hint: "give the database's password with --source-passphrase-fd N, --source-passphrase-file F, or at the prompt")
             }
             throw CofferError(.badData, "keepassxc-cli cannot read \(path): \(said)", hint: "check that `keepassxc-cli export --format xml \(path)` works; nothing was imported")
