@@ -11,7 +11,9 @@ import FoundationXML
 public enum KeePassXML {
     /// Reads the XML in `data`; `file` names it in messages.
     public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
-        let parser = XMLParser(data: data)
+        // Fed to libxml2 in chunks (a stream): a whole buffer of more than
+        // about 10 MB in one piece trips its "huge input" limit.
+        let parser = XMLParser(stream: InputStream(data: data))
         let reader = Reader(file: file)
         parser.delegate = reader
         parser.shouldResolveExternalEntities = false

@@ -30,6 +30,14 @@ extension Vault {
             let cleaned = InterchangeEntry.cleanName(e.name)
             prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
+        var checkedReplica = false
+        /// The first write checks that this file still owns its replica id
+        /// (``nextDot(_:)``); the rest take the following counters.
+        func dot(_ db: Database) throws -> Dot {
+            if checkedReplica { return try Queries.nextDot(db) }
+            checkedReplica = true
+            return try nextDot(db)
+        }
         func work(_ db: Database) throws -> InterchangeReport {
             var report = InterchangeReport(dryRun: options.dryRun)
             var taken = Set<String>()
@@ -44,7 +52,7 @@ extension Vault {
                     let ids = try Queries.itemIDs(db, nameHash: hash)
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -58,7 +66,7 @@ extension Vault {
                         }
                         if options.onConflict == .overwrite {
                             taken.insert(candidate)
-                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry) }
+                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot) }
                             report.lines.append(.init(entry: base, name: candidate, action: .overwritten, origin: entry.origin))
                             break
                         }
@@ -74,8 +82,16 @@ extension Vault {
             return report
         }
         return try CofferError.wrap {
-            if options.dryRun { return try store.read(work) }
-            return try store.writeImmediate(work)
+            // Thousands of seals and hashes: keep the keys readable for the
+            // whole import instead of two mprotect calls per use.
+            try keys.item.keepingReadable {
+                try keys.nameIndex.keepingReadable {
+                    try keys.fieldID.keepingReadable {
+                        if options.dryRun { return try store.read(work) }
+                        return try store.writeImmediate(work)
+                    }
+                }
+            }
         }
     }
 
@@ -131,7 +147,7 @@ extension Vault {
 
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
-    private func insertEntry(_ db: Database, name: String, entry: InterchangeEntry) throws {
+    private func insertEntry(_ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot) throws {
         let id = ItemID.random()
         let now = Clock.nowMillis()
         var changes = [
@@ -152,16 +168,21 @@ extension Vault {
             let write = (i == 0 ? changes : []) + fieldChanges(from: previous, to: version.fields, item: id)
             previous = version.fields
             guard !write.isEmpty else { continue }
-            apply(write, to: &state, dot: try nextDot(db), at: at)
+            apply(write, to: &state, dot: try dot(db), at: at)
             let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
-            try Queries.saveItem(db, row: row, old: saved, new: state, now: at)
+            if let saved {
+                try Queries.saveItem(db, row: row, old: saved, new: state, now: at)
+            } else {
+                // A new id: plain multi-row INSERTs, nothing to retire.
+                try Queries.insertNewItem(db, row: row, state: state)
+            }
             saved = state
         }
     }
 
     /// `--on-conflict overwrite`: one edit making the item equal to the
     /// entry (the sync policy stays as it is).
-    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry) throws {
+    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (Database) throws -> Dot) throws {
         var changes: [Change] = []
         if current.type != e.type { changes.append(Vault.meta(.type, "@type", e.type.rawValue)) }
         changes += fieldChanges(from: current.fields, to: e.fields, item: current.id)
@@ -190,7 +211,7 @@ extension Vault {
         guard !changes.isEmpty else { return }
         var state = old
         let now = Clock.nowMillis()
-        apply(changes, to: &state, dot: try nextDot(db), at: now)
+        apply(changes, to: &state, dot: try dot(db), at: now)
         let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
         try Queries.saveItem(db, row: row, old: old, new: state, now: now)
     }
