@@ -52,6 +52,20 @@ enum ImportError {
         return CofferError(.badData, "\(place): \(why)", hint: hint ?? "fix the file or export it again; nothing was imported")
     }
 
+    /// A missing file is 66, a folder 64, an unreadable file 66.
+    static func checkReadable(_ path: String) throws(CofferError) {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            throw CofferError(.fileNotFound, "no file at \(path)", hint: "check the path")
+        }
+        guard !isDir.boolValue else {
+            throw CofferError(.usage, "\(path) is a folder, not a file", hint: "give the exported file (only --from pass takes a folder)")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw CofferError(.fileNotFound, "cannot read \(path): permission denied", hint: "check the file's permissions")
+        }
+    }
+
     /// Reads a whole file; a missing file is 66, a folder or unreadable 65/66.
     static func read(_ path: String) throws(CofferError) -> Data {
         var isDir: ObjCBool = false

@@ -55,7 +55,7 @@ public enum Importer {
         case .pass:
             return try PassStore.read(folder: path, progress: options.progress)
         case .keepassXML:
-            return try KeePassXML.read(try ImportError.read(path), file: path)
+            return try KeePassXML.read(path: path)
         case .kdbx:
             guard let ask = options.sourcePassword else {
                 throw CofferError(.usage, "--from kdbx needs the database password", hint: "give it with --source-passphrase-fd N or --source-passphrase-file F")

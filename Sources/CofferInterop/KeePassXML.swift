@@ -11,9 +11,22 @@ import FoundationXML
 public enum KeePassXML {
     /// Reads the XML in `data`; `file` names it in messages.
     public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
+        try read(stream: InputStream(data: data), file: file)
+    }
+
+    /// Reads the XML file at `path` in chunks: it is never all in memory.
+    public static func read(path: String) throws(CofferError) -> ImportedFile {
+        try ImportError.checkReadable(path)
+        guard let stream = InputStream(fileAtPath: path) else {
+            throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
+        }
+        return try read(stream: stream, file: path)
+    }
+
+    static func read(stream: InputStream, file: String) throws(CofferError) -> ImportedFile {
         // Fed to libxml2 in chunks (a stream): a whole buffer of more than
         // about 10 MB in one piece trips its "huge input" limit.
-        let parser = XMLParser(stream: InputStream(data: data))
+        let parser = XMLParser(stream: stream)
         let reader = Reader(file: file)
         parser.delegate = reader
         parser.shouldResolveExternalEntities = false

@@ -30,17 +30,31 @@ extension Vault {
             let cleaned = InterchangeEntry.cleanName(e.name)
             prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
-        var checkedReplica = false
+        var last: Dot?
         /// The first write checks that this file still owns its replica id
-        /// (``nextDot(_:)``); the rest take the following counters.
+        /// (``nextDot(_:)``); the following counters are handed out here
+        /// and stored once at the end (``Queries/storeLocalCounter(_:_:)``).
         func dot(_ db: Database) throws -> Dot {
-            if checkedReplica { return try Queries.nextDot(db) }
-            checkedReplica = true
-            return try nextDot(db)
+            guard let previous = last else {
+                let first = try nextDot(db)
+                last = first
+                return first
+            }
+            let next = Dot(replica: previous.replica, counter: previous.counter + 1)
+            last = next
+            return next
         }
         func work(_ db: Database) throws -> InterchangeReport {
             var report = InterchangeReport(dryRun: options.dryRun)
             var taken = Set<String>()
+            // An empty vault has no names to look up: every name taken is
+            // in `taken`. New items are buffered into multi-row INSERTs.
+            let empty = try Queries.holdsNoItems(db)
+            var rows = NewItemRows()
+            func flush(_ pending: [PendingInsert]) throws {
+                let inserter = NewItemInserter(db)
+                for p in pending { try inserter.execute(p) }
+            }
             for (i, (base, entry)) in prepared.enumerated() {
                 if let progress, i % 256 == 0 { progress(i, prepared.count) }
                 var n = 1
@@ -48,11 +62,10 @@ extension Vault {
                     let candidate = n == 1 ? base : "\(base) (\(n))"
                     n += 1
                     guard !taken.contains(candidate) else { continue }
-                    let hash = KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex)
-                    let ids = try Queries.itemIDs(db, nameHash: hash)
+                    let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -77,6 +90,10 @@ extension Vault {
                     }
                     // keep-both (or several items share the name): try the next suffix.
                 }
+            }
+            if !options.dryRun {
+                try flush(rows.finish())
+                if let last { try Queries.storeLocalCounter(db, last) }
             }
             progress?(prepared.count, prepared.count)
             return report
@@ -147,7 +164,10 @@ extension Vault {
 
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
-    private func insertEntry(_ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot) throws {
+    private func insertEntry(
+        _ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
+        flush: ([PendingInsert]) throws -> Void
+    ) throws {
         let id = ItemID.random()
         let now = Clock.nowMillis()
         var changes = [
@@ -172,8 +192,11 @@ extension Vault {
             let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
             if let saved {
                 try Queries.saveItem(db, row: row, old: saved, new: state, now: at)
+            } else if versions.count == 1 {
+                // A new id without history: buffered multi-row INSERTs.
+                try flush(rows.add(row: row, state: state))
             } else {
-                // A new id: plain multi-row INSERTs, nothing to retire.
+                // Later writes retire these versions: insert them now.
                 try Queries.insertNewItem(db, row: row, state: state)
             }
             saved = state
