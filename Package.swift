@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
+        // `make docs`: DocC for CofferKit (a plugin; nothing links it).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
         // System C libraries.
@@ -97,9 +99,9 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // Example: an application reading its API key through CofferKit.
+        // Example: an application keeping its credentials in Coffer (docs/cofferkit.md).
         .executableTarget(
-            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/ReadAPIKey",
+            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/KeychainApp",
             swiftSettings: strict),
 
         .testTarget(
@@ -125,6 +127,13 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
+        // CofferKit's public API as an application sees it: this target
+        // depends on CofferKit alone, so a type the API needs but does not
+        // re-export fails the build.
+        .testTarget(
+            name: "CofferKitAPITests",
+            dependencies: ["CofferKit"],
+            swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
         .testTarget(
             name: "CofferInteropTests",
             dependencies: ["CofferInterop", "CofferKit", "CofferCrypto"],
