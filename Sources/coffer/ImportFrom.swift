@@ -15,7 +15,7 @@ struct InterchangeImportOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Put imported items under this name prefix (dotenv: the item's name).", valueName: "prefix"))
     var prefix: String?
 
-    @Option(name: .long, help: ArgumentHelp("When a name is taken by a different item: skip, overwrite or keep-both (default: keep-both, stored as 'NAME (2)').", valueName: "policy"))
+    @Option(name: .long, help: ArgumentHelp("When a name is taken by a different item: skip, overwrite or keep-both (stored as 'NAME (2)').", valueName: "policy"))
     var onConflict: String = ImportConflictPolicy.keepBoth.rawValue
 
     @Option(name: .long, help: ArgumentHelp("CSV column mapping FIELD=COLUMN,… (e.g. name=title,password=pass).", valueName: "mapping"))
@@ -71,7 +71,12 @@ enum InterchangeImportCommand {
         if format == .kdbx {
             let fd = o.sourcePassphraseFd, file = o.sourcePassphraseFile
             readOptions.sourcePassword = { () throws(CofferError) -> SecretBytes in
-                try PassphraseSource.read(fd: fd, file: file, environment: nil, prompt: "Password for \(path): ", confirm: false)
+                do throws(CofferError) {
+                    return try PassphraseSource.read(fd: fd, file: file, environment: nil, prompt: "Password for \(path): ", confirm: false)
+                } catch {
+                    guard error.kind == .locked else { throw error }
+                    throw CofferError(.locked, "\(path) needs its database password and there is no terminal to ask on", hint: "give it with --source-passphrase-fd N or --source-passphrase-file F")
+                }
             }
         }
         if format == .pass && Output.stderrIsTerminal {

@@ -117,6 +117,10 @@ import Glibc
         #expect(home.unlocked(["import", "--from", "csv", "missing.csv"]).status == 66)
         #expect(home.unlocked(["import", "--prefix", "p", "bundle"]).status == 64)
         #expect(home.unlocked(["import", "--from", "bitwarden-json", home.root.path]).status == 64)
+        #expect(home.unlocked(["import", "--from", "csv", "a.csv", "--source-passphrase-file", "x"]).status == 64)
+        let db = write(home, "db.kdbx", "not a database")
+        let noTerminal = home.unlocked(["import", "--from", "kdbx", db])
+        #expect(noTerminal.status == 77 && noTerminal.stderr.contains("--source-passphrase-fd"), "\(noTerminal)")
     }
 
     @Test func onePUXArchive() throws {
