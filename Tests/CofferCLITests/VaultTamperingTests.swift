@@ -273,3 +273,18 @@ struct VaultRollbackTests {
         #expect(home.unlocked(["verify"]).status == 0)
     }
 }
+
+extension VaultTamperingTests {
+    /// Imports of other tools' exports (bulk rows, history, overwrite)
+    /// keep the vault MAC and the item records: the vault verifies after.
+    @Test func plaintextImportsKeepTheVaultVerifiable() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "GitHub", "--type", "login", "--field", "username=me"], stdin: "mine").status == 0)
+        #expect(home.unlocked(["import", "--from", "bitwarden-json", InterchangeCLITests.fixture("bitwarden.json")]).status == 0)
+        #expect(home.unlocked(["import", "--from", "csv", InterchangeCLITests.fixture("chrome.csv"), "--on-conflict", "overwrite"]).status == 0)
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 0, "\(v)")
+        #expect(home.unlocked(["export", "--out", home.path("all.cb")]).status == 0)
+    }
+}
