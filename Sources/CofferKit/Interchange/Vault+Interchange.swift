@@ -31,15 +31,15 @@ extension Vault {
             prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
         var last: Dot?
-        // Every row written below is folded into the vault MAC
-        // (docs/key-hierarchy.md), committed with the transaction.
-        let mac = VaultMAC(key: keys.mac)
         /// The first write checks that this file still owns its replica id
         /// (``nextDot(_:)``); the following counters are handed out here
         /// and stored once at the end (``Queries/storeLocalCounter(_:_:)``).
+        // Set for a real import (a write transaction): the vault MAC
+        // accumulator every write goes through. A dry run only reads.
+        var mac: VaultMAC?
         func dot(_ db: Database) throws -> Dot {
             guard let previous = last else {
-                let first = try nextDot(db, mac)
+                let first = try nextDot(db, mac!)
                 last = first
                 return first
             }
@@ -53,9 +53,9 @@ extension Vault {
             // An empty vault has no names to look up: every name taken is
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
-            var rows = NewItemRows(mac: mac)
+            var rows = NewItemRows(mac: mac ?? VaultMAC(key: keys.mac))
             func flush(_ pending: [PendingInsert]) throws {
-                let inserter = NewItemInserter(db, mac: mac)
+                let inserter = NewItemInserter(db, mac: mac!)
                 for p in pending { try inserter.execute(p) }
             }
             for (i, (base, entry)) in prepared.enumerated() {
@@ -68,7 +68,7 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac!) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -81,7 +81,7 @@ extension Vault {
                         }
                         if options.onConflict == .overwrite {
                             taken.insert(candidate)
-                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot, mac: mac) }
+                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot, mac: mac!) }
                             report.lines.append(.init(entry: base, name: candidate, action: .overwritten, origin: entry.origin))
                             break
                         }
@@ -95,7 +95,7 @@ extension Vault {
             }
             if !options.dryRun {
                 try flush(rows.finish())
-                if let last { try Queries.storeLocalCounter(db, last, mac: mac) }
+                if let last { try Queries.storeLocalCounter(db, last, mac: mac!) }
             }
             progress?(prepared.count, prepared.count)
             return report
@@ -106,15 +106,10 @@ extension Vault {
             try keys.item.keepingReadable {
                 try keys.nameIndex.keepingReadable {
                     try keys.fieldID.keepingReadable {
-                        try keys.record.keepingReadable {
-                            try mac.keepingReadable {
-                                if options.dryRun { return try store.read(work) }
-                                return try store.writeImmediate { db in
-                                    let report = try work(db)
-                                    try Queries.commitMAC(db, mac)
-                                    return report
-                                }
-                            }
+                        if options.dryRun { return try store.read(work) }
+                        return try write { db, accumulator in
+                            mac = accumulator
+                            return try work(db)
                         }
                     }
                 }
@@ -267,9 +262,12 @@ extension Vault {
     public func exportEntries(includeLocalOnly: Bool, history: Bool) throws(CofferError) -> InterchangeSelection {
         try CofferError.wrap {
             try store.read { db in
+                // A plaintext copy of a vault edited outside coffer would
+                // carry the edit: check the whole file first, and each item.
+                try checkVaultMAC(db)
                 var out = InterchangeSelection(entries: [], leftOutLocalOnly: [], conflicted: [])
-                for row in try Queries.itemRows(db) {
-                    let state = try Queries.itemState(db, id: row.id)
+                for listed in try Queries.itemRows(db) {
+                    guard let (row, state, _) = try loadItem(db, id: listed.id) else { continue }
                     let item = try decode(state, row: row)
                     if Vault.isReserved(item.name) { continue }
                     if row.policy == .localOnly && !includeLocalOnly {
