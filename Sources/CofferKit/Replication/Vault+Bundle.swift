@@ -275,7 +275,9 @@ extension Vault {
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
                 try keys.item.keepingReadable {
-                    try keys.nameIndex.keepingReadable {
+                    // The field-id key checks every user field's register
+                    // id (rule register-name).
+                    try keys.nameIndex.keepingReadable { try keys.fieldID.keepingReadable {
                         // Records are decoded (and new items authenticated)
                         // on a second thread while this one writes.
                         // Into an empty vault, that thread also builds the
@@ -312,7 +314,7 @@ extension Vault {
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                             }
                         }
-                    }
+                    } }
                 }
                 try inserter.finish()
                 try Queries.createIndexes(db, rebuild)
