@@ -43,7 +43,7 @@ struct Coffer: ParsableCommand {
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {
-            Output.fail(error)
+            Output.fail(UnlockedVault.withSuggestion(error))
         } catch {
             exit(withError: error)
         }

@@ -50,6 +50,9 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
     public var message: String
     /// What to do about it, when there is something to say.
     public var hint: String?
+    /// For ``Kind/itemNotFound``: the item name that was looked up, so a
+    /// caller can add "did you mean …?" (``Vault/suggestion(forMissing:)``).
+    public var missingName: String?
 
     public init(_ kind: Kind, _ message: String, hint: String? = nil) {
         self.kind = kind
