@@ -117,7 +117,7 @@ extension Vault {
     public func writeSummary(to path: String) throws(CofferError) {
         let s = try summaryFile()
         let out = try AtomicFileOutput(path: path)
-        do { try out.writeBytes(s.encoded) } catch { throw CofferError(.cannotCreate, "cannot write \(path): \(error)") }
+        do { try out.writeBytes(s.encoded) } catch { throw out.error("\(error)") }
         try out.commit()
     }
 
@@ -192,7 +192,7 @@ extension Vault {
                     }
                     return ExportReport(path: path, kind: header.kind, items: count, bytes: writer.bytesWritten)
                 } catch let e as BundleError {
-                    throw CofferError(.cannotCreate, "cannot write \(path): \(e)")
+                    throw out.error("\(e)")
                 }
             }
         }

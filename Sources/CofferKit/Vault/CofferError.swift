@@ -101,7 +101,7 @@ extension CofferError {
     public init(_ failure: FileWriteFailure) {
         switch failure.errno {
         case ENOSPC, EDQUOT:
-            self.init(.ioError, "no space left on the disk that holds \(failure.path)", hint: "free some space and run the command again; nothing was changed")
+            self.init(.ioError, "no space left on \(Disk.describe(holding: failure.path))", hint: "free some space and run the command again; nothing was changed")
         case EIO:
             self.init(.ioError, failure.message, hint: failure.hint)
         default:
