@@ -14,11 +14,18 @@ public final class VaultStore: Sendable {
 
     public let path: String
     let queue: DatabaseQueue
+    /// A descriptor holding an exclusive `flock` on a file this process is
+    /// creating (-1 for an opened vault): a temporary vault being built is
+    /// never swept as litter (docs/reliability.md).
+    private let lockFD: Int32
 
-    private init(path: String, queue: DatabaseQueue) {
+    private init(path: String, queue: DatabaseQueue, lockFD: Int32 = -1) {
         self.path = path
         self.queue = queue
+        self.lockFD = lockFD
     }
+
+    deinit { if lockFD >= 0 { close(lockFD) } }
 
     static func configuration() -> Configuration {
         var config = Configuration()
@@ -41,7 +48,10 @@ public final class VaultStore: Sendable {
     /// runs migrations only when the file is older than this build.
     public static func open(path: String) throws(StoreError) -> VaultStore {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw .notFound(path: path) }
+        guard stat(path, &st) == 0 else {
+            if errno == EACCES { throw .permissionDenied(path: path, reason: "a folder on its path cannot be searched by this user") }
+            throw .notFound(path: path)
+        }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw .notAVault(path: path, reason: "not a regular file")
         }
@@ -83,7 +93,7 @@ public final class VaultStore: Sendable {
             throw .cannotCreate(path: path, reason: String(cString: strerror(errno)))
         }
         fchmod(fd, 0o600)
-        close(fd)
+        _ = flock(fd, LOCK_EX | LOCK_NB)
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration())
             try Migrations.migrator.migrate(queue)
@@ -107,8 +117,9 @@ public final class VaultStore: Sendable {
                 try db.execute(
                     sql: "INSERT INTO replica (replicaId, counter) VALUES (?, 0)", arguments: [Data(replica.bytes)])
             }
-            return VaultStore(path: path, queue: queue)
+            return VaultStore(path: path, queue: queue, lockFD: fd)
         } catch {
+            close(fd)
             unlink(path)
             if let e = error as? DatabaseError { throw translate(e, path: path) }
             throw .database(String(describing: error))
@@ -139,8 +150,22 @@ public final class VaultStore: Sendable {
             return .notAVault(path: path, reason: "not a Coffer vault (SQLite reports: \(e.message ?? "file is not a database"))")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return .busy(path: path)
-        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+        case .SQLITE_FULL:
+            return .diskFull(path: path)
+        case .SQLITE_IOERR:
+            if FileDiagnosis.diskIsFull(path) { return .diskFull(path: path) }
+            return .io(path: path, reason: e.message ?? "disk I/O error")
+        case .SQLITE_READONLY:
+            return .readOnly(path: path, reason: FileDiagnosis.whyReadOnly(path))
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
+            if let why = FileDiagnosis.whyUnreadable(path) { return .permissionDenied(path: path, reason: why) }
+            if let why = FileDiagnosis.whyUnwritable(path) { return .readOnly(path: path, reason: why) }
+            if FileDiagnosis.diskIsFull(path) { return .diskFull(path: path) }
             return .cannotCreate(path: path, reason: e.message ?? "cannot open")
+        case .SQLITE_ERROR where (e.message ?? "").hasPrefix("no such table") || (e.message ?? "").hasPrefix("no such column"):
+            // A schema that lost a table: the file is damaged (or was
+            // edited outside coffer), not coffer's bug.
+            return .notAVault(path: path, reason: "the vault is damaged (\(e.message ?? "its schema is incomplete"))")
         default:
             return .database(e.message ?? "SQLite error \(e.resultCode.rawValue)")
         }
@@ -148,14 +173,16 @@ public final class VaultStore: Sendable {
 
     /// Runs `body` in a read transaction.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path) } catch let e as StoreError {
+            throw e.naming(path)
+        }
     }
 
     /// Runs `body` in one write transaction: all of it is committed or none.
     public func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try queue.write(body)
-        } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path) } catch let e as StoreError { throw e.naming(path) }
     }
 
     /// Runs `body` inside an immediate transaction, for read-modify-write
@@ -170,6 +197,6 @@ public final class VaultStore: Sendable {
                 }
                 return result!
             }
-        } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path) } catch let e as StoreError { throw e.naming(path) }
     }
 }

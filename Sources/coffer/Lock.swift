@@ -20,7 +20,10 @@ struct Lock: ParsableCommand {
 
     func run() throws {
         let directory = SessionDirectory.resolve()
-        defer { directory.sweep() }
+        defer {
+            directory.sweep()
+            SessionFolderWarnings.report(directory)
+        }
         if all {
             let file = try options.openFile()
             let ended = Session.endAll(vaultID: file.header.vaultID, directory: directory)

@@ -17,3 +17,14 @@ enum OutputFiles {
         throw CofferError(.usage, "refusing to write \(what) (binary data) to a terminal", hint: "redirect it: `… --out - > FILE`, or give a file name")
     }
 }
+
+/// What is in the session folder but cannot be a session (issue 13).
+enum SessionFolderWarnings {
+    /// One warning per `*.session` entry that is not a regular file: it is
+    /// skipped, never opened (a FIFO would block) or removed.
+    static func report(_ directory: SessionDirectory) {
+        for name in directory.irregularEntries() {
+            Output.warn("skipped \(directory.path)/\(name): not a regular file, so not a session (remove it)")
+        }
+    }
+}

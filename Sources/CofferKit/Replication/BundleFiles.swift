@@ -72,6 +72,8 @@ final class AtomicFileOutput: BundleOutput {
             target = resolved
             let dir = (resolved as NSString).deletingLastPathComponent
             let base = (resolved as NSString).lastPathComponent
+            // What a killed export of the same file left (issue 13).
+            AtomicFileOutput.sweepStale(dir: dir) { $0 == base }
             let temp = (dir.isEmpty ? "" : dir + "/") + AtomicFileOutput.tempName(for: base)
             tempPath = temp
             fd = Glibc.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -95,6 +97,13 @@ final class AtomicFileOutput: BundleOutput {
         guard name.hasPrefix("."), let r = name.range(of: ".tmp-", options: .backwards) else { return false }
         let stem = name[name.index(after: name.startIndex)..<r.lowerBound]
         return !stem.isEmpty && base(stem) && TempFiles.isRandomSuffix(name[r.upperBound...])
+    }
+
+    /// Removes unlocked temporary files older than
+    /// ``TempFiles/staleAge`` in `dir` whose base name `base` accepts.
+    @discardableResult
+    static func sweepStale(dir: String, base: @escaping (Substring) -> Bool) -> [String] {
+        TempFiles.sweep(dir: dir, isOurs: { isTempName($0, base: base) })
     }
 
     deinit {

@@ -196,6 +196,11 @@ extension Vault {
     /// `dryRun`, computes what would change and changes nothing.
     public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
         let rebinding = dryRun ? nil : try claimReplica()
+        if !dryRun {
+            // Bundles whose writer was killed before the rename (here or on
+            // a machine that replicates this folder) are litter (issue 13).
+            AtomicFileOutput.sweepStale(dir: dir) { $0.hasSuffix(".coffer-bundle") }
+        }
         let (local, summary, exportable) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
         }
