@@ -69,6 +69,7 @@ public final class VaultStore: Sendable {
                 }
                 try Migrations.migrator.migrate(queue)
             }
+            removeStaleJournal(queue, path: path)
             return VaultStore(path: path, queue: queue)
         } catch let e as StoreError {
             throw e
@@ -76,6 +77,27 @@ public final class VaultStore: Sendable {
             throw translate(e, path: path)
         } catch {
             throw .database(String(describing: error))
+        }
+    }
+
+    /// A writer killed before its journal was complete leaves a journal
+    /// that is not "hot": SQLite ignores it and removes it only at the
+    /// next write. Removes it now (docs/reliability.md), under a RESERVED
+    /// lock: no other writer can be using it, and taking the lock already
+    /// rolled back a hot one. Costs one `access` when there is none;
+    /// failures (a read-only vault, a live writer: never waited for) leave it
+    /// for later.
+    static func removeStaleJournal(_ queue: DatabaseQueue, path: String) {
+        let journal = path + "-journal"
+        guard access(journal, F_OK) == 0 else { return }
+        try? queue.inDatabase { db in
+            // Never wait: a live writer's journal is its own business.
+            try db.execute(sql: "PRAGMA busy_timeout = 0")
+            defer { try? db.execute(sql: "PRAGMA busy_timeout = 5000") }
+            try db.inTransaction(.immediate) {
+                if access(journal, F_OK) == 0 { unlink(journal) }
+                return .commit
+            }
         }
     }
 

@@ -157,10 +157,11 @@ struct CrashFaultTests {
     static func stateAfterKill(_ home: TestHome, _ c: CrashCase) -> (state: String?, opened: Int) {
         var found: String?
         var opened = 0
-        for pw in [home.passphrase] + (c.newPassphrase.map { [$0] } ?? []) {
+        for (i, pw) in ([home.passphrase] + (c.newPassphrase.map { [$0] } ?? [])).enumerated() {
             if let s = state(home, c, passphrase: pw) {
                 opened += 1
-                found = s
+                // Which passphrase opens it is part of the state (passwd).
+                found = (c.newPassphrase == nil ? "" : "opens with passphrase \(i)\n") + s
             }
         }
         return (found, opened)
@@ -269,6 +270,8 @@ struct CrashFaultTests {
         var rng = SeededGenerator(seed: FaultSettings.seed ^ c.seed)
         let (old, new, _) = Self.states(c)
         try #require(old != new || c.name == "export", "\(c.name): the command changes nothing visible")
+        // The passwd trials open the vault with each passphrase: exactly
+        // one must work.
         // Every (syscall, N) point of a clean run; a seeded sample of them.
         var points = Self.syscallCounts(c).flatMap { (name, n) in (1...max(n, 1)).map { (name, $0) } }
         points.shuffle(using: &rng)
@@ -296,9 +299,9 @@ struct CrashFaultTests {
             let delay = Double.random(in: 0...max(duration, 0.05), using: &rng)
             let pw = home.path("passphrase.txt")
             FileManager.default.createFile(atPath: pw, contents: Data((home.passphrase + "\n").utf8))
-            let stdin = c.stdin.map { "printf '%s' '\($0.replacingOccurrences(of: "\n", with: "\\n"))' | " } ?? ""
+            FileManager.default.createFile(atPath: home.path("stdin.txt"), contents: Data((c.stdin ?? "").utf8))
             let args = (c.args + ["--passphrase-file", pw]).map { "'\($0)'" }.joined(separator: " ")
-            let script = "\(stdin)\"$COFFER\" \(args) & p=$!; sleep \(String(format: "%.3f", delay)); kill -KILL $p 2>/dev/null; wait $p"
+            let script = "\"$COFFER\" \(args) < stdin.txt & p=$!; sleep \(String(format: "%.3f", delay)); kill -KILL $p 2>/dev/null; wait $p"
             let r = home.shell(script)
             if r.status == 137 { killed += 1 }
             problems += Self.check(home, c, old: old, new: new, trial: "delay \(String(format: "%.3f", delay))s")
