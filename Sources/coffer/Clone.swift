@@ -21,7 +21,8 @@ struct Clone: ParsableCommand {
     func run() throws {
         let path = options.path
         // Checked again inside clone; here they spare asking for a passphrase.
-        _ = try Vault.inspectBundle(at: file)
+        // (Standard input can be read only once: checked by the clone.)
+        if file != "-" { _ = try Vault.inspectBundle(at: file) }
         VaultFile.sweepStaleTemporaries(forVaultAt: path)
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")

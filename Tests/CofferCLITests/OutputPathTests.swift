@@ -43,6 +43,21 @@ struct OutputPathTests {
         #expect(ex.stderr.contains("wrote delta bundle d.cb: 0 items"), "\(ex)")
     }
 
+    @Test func dashReadsStandardInput() throws {
+        let home = Self.homeWithItem()
+        #expect(home.unlocked(["export", "--out", "full.cb"]).status == 0)
+        let cl = home.shell("\"$COFFER\" clone - --vault b.coffer --passphrase-file \"$PW\" < full.cb")
+        #expect(cl.status == 0, "\(cl)")
+        #expect(home.unlocked(["get", "work/openai", "--vault", "b.coffer"]).stdout == "sk-1\n")
+        #expect(home.unlocked(["add", "more", "--type", "api-key", "--secret", "key"], stdin: "sk-2\n").status == 0)
+        // The receiver's summary from stdin, the delta into stdin of import.
+        let delta = home.shell(
+            "\"$COFFER\" summary --out - --vault b.coffer --passphrase-file \"$PW\" | \"$COFFER\" export --since - --out - --passphrase-file \"$PW\" | \"$COFFER\" import - --vault b.coffer --passphrase-file \"$PW\"")
+        #expect(delta.status == 0, "\(delta)")
+        #expect(home.unlocked(["get", "more", "--vault", "b.coffer"]).stdout == "sk-2\n")
+        #expect(!FileManager.default.fileExists(atPath: home.path("-")))
+    }
+
     @Test func devStdoutIsWrittenNotReplaced() throws {
         let home = Self.homeWithItem()
         let r = home.timed(["export", "--out", "/dev/stdout"], unlocked: true)

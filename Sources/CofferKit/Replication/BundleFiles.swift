@@ -13,19 +13,40 @@ final class BundleFileInput: BundleInput {
     private let fd: Int32
 
     /// Opens `path`; a missing path is ``CofferError/Kind/fileNotFound``.
+    /// `-` is standard input (read once, as a stream). Anything else must
+    /// be a regular file: it is opened with `O_NONBLOCK` and its type
+    /// checked on the open descriptor, so a FIFO put in its place (in a
+    /// sync folder, say) can never block the open.
     init(path: String) throws(CofferError) {
         self.path = path
+        if path == "-" {
+            let fd = dup(0)
+            guard fd >= 0 else {
+                throw CofferError(.fileNotFound, "cannot read standard input: \(String(cString: strerror(errno)))", hint: "give the path of a bundle, or redirect standard input from one")
+            }
+            self.fd = fd
+            return
+        }
         var st = stat()
         guard stat(path, &st) == 0 else {
             throw CofferError(.fileNotFound, "no such file: \(path)", hint: "check the path of the bundle")
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw CofferError(.fileNotFound, "\(path) is not a regular file", hint: "give the path of a bundle written by `coffer export` (or `-` for standard input)")
+        }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else {
+            let code = errno
+            if code == EACCES || code == EPERM {
+                throw CofferError(.permissionDenied, "cannot read \(path): permission denied", hint: "check the file's owner and mode (ls -l)")
+            }
+            throw CofferError(.fileNotFound, "cannot read \(path): \(String(cString: strerror(code)))", hint: "check the file's permissions")
+        }
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
             throw CofferError(.fileNotFound, "\(path) is not a regular file", hint: "give the path of a bundle written by `coffer export`")
         }
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw CofferError(.fileNotFound, "cannot read \(path): \(String(cString: strerror(errno)))", hint: "check the file's permissions")
-        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         self.fd = fd
     }
 
