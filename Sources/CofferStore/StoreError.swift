@@ -23,6 +23,11 @@ public enum StoreError: Error, Sendable, Equatable {
     case diskFull(path: String)
     /// Reading or writing the file failed (SQLITE_IOERR).
     case io(path: String, reason: String)
+    /// The vault file holds something coffer never writes: a missing
+    /// table or column, a value of the wrong type or out of range, rows
+    /// that fail the integrity checks (docs/threat-model.md). The text
+    /// names what, never a value.
+    case damaged(String)
     /// Any other SQLite failure, with SQLite's message (never data).
     case database(String)
 }

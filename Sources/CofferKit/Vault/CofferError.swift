@@ -102,9 +102,19 @@ extension CofferError {
             return CofferError(.ioError, "no space left on \(Disk.describe(holding: path))", hint: "free some space and run the command again; nothing was changed")
         case .io(let path, let reason):
             return CofferError(.ioError, "cannot read or write the vault \(path): \(reason)", hint: "check the disk (dmesg); the vault is unchanged unless a write completed")
+        case .damaged(let what):
+            return .modifiedOutside(what)
         case .database(let message):
             return CofferError(.internalError, "vault database error: \(message)")
         }
+    }
+
+    /// The vault file fails an integrity check or holds what coffer never
+    /// writes (exit 65). `what` names the inconsistency, never a value.
+    package static func modifiedOutside(_ what: String) -> CofferError {
+        CofferError(
+            .badData, "vault file was modified outside coffer or is damaged: \(what)",
+            hint: "run `coffer verify` for details; restore the vault from a backup or clone it again from a bundle")
     }
 
     /// A file that could not be written: a full disk or another I/O error
