@@ -36,7 +36,10 @@ extension StoreError {
     /// The same error naming the vault file: queries only know the
     /// connection's label.
     func naming(_ path: String) -> StoreError {
-        if case .notAVault(_, let reason) = self { return .notAVault(path: path, reason: reason) }
-        return self
+        switch self {
+        case .notAVault(_, let reason): return .notAVault(path: path, reason: reason)
+        case .damaged(let what) where !what.hasSuffix("(in \(path))"): return .damaged("\(what) (in \(path))")
+        default: return self
+        }
     }
 }

@@ -74,7 +74,7 @@ public final class VaultStore: Sendable {
         } catch let e as StoreError {
             throw e
         } catch let e as DatabaseError {
-            throw translate(e, path: path)
+            throw translate(e, path: path).naming(path)
         } catch {
             throw .database(String(describing: error))
         }
@@ -204,7 +204,7 @@ public final class VaultStore: Sendable {
 
     /// Runs `body` in a read transaction.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path) } catch let e as StoreError {
+        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path).naming(path) } catch let e as StoreError {
             throw e.naming(path)
         }
     }
@@ -213,7 +213,7 @@ public final class VaultStore: Sendable {
     public func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try queue.write(body)
-        } catch let e as DatabaseError { throw Self.translate(e, path: path) } catch let e as StoreError { throw e.naming(path) }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path).naming(path) } catch let e as StoreError { throw e.naming(path) }
     }
 
     /// Runs `body` inside an immediate transaction, for read-modify-write
@@ -228,6 +228,6 @@ public final class VaultStore: Sendable {
                 }
                 return result!
             }
-        } catch let e as DatabaseError { throw Self.translate(e, path: path) } catch let e as StoreError { throw e.naming(path) }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path).naming(path) } catch let e as StoreError { throw e.naming(path) }
     }
 }
