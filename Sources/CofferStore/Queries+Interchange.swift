@@ -14,13 +14,18 @@ extension Queries {
 
     /// Records `dot` as the local replica's latest write (what the last of
     /// a run of ``nextDot(_:)`` calls would have left).
-    public static func storeLocalCounter(_ db: Database, _ dot: Dot) throws {
+    /// The vault MAC follows both rows, as for ``nextDot(_:mac:)``.
+    public static func storeLocalCounter(_ db: Database, _ dot: Dot, mac: VaultMAC) throws {
+        let local = try localReplica(db)
+        guard local.id == dot.replica, dot.counter >= local.counter else {
+            throw StoreError.damaged("a bulk write's counter is behind the local replica's")
+        }
+        guard dot.counter <= UInt64(StoredLimits.maxCounter) else {
+            throw StoreError.damaged("the local replica's counter is at its limit")
+        }
+        mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
+        mac.toggle(IntegrityTerm.local(local.id, counter: dot.counter))
         try db.execute(sql: "UPDATE localReplica SET counter = ? WHERE singleton = 1", arguments: [Int64(dot.counter)])
-        try db.execute(
-            sql: """
-                INSERT INTO replica (replicaId, counter) VALUES (?, ?)
-                ON CONFLICT(replicaId) DO UPDATE SET counter = max(counter, excluded.counter)
-                """,
-            arguments: [Data(dot.replica.bytes), Int64(dot.counter)])
+        try raiseReplica(db, local.id, to: dot.counter, at: nil, mac: mac)
     }
 }

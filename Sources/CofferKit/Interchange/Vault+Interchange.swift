@@ -34,9 +34,12 @@ extension Vault {
         /// The first write checks that this file still owns its replica id
         /// (``nextDot(_:)``); the following counters are handed out here
         /// and stored once at the end (``Queries/storeLocalCounter(_:_:)``).
+        // Set for a real import (a write transaction): the vault MAC
+        // accumulator every write goes through. A dry run only reads.
+        var mac: VaultMAC?
         func dot(_ db: Database) throws -> Dot {
             guard let previous = last else {
-                let first = try nextDot(db)
+                let first = try nextDot(db, mac!)
                 last = first
                 return first
             }
@@ -50,9 +53,9 @@ extension Vault {
             // An empty vault has no names to look up: every name taken is
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
-            var rows = NewItemRows()
+            var rows = NewItemRows(mac: mac ?? VaultMAC(key: keys.mac))
             func flush(_ pending: [PendingInsert]) throws {
-                let inserter = NewItemInserter(db)
+                let inserter = NewItemInserter(db, mac: mac!)
                 for p in pending { try inserter.execute(p) }
             }
             for (i, (base, entry)) in prepared.enumerated() {
@@ -65,12 +68,11 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac!) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
-                    if ids.count == 1, let row = try Queries.itemRow(db, id: ids[0]) {
-                        let state = try Queries.itemState(db, id: ids[0])
+                    if ids.count == 1, let (row, state, _) = try loadItem(db, id: ids[0]) {
                         let item = try decode(state, row: row)
                         if Vault.isIdentical(item, entry) {
                             taken.insert(candidate)
@@ -79,7 +81,7 @@ extension Vault {
                         }
                         if options.onConflict == .overwrite {
                             taken.insert(candidate)
-                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot) }
+                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot, mac: mac!) }
                             report.lines.append(.init(entry: base, name: candidate, action: .overwritten, origin: entry.origin))
                             break
                         }
@@ -93,7 +95,7 @@ extension Vault {
             }
             if !options.dryRun {
                 try flush(rows.finish())
-                if let last { try Queries.storeLocalCounter(db, last) }
+                if let last { try Queries.storeLocalCounter(db, last, mac: mac!) }
             }
             progress?(prepared.count, prepared.count)
             return report
@@ -105,7 +107,10 @@ extension Vault {
                 try keys.nameIndex.keepingReadable {
                     try keys.fieldID.keepingReadable {
                         if options.dryRun { return try store.read(work) }
-                        return try store.writeImmediate(work)
+                        return try write { db, accumulator in
+                            mac = accumulator
+                            return try work(db)
+                        }
                     }
                 }
             }
@@ -166,7 +171,7 @@ extension Vault {
     /// item's history), then the entry as it is now.
     private func insertEntry(
         _ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
-        flush: ([PendingInsert]) throws -> Void
+        flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
     ) throws {
         let id = ItemID.random()
         let now = Clock.nowMillis()
@@ -191,13 +196,13 @@ extension Vault {
             apply(write, to: &state, dot: try dot(db), at: at)
             let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
             if let saved {
-                try Queries.saveItem(db, row: row, old: saved, new: state, now: at)
+                try save(db, row: row, old: saved, new: state, now: at, mac: mac)
             } else if versions.count == 1 {
                 // A new id without history: buffered multi-row INSERTs.
-                try flush(rows.add(row: row, state: state))
+                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row), state: state))
             } else {
                 // Later writes retire these versions: insert them now.
-                try Queries.insertNewItem(db, row: row, state: state)
+                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row), state: state, mac: mac)
             }
             saved = state
         }
@@ -205,7 +210,7 @@ extension Vault {
 
     /// `--on-conflict overwrite`: one edit making the item equal to the
     /// entry (the sync policy stays as it is).
-    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (Database) throws -> Dot) throws {
+    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (Database) throws -> Dot, mac: VaultMAC) throws {
         var changes: [Change] = []
         if current.type != e.type { changes.append(Vault.meta(.type, "@type", e.type.rawValue)) }
         changes += fieldChanges(from: current.fields, to: e.fields, item: current.id)
@@ -236,7 +241,7 @@ extension Vault {
         let now = Clock.nowMillis()
         apply(changes, to: &state, dot: try dot(db), at: now)
         let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
-        try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+        try save(db, row: row, old: old, new: state, now: now, mac: mac)
     }
 
     // MARK: Plaintext export
@@ -257,9 +262,12 @@ extension Vault {
     public func exportEntries(includeLocalOnly: Bool, history: Bool) throws(CofferError) -> InterchangeSelection {
         try CofferError.wrap {
             try store.read { db in
+                // A plaintext copy of a vault edited outside coffer would
+                // carry the edit: check the whole file first, and each item.
+                try checkVaultMAC(db)
                 var out = InterchangeSelection(entries: [], leftOutLocalOnly: [], conflicted: [])
-                for row in try Queries.itemRows(db) {
-                    let state = try Queries.itemState(db, id: row.id)
+                for listed in try Queries.itemRows(db) {
+                    guard let (row, state, _) = try loadItem(db, id: listed.id) else { continue }
                     let item = try decode(state, row: row)
                     if Vault.isReserved(item.name) { continue }
                     if row.policy == .localOnly && !includeLocalOnly {
