@@ -33,7 +33,12 @@ struct Clip: ParsableCommand {
     func run() throws {
         let seconds = try Clip.parseDelay(clearAfter)
         let tool = try ClipboardTool.detect()
-        let item = try options.unlock().item(named: name)
+        try Clip.execute(vault: try options.unlock(), name: name, field: field, tool: tool, seconds: seconds)
+    }
+
+    /// Shared with ``FastPath``.
+    static func execute(vault: Vault, name: String, field: String?, tool: ClipboardTool, seconds: Int) throws {
+        let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
         let chosen = try Get.choose(item, field)
         if chosen.isFile {

@@ -29,14 +29,20 @@ struct Otp: ParsableCommand {
     var json = false
 
     func run() throws {
-        var time = Int64(Date().timeIntervalSince1970)
+        var time: Int64?
         if let at {
             guard let t = Int64(at), t >= 0 else {
                 throw CofferError(.usage, "--at expects a number of seconds since 1970, got '\(at.prefix(32))'")
             }
             time = t
         }
-        let item = try options.unlock().item(named: name)
+        try Otp.execute(vault: try options.unlock(), name: name, field: field, at: time, json: json)
+    }
+
+    /// Shared with ``FastPath``.
+    static func execute(vault: Vault, name: String, field: String, at: Int64?, json: Bool) throws {
+        let time = at ?? Int64(Date().timeIntervalSince1970)
+        let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
         guard let f = item.field(field) else {
             throw CofferError(.itemNotFound, "item '\(item.name)' has no field '\(field)'",

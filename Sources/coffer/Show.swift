@@ -24,7 +24,12 @@ struct Show: ParsableCommand {
     var json = false
 
     func run() throws {
-        let item = try options.unlock().item(named: name)
+        try Show.execute(vault: try options.unlock(), name: name, reveal: reveal, json: json)
+    }
+
+    /// Shared with ``FastPath``.
+    static func execute(vault: Vault, name: String, reveal: Bool, json: Bool) throws {
+        let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
         if json {
             try Output.json(ShowJSON(item, reveal: reveal))

@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferSync
+import CofferStore
 import Foundation
 import Testing
 
@@ -198,5 +199,65 @@ struct EditorDocumentTests {
         var item = Self.login()
         item.fields[0].value = "two\nlines"
         #expect(throws: CofferError.self) { try EditorDocument.render(item) }
+    }
+}
+
+@Suite("attachments in the item model and payload")
+struct AttachmentKitTests {
+    @Test func payloadFlagBitOneMarksAFileAndOldPayloadsReadAsBefore() throws {
+        let p = FieldPayload(name: "k", value: [0, 255, 10], isSecret: true, isFile: true)
+        #expect(p.encoded[0] == 0b11)
+        #expect(try FieldPayload(decoding: p.encoded) == p)
+        // A text payload's bytes are exactly as before the attachment flag.
+        let text = FieldPayload(name: "k", value: Array("v".utf8), isSecret: true)
+        #expect(text.encoded == [1, 0, 1, UInt8(ascii: "k"), 0, 0, 0, 1, UInt8(ascii: "v")])
+        #expect(try FieldPayload(decoding: text.encoded).isFile == false)
+        // Bits above 1 stay reserved.
+        var bad = p.encoded
+        bad[0] = 0b100
+        #expect(throws: FormatError.self) { try FieldPayload(decoding: bad) }
+    }
+
+    @Test func bytesSurviveTheVaultAndLimitsHold() throws {
+        let vault = try makeVault()
+        let bytes: [UInt8] = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 31) } + [0xff, 0xfe, 0, 0xc3]
+        _ = try vault.add(ItemDraft(name: "files", type: .custom, fields: [Field(name: "blob", bytes: bytes, isSecret: true, isFile: true)]))
+        let f = try #require(try vault.item(named: "files").field("blob"))
+        #expect(f.bytes == bytes)
+        #expect(f.isFile && f.isSecret)
+        // Above 16 MiB: refused, nothing written.
+        var edit = ItemEdit()
+        edit.setFields = [Field(name: "big", bytes: [UInt8](repeating: 1, count: Field.maxValueBytes + 1), isSecret: true, isFile: true)]
+        #expect(throws: CofferError.self) { try vault.edit("files", edit) }
+        // Two 15 MiB values fit each; together they pass the 28 MiB item limit.
+        let fifteen = [UInt8](repeating: 2, count: 15 * 1024 * 1024)
+        edit.setFields = [Field(name: "a", bytes: fifteen, isSecret: true, isFile: true), Field(name: "b", bytes: fifteen, isSecret: true, isFile: true)]
+        do {
+            try vault.edit("files", edit)
+            Issue.record("an item above 28 MiB was stored")
+        } catch {
+            #expect(error.kind == .usage)
+            #expect(error.message.contains("28 MiB"))
+        }
+        #expect(try vault.item(named: "files").fields.map(\.name) == ["blob"])
+    }
+
+    @Test func moveAndCopyAreAllOrNothing() throws {
+        let vault = try makeVault()
+        _ = try vault.add([
+            ItemDraft(name: "a/one", type: .apiKey, fields: [Field(name: "key", value: "1", isSecret: true)]),
+            ItemDraft(name: "a/two", type: .apiKey, fields: [Field(name: "key", value: "2", isSecret: true)]),
+            ItemDraft(name: "b/two", type: .apiKey, fields: [Field(name: "key", value: "x", isSecret: true)]),
+        ])
+        let plan = try vault.plan(from: "a/", to: "b/")
+        #expect(plan.map(\.to) == ["b/one", "b/two"])
+        #expect(throws: CofferError.self) { try vault.move(plan) }
+        #expect(try vault.list().map(\.name) == ["a/one", "a/two", "b/two"])
+        // Swapping names inside one prefix move is fine: a/ → c/ then back.
+        try vault.move(try vault.plan(from: "a/", to: "c/"))
+        try vault.copy(try vault.plan(from: "c/", to: "a/"))
+        #expect(try vault.list().map(\.name) == ["a/one", "a/two", "b/two", "c/one", "c/two"])
+        #expect(try vault.item(named: "a/two").field("key")?.value == "2")
+        #expect(try vault.item(named: "a/two").id != vault.item(named: "c/two").id)
     }
 }
