@@ -411,3 +411,24 @@ struct CompletionCLITests {
         #expect(r.stdout.isEmpty && r.stderr.isEmpty)
     }
 }
+
+@Suite("daily verbs with a shell session (fast path)")
+struct VerbsSessionCLITests {
+    @Test func showAndOtpWithOnlyASessionMatchThePassphrasePath() throws {
+        let home = verbsHome()
+        let r = home.unlocked(["unlock", "--shell", "sh"])
+        let prefix = "export COFFER_SESSION='"
+        #expect(r.out.hasPrefix(prefix), "\(r)")
+        let token = String(r.out.dropFirst(prefix.count).dropLast(2))
+        let env = ["COFFER_SESSION": token]
+        let fast = home.run(["show", "personal/github"], env: env)
+        #expect(fast.status == 0, "\(fast)")
+        #expect(fast.stdout == home.unlocked(["show", "personal/github"]).stdout)
+        let otp = home.run(["otp", "personal/github"], env: env)
+        #expect(otp.status == 0 && otp.out.count == 6 && otp.out.allSatisfy(\.isNumber), "\(otp)")
+        #expect(home.run(["show", "nope"], env: env).status == 66)
+        #expect(home.run(["otp", "work/openai"], env: env).status == 66)
+        let clip = home.run(["clip", "personal/github"], env: env)
+        #expect(clip.status == 66, "no display in the test environment: \(clip)")
+    }
+}
