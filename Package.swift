@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
         // HMAC-SHA-1 for TOTP (libsodium has no SHA-1); CofferCrypto only.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
@@ -71,11 +72,21 @@ let package = Package(
             exclude: ["Resources/README.md"],
             resources: [.embedInCode("Resources/eff_large_wordlist.txt")],
             swiftSettings: strict),
+        // Other tools' formats (pass, KeePass XML/kdbx, Bitwarden, 1PUX,
+        // CSV, dotenv, Coffer JSON) read into and written from CofferKit's
+        // item model; their libraries stay here (docs/import-export.md).
+        .target(
+            name: "CofferInterop",
+            dependencies: [
+                "CofferKit", "CofferSystem", "CofferCrypto",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ],
+            swiftSettings: strict),
         // The command-line tool: argument parsing and output only.
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "CofferKit", "CofferSystem",
+                "CofferKit", "CofferSystem", "CofferInterop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -129,6 +140,10 @@ let package = Package(
             name: "CofferKitAPITests",
             dependencies: ["CofferKit"],
             swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
+        .testTarget(
+            name: "CofferInteropTests",
+            dependencies: ["CofferInterop", "CofferKit", "CofferCrypto"],
+            swiftSettings: strict),
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["coffer"],

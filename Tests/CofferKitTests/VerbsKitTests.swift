@@ -204,17 +204,18 @@ struct EditorDocumentTests {
 
 @Suite("attachments in the item model and payload")
 struct AttachmentKitTests {
-    @Test func payloadFlagBitOneMarksAFileAndOldPayloadsReadAsBefore() throws {
+    @Test func payloadFlagBitTwoMarksAFileAndOldPayloadsReadAsBefore() throws {
         let p = FieldPayload(name: "k", value: [0, 255, 10], isSecret: true, isFile: true)
-        #expect(p.encoded[0] == 0b11)
+        #expect(p.encoded[0] == 0b101)
+        #expect(try FieldPayload(decoding: p.paddedEncoding) == p)
         #expect(try FieldPayload(decoding: p.encoded) == p)
         // A text payload's bytes are exactly as before the attachment flag.
         let text = FieldPayload(name: "k", value: Array("v".utf8), isSecret: true)
         #expect(text.encoded == [1, 0, 1, UInt8(ascii: "k"), 0, 0, 0, 1, UInt8(ascii: "v")])
         #expect(try FieldPayload(decoding: text.encoded).isFile == false)
-        // Bits above 1 stay reserved.
+        // Bits above 2 stay reserved.
         var bad = p.encoded
-        bad[0] = 0b100
+        bad[0] = 0b1000
         #expect(throws: FormatError.self) { try FieldPayload(decoding: bad) }
     }
 

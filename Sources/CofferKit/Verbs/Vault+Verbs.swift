@@ -21,40 +21,18 @@ extension Vault {
         let needle = term.precomposedStringWithCanonicalMapping
         guard !needle.isEmpty else { throw CofferError(.usage, "the search term is empty") }
         func has(_ s: String) -> Bool { s.range(of: needle, options: [.caseInsensitive, .diacriticInsensitive]) != nil }
-        let summaries = try list()
-        let extra = try searchableFields(of: summaries.map(\.id))
         var out: [FoundItem] = []
-        for s in summaries {
+        for s in try list() {
             var matched: [String] = []
             if has(s.name) { matched.append("name") }
             if s.tags.contains(where: has) { matched.append("tag") }
             if let src = s.source, has(src) { matched.append("source") }
-            for (field, value) in extra[s.id] ?? [] where has(value) { matched.append(field) }
+            // The listing carries username and url only when not secret.
+            if let u = s.username, has(u) { matched.append("username") }
+            if let u = s.url, has(u) { matched.append("url") }
             if !matched.isEmpty { out.append(FoundItem(summary: s, matchedIn: matched)) }
         }
         return out
-    }
-
-    /// The `username` and `url` values of the given items, when not secret.
-    /// (Reads those two registers per item; a listing that carries them
-    /// can replace this.)
-    func searchableFields(of ids: [ItemID]) throws(CofferError) -> [ItemID: [(String, String)]] {
-        try CofferError.wrap {
-            try store.read { db in
-                var out: [ItemID: [(String, String)]] = [:]
-                for id in ids {
-                    for field in ["username", "url"] {
-                        let rid = registerID(field: field, item: id)
-                        let versions = try Queries.versions(db, item: id, registers: [rid])[rid] ?? []
-                        guard let shown = Register.shown(versions), !shown.isTombstone else { continue }
-                        let p = try open(shown, item: id, register: rid)
-                        guard !p.isSecret, !p.isFile else { continue }
-                        out[id, default: []].append((field, p.text))
-                    }
-                }
-                return out
-            }
-        }
     }
 
     // MARK: mv / cp
@@ -104,7 +82,7 @@ extension Vault {
             throw CofferError(.usage, "two items would be named '\(dup)'")
         }
         try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
                 let ids = try pairs.map { try resolve(db, $0.from) }
                 let moving = Set(ids)
                 for p in pairs {
@@ -115,12 +93,11 @@ extension Vault {
                     }
                 }
                 for (id, p) in zip(ids, pairs) {
-                    guard let oldRow = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(p.from)'") }
-                    let old = try Queries.itemState(db, id: id)
+                    guard let (oldRow, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(p.from)'") }
                     let now = Clock.nowMillis()
                     if copy {
                         let item = try decode(old, row: oldRow)
-                        try insertCopy(db, of: item, named: p.to, policy: oldRow.policy, now: now)
+                        try insertCopy(db, of: item, named: p.to, policy: oldRow.policy, now: now, mac: mac)
                     } else {
                         var changes = [Change(register: .name, payload: FieldPayload(name: "@name", value: Array(p.to.utf8), isSecret: false), tombstone: false)]
                         if !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
@@ -128,16 +105,16 @@ extension Vault {
                             changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                         }
                         var state = old
-                        apply(changes, to: &state, dot: try nextDot(db), at: now)
+                        apply(changes, to: &state, dot: try nextDot(db, mac), at: now)
                         let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
-                        try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+                        try save(db, row: row, old: old, new: state, now: now, mac: mac)
                     }
                 }
             }
         }
     }
 
-    private func insertCopy(_ db: Database, of item: Item, named name: String, policy: SyncPolicy, now: Int64) throws {
+    private func insertCopy(_ db: Database, of item: Item, named name: String, policy: SyncPolicy, now: Int64, mac: VaultMAC) throws {
         let id = ItemID.random()
         func meta(_ rid: RegisterID, _ label: String, _ text: String) -> Change {
             Change(register: rid, payload: FieldPayload(name: label, value: Array(text.utf8), isSecret: false), tombstone: false)
@@ -153,8 +130,10 @@ extension Vault {
             changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         var state = ItemState(id: id)
-        apply(changes, to: &state, dot: try nextDot(db), at: now)
+        apply(changes, to: &state, dot: try nextDot(db, mac), at: now)
         let row = try derivedRow(for: state, policy: policy, createdAt: now, updatedAt: now)
-        try Queries.saveItem(db, row: row, old: nil, new: state, now: now)
+        var shown: [RegisterID: FieldPayload] = [:]
+        for c in changes { shown[c.register] = c.payload }
+        try save(db, row: row, old: nil, new: state, now: now, mac: mac, shown: shown)
     }
 }
