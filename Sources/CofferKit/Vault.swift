@@ -161,8 +161,10 @@ public final class Vault: Sendable {
         var env: [String: String] = [:]
         var fields: [Field] = []
         var conflicts: [FieldConflict] = []
+        var last: FieldVersion?
         for (rid, versions) in state.registers {
             guard let shown = Register.shown(versions) else { continue }
+            if let l = last, (l.writtenAt, l.dot.counter) >= (shown.writtenAt, shown.dot.counter) {} else { last = shown }
             let payload = try open(shown, item: state.id, register: rid)
             if versions.count > 1 && rid != .deleted {
                 var sides: [ConflictSide] = []
@@ -193,7 +195,7 @@ public final class Vault: Sendable {
             case .deleted: break
             default:
                 if rid.isMetadata { continue }
-                fields.append(Field(name: payload.name, value: payload.text, isSecret: payload.isSecret))
+                fields.append(Field(name: payload.name, bytes: payload.value, isSecret: payload.isSecret, isFile: payload.isFile))
             }
         }
         let declared = type.fields.map(\.name)
@@ -205,7 +207,8 @@ public final class Vault: Sendable {
         return Item(
             id: state.id, name: name, type: type, fields: fields, tags: tags, source: source, expires: expires,
             policy: row.policy, env: env, createdAt: Clock.date(row.createdAt), updatedAt: Clock.date(row.updatedAt),
-            vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict)
+            vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict,
+            lastWrittenBy: last?.dot.replica)
     }
 
     /// The clear-text columns derived from an item's state.
@@ -245,6 +248,25 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Refuses a value above ``Field/maxValueBytes`` (16 MiB).
+    static func checkSizes(_ fields: [Field], of item: String) throws(CofferError) {
+        for f in fields where f.bytes.count > Field.maxValueBytes {
+            throw CofferError(
+                .usage, "field '\(f.name)' of '\(item)' is \(f.bytes.count) bytes; a value may be at most 16 MiB (\(Field.maxValueBytes) bytes)",
+                hint: "store a smaller file, or keep the file elsewhere and its key in coffer")
+        }
+    }
+
+    /// Refuses an item whose values together exceed ``Field/maxItemBytes``.
+    static func checkItemSize(_ fields: [Field], of item: String) throws(CofferError) {
+        let total = fields.reduce(0) { $0 + $1.bytes.count }
+        guard total <= Field.maxItemBytes else {
+            throw CofferError(
+                .usage, "the values of '\(item)' would total \(total) bytes; an item may hold at most 28 MiB (\(Field.maxItemBytes) bytes)",
+                hint: "put large files in items of their own")
+        }
+    }
+
     static func tagsText(_ tags: [String]) -> String { Array(Set(tags)).sorted().joined(separator: "\n") }
 
     static func checkTag(_ t: String) throws(CofferError) {
@@ -278,6 +300,8 @@ public final class Vault: Sendable {
             let name = try Vault.normalizeName(draft.name)
             if !allowReserved { try Vault.checkNotReserved(name) }
             for i in draft.fields.indices { draft.fields[i].name = try Vault.normalizeFieldName(draft.fields[i].name) }
+            try Vault.checkSizes(draft.fields, of: name)
+            try Vault.checkItemSize(draft.fields, of: name)
             for t in draft.tags { try Vault.checkTag(t) }
             let names = draft.fields.map(\.name)
             if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
@@ -319,7 +343,7 @@ public final class Vault: Sendable {
             changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
         }
         for f in draft.fields {
-            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         var state = ItemState(id: id)
         apply(changes, to: &state, dot: dot, at: now)
@@ -404,12 +428,20 @@ public final class Vault: Sendable {
         guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
         if let n = newName { try Vault.checkNotReserved(n) }
+        try Vault.checkSizes(edit.setFields, of: name)
         for t in edit.addTags { try Vault.checkTag(t) }
         return try CofferError.wrap {
             try write { db, mac in
                 let id = try resolve(db, name)
                 guard let (oldRow, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 let current = try decode(old, row: oldRow)
+                if !edit.setFields.isEmpty {
+                    var after: [String: Field] = [:]
+                    for f in current.fields { after[f.name] = f }
+                    for f in edit.setFields { after[f.name] = f }
+                    for n in edit.unsetFields { after[n] = nil }
+                    try Vault.checkItemSize(Array(after.values), of: current.name)
+                }
                 var changes: [Change] = []
                 if let n = newName, n != current.name {
                     let others = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(n, nameKey: keys.nameIndex)).filter { $0 != id }
@@ -422,7 +454,7 @@ public final class Vault: Sendable {
                     changes.append(Change(register: .type, payload: FieldPayload(name: "@type", value: Array(t.rawValue.utf8), isSecret: false), tombstone: false))
                 }
                 for f in edit.setFields {
-                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
                 }
                 for f in edit.unsetFields {
                     guard current.field(f) != nil else {

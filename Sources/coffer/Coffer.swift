@@ -29,6 +29,15 @@ struct Coffer: ParsableCommand {
             Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
             Conflicts.self, Resolve.self, Sync.self, Replicas.self,
             Verify.self,
+            Generate.self,
+            Show.self,
+            Find.self,
+            Clip.self,
+            ClipClear.self,
+            Otp.self,
+            Move.self,
+            Copy.self,
+            Attach.self,
         ])
 
     static func main() {
