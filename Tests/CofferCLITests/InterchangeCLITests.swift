@@ -108,6 +108,22 @@ import Glibc
         #expect(names(home) == ["keep"])
     }
 
+    /// 1,000 entries or more into an empty vault take the bulk path (indexes
+    /// rebuilt at the end): names must resolve afterwards as usual.
+    @Test func bulkLoadIntoAnEmptyVault() throws {
+        let home = TestHome()
+        home.initVault()
+        var csv = "name,url,username,password\n"
+        for i in 0..<1200 { csv += "site\(i),https://s\(i).example,user\(i),pw\(i)\n" }
+        let path = write(home, "many.csv", csv)
+        let first = home.unlocked(["import", "--from", "csv", path])
+        #expect(first.status == 0 && first.stderr.contains("1200 added"), "\(first)")
+        #expect(get(home, "site777", "password") == "pw777")
+        let again = home.unlocked(["import", "--from", "csv", path])
+        #expect(again.stderr.contains("0 added") && again.stderr.contains("1200 identical"), "\(again)")
+        #expect(home.unlocked(["add", "site5", "--type", "api-key"], stdin: "x").status == 73)
+    }
+
     @Test func usageErrors() {
         let home = TestHome()
         home.initVault()

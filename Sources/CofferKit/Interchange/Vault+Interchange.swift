@@ -50,6 +50,10 @@ extension Vault {
             // An empty vault has no names to look up: every name taken is
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
+            // Loading into an empty vault: the random-order secondary
+            // indexes are rebuilt once at the end instead of row by row
+            // (as a bundle import does; a rollback brings them back).
+            let dropped = empty && !options.dryRun && prepared.count >= 1000 ? try Queries.dropBulkLoadIndexes(db) : []
             var rows = NewItemRows()
             func flush(_ pending: [PendingInsert]) throws {
                 let inserter = NewItemInserter(db)
@@ -94,6 +98,7 @@ extension Vault {
             if !options.dryRun {
                 try flush(rows.finish())
                 if let last { try Queries.storeLocalCounter(db, last) }
+                try Queries.createIndexes(db, dropped)
             }
             progress?(prepared.count, prepared.count)
             return report
