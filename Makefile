@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean
+.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
 all: build
 
@@ -30,7 +30,7 @@ deps:
 # Real programs the interoperability and fault-injection suites drive
 # (pass and gpg, keepassxc-cli, git, an X server and clipboard, Syncthing,
 # strace). Installed only for `make test-interop` / `make test-faults`.
-INTEROP_APT_PACKAGES := pass gnupg keepassxc git xvfb xclip syncthing strace faketime expect
+INTEROP_APT_PACKAGES := pass gnupg keepassxc git xvfb xclip syncthing strace faketime expect zsh fish
 
 deps-interop:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(INTEROP_APT_PACKAGES)"
@@ -63,6 +63,10 @@ test-interop: deps deps-interop
 test-faults: deps deps-interop
 	$(SWIFT) build
 	COFFER_FAULTS=1 $(SWIFT) test --filter FaultTests
+
+# libFuzzer on the bundle reader for FUZZ_SECONDS (default 60; docs/reliability.md).
+fuzz: deps
+	bash scripts/fuzz.sh
 
 # Fails when a target imports a module its layer must not (docs/architecture.md).
 check-layers:
