@@ -30,21 +30,18 @@ extension Vault {
             let cleaned = InterchangeEntry.cleanName(e.name)
             prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
-        var last: Dot?
+        var checkedReplica = false
         /// The first write checks that this file still owns its replica id
-        /// (``nextDot(_:)``); the following counters are handed out here
-        /// and stored once at the end (``Queries/storeLocalCounter(_:_:)``).
-        func dot(_ db: Database) throws -> Dot {
-            guard let previous = last else {
-                let first = try nextDot(db)
-                last = first
-                return first
-            }
-            let next = Dot(replica: previous.replica, counter: previous.counter + 1)
-            last = next
-            return next
+        /// (``nextDot(_:_:)``); the following ones just take the next counter.
+        func dot(_ db: Database, _ mac: VaultMAC) throws -> Dot {
+            if checkedReplica { return try Queries.nextDot(db, mac: mac) }
+            checkedReplica = true
+            return try nextDot(db, mac)
         }
-        func work(_ db: Database) throws -> InterchangeReport {
+        func work(_ db: Database, _ mac: VaultMAC?) throws -> InterchangeReport {
+            // The vault must be as coffer left it before anything is
+            // compared with it or written to it.
+            try checkVaultMAC(db)
             var report = InterchangeReport(dryRun: options.dryRun)
             var taken = Set<String>()
             // An empty vault has no names to look up: every name taken is
@@ -54,9 +51,10 @@ extension Vault {
             // indexes are rebuilt once at the end instead of row by row
             // (as a bundle import does; a rollback brings them back).
             let dropped = empty && !options.dryRun && prepared.count >= 1000 ? try Queries.dropBulkLoadIndexes(db) : []
-            var rows = NewItemRows()
+            let writeMAC = mac ?? VaultMAC(key: keys.mac)
+            var rows = NewItemRows(mac: writeMAC)
+            let inserter = NewItemInserter(db, mac: writeMAC)
             func flush(_ pending: [PendingInsert]) throws {
-                let inserter = NewItemInserter(db)
                 for p in pending { try inserter.execute(p) }
             }
             for (i, (base, entry)) in prepared.enumerated() {
@@ -69,7 +67,7 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, mac: writeMAC, dot: dot, rows: &rows, flush: flush) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -83,7 +81,7 @@ extension Vault {
                         }
                         if options.onConflict == .overwrite {
                             taken.insert(candidate)
-                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot) }
+                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, mac: writeMAC, dot: dot) }
                             report.lines.append(.init(entry: base, name: candidate, action: .overwritten, origin: entry.origin))
                             break
                         }
@@ -97,7 +95,6 @@ extension Vault {
             }
             if !options.dryRun {
                 try flush(rows.finish())
-                if let last { try Queries.storeLocalCounter(db, last) }
                 try Queries.createIndexes(db, dropped)
             }
             progress?(prepared.count, prepared.count)
@@ -109,8 +106,10 @@ extension Vault {
             try keys.item.keepingReadable {
                 try keys.nameIndex.keepingReadable {
                     try keys.fieldID.keepingReadable {
-                        if options.dryRun { return try store.read(work) }
-                        return try store.writeImmediate(work)
+                        try keys.record.keepingReadable {
+                            if options.dryRun { return try store.read { db in try work(db, nil) } }
+                            return try write { db, mac in try work(db, mac) }
+                        }
                     }
                 }
             }
@@ -170,7 +169,7 @@ extension Vault {
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
     private func insertEntry(
-        _ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
+        _ db: Database, name: String, entry: InterchangeEntry, mac: VaultMAC, dot: (Database, VaultMAC) throws -> Dot, rows: inout NewItemRows,
         flush: ([PendingInsert]) throws -> Void
     ) throws {
         let id = ItemID.random()
@@ -193,16 +192,16 @@ extension Vault {
             let write = (i == 0 ? changes : []) + fieldChanges(from: previous, to: version.fields, item: id)
             previous = version.fields
             guard !write.isEmpty else { continue }
-            apply(write, to: &state, dot: try dot(db), at: at)
+            apply(write, to: &state, dot: try dot(db, mac), at: at)
             let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
             if let saved {
-                try Queries.saveItem(db, row: row, old: saved, new: state, now: at)
+                try save(db, row: row, old: saved, new: state, now: at, mac: mac)
             } else if versions.count == 1 {
                 // A new id without history: buffered multi-row INSERTs.
-                try flush(rows.add(row: row, state: state))
+                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row), state: state))
             } else {
                 // Later writes retire these versions: insert them now.
-                try Queries.insertNewItem(db, row: row, state: state)
+                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row), state: state, mac: mac)
             }
             saved = state
         }
@@ -210,7 +209,7 @@ extension Vault {
 
     /// `--on-conflict overwrite`: one edit making the item equal to the
     /// entry (the sync policy stays as it is).
-    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (Database) throws -> Dot) throws {
+    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, mac: VaultMAC, dot: (Database, VaultMAC) throws -> Dot) throws {
         var changes: [Change] = []
         if current.type != e.type { changes.append(Vault.meta(.type, "@type", e.type.rawValue)) }
         changes += fieldChanges(from: current.fields, to: e.fields, item: current.id)
@@ -239,9 +238,9 @@ extension Vault {
         guard !changes.isEmpty else { return }
         var state = old
         let now = Clock.nowMillis()
-        apply(changes, to: &state, dot: try dot(db), at: now)
+        apply(changes, to: &state, dot: try dot(db, mac), at: now)
         let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
-        try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+        try save(db, row: row, old: old, new: state, now: now, mac: mac)
     }
 
     // MARK: Plaintext export
@@ -262,6 +261,7 @@ extension Vault {
     public func exportEntries(includeLocalOnly: Bool, history: Bool) throws(CofferError) -> InterchangeSelection {
         try CofferError.wrap {
             try store.read { db in
+                try checkVaultMAC(db)
                 var out = InterchangeSelection(entries: [], leftOutLocalOnly: [], conflicted: [])
                 for row in try Queries.itemRows(db) {
                     let state = try Queries.itemState(db, id: row.id)
