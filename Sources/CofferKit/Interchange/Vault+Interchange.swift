@@ -30,31 +30,32 @@ extension Vault {
             let cleaned = InterchangeEntry.cleanName(e.name)
             prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
-        var checkedReplica = false
+        var last: Dot?
         /// The first write checks that this file still owns its replica id
-        /// (``nextDot(_:_:)``); the following ones just take the next counter.
-        func dot(_ db: Database, _ mac: VaultMAC) throws -> Dot {
-            if checkedReplica { return try Queries.nextDot(db, mac: mac) }
-            checkedReplica = true
-            return try nextDot(db, mac)
+        /// (``nextDot(_:)``); the following counters are handed out here
+        /// and stored once at the end (``Queries/storeLocalCounter(_:_:)``).
+        // Set for a real import (a write transaction): the vault MAC
+        // accumulator every write goes through. A dry run only reads.
+        var mac: VaultMAC?
+        func dot(_ db: Database) throws -> Dot {
+            guard let previous = last else {
+                let first = try nextDot(db, mac!)
+                last = first
+                return first
+            }
+            let next = Dot(replica: previous.replica, counter: previous.counter + 1)
+            last = next
+            return next
         }
-        func work(_ db: Database, _ mac: VaultMAC?) throws -> InterchangeReport {
-            // The vault must be as coffer left it before anything is
-            // compared with it or written to it.
-            try checkVaultMAC(db)
+        func work(_ db: Database) throws -> InterchangeReport {
             var report = InterchangeReport(dryRun: options.dryRun)
             var taken = Set<String>()
             // An empty vault has no names to look up: every name taken is
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
-            // Loading into an empty vault: the random-order secondary
-            // indexes are rebuilt once at the end instead of row by row
-            // (as a bundle import does; a rollback brings them back).
-            let dropped = empty && !options.dryRun && prepared.count >= 1000 ? try Queries.dropBulkLoadIndexes(db) : []
-            let writeMAC = mac ?? VaultMAC(key: keys.mac)
-            var rows = NewItemRows(mac: writeMAC)
-            let inserter = NewItemInserter(db, mac: writeMAC)
+            var rows = NewItemRows(mac: mac ?? VaultMAC(key: keys.mac))
             func flush(_ pending: [PendingInsert]) throws {
+                let inserter = NewItemInserter(db, mac: mac!)
                 for p in pending { try inserter.execute(p) }
             }
             for (i, (base, entry)) in prepared.enumerated() {
@@ -67,12 +68,11 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, mac: writeMAC, dot: dot, rows: &rows, flush: flush) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac!) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
-                    if ids.count == 1, let row = try Queries.itemRow(db, id: ids[0]) {
-                        let state = try Queries.itemState(db, id: ids[0])
+                    if ids.count == 1, let (row, state, _) = try loadItem(db, id: ids[0]) {
                         let item = try decode(state, row: row)
                         if Vault.isIdentical(item, entry) {
                             taken.insert(candidate)
@@ -81,7 +81,7 @@ extension Vault {
                         }
                         if options.onConflict == .overwrite {
                             taken.insert(candidate)
-                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, mac: writeMAC, dot: dot) }
+                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot, mac: mac!) }
                             report.lines.append(.init(entry: base, name: candidate, action: .overwritten, origin: entry.origin))
                             break
                         }
@@ -95,7 +95,7 @@ extension Vault {
             }
             if !options.dryRun {
                 try flush(rows.finish())
-                try Queries.createIndexes(db, dropped)
+                if let last { try Queries.storeLocalCounter(db, last, mac: mac!) }
             }
             progress?(prepared.count, prepared.count)
             return report
@@ -106,9 +106,10 @@ extension Vault {
             try keys.item.keepingReadable {
                 try keys.nameIndex.keepingReadable {
                     try keys.fieldID.keepingReadable {
-                        try keys.record.keepingReadable {
-                            if options.dryRun { return try store.read { db in try work(db, nil) } }
-                            return try write { db, mac in try work(db, mac) }
+                        if options.dryRun { return try store.read(work) }
+                        return try write { db, accumulator in
+                            mac = accumulator
+                            return try work(db)
                         }
                     }
                 }
@@ -169,8 +170,8 @@ extension Vault {
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
     private func insertEntry(
-        _ db: Database, name: String, entry: InterchangeEntry, mac: VaultMAC, dot: (Database, VaultMAC) throws -> Dot, rows: inout NewItemRows,
-        flush: ([PendingInsert]) throws -> Void
+        _ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
+        flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
     ) throws {
         let id = ItemID.random()
         let now = Clock.nowMillis()
@@ -192,7 +193,7 @@ extension Vault {
             let write = (i == 0 ? changes : []) + fieldChanges(from: previous, to: version.fields, item: id)
             previous = version.fields
             guard !write.isEmpty else { continue }
-            apply(write, to: &state, dot: try dot(db, mac), at: at)
+            apply(write, to: &state, dot: try dot(db), at: at)
             let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
             if let saved {
                 try save(db, row: row, old: saved, new: state, now: at, mac: mac)
@@ -209,7 +210,7 @@ extension Vault {
 
     /// `--on-conflict overwrite`: one edit making the item equal to the
     /// entry (the sync policy stays as it is).
-    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, mac: VaultMAC, dot: (Database, VaultMAC) throws -> Dot) throws {
+    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (Database) throws -> Dot, mac: VaultMAC) throws {
         var changes: [Change] = []
         if current.type != e.type { changes.append(Vault.meta(.type, "@type", e.type.rawValue)) }
         changes += fieldChanges(from: current.fields, to: e.fields, item: current.id)
@@ -238,7 +239,7 @@ extension Vault {
         guard !changes.isEmpty else { return }
         var state = old
         let now = Clock.nowMillis()
-        apply(changes, to: &state, dot: try dot(db, mac), at: now)
+        apply(changes, to: &state, dot: try dot(db), at: now)
         let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
         try save(db, row: row, old: old, new: state, now: now, mac: mac)
     }
@@ -261,10 +262,12 @@ extension Vault {
     public func exportEntries(includeLocalOnly: Bool, history: Bool) throws(CofferError) -> InterchangeSelection {
         try CofferError.wrap {
             try store.read { db in
+                // A plaintext copy of a vault edited outside coffer would
+                // carry the edit: check the whole file first, and each item.
                 try checkVaultMAC(db)
                 var out = InterchangeSelection(entries: [], leftOutLocalOnly: [], conflicted: [])
-                for row in try Queries.itemRows(db) {
-                    let state = try Queries.itemState(db, id: row.id)
+                for listed in try Queries.itemRows(db) {
+                    guard let (row, state, _) = try loadItem(db, id: listed.id) else { continue }
                     let item = try decode(state, row: row)
                     if Vault.isReserved(item.name) { continue }
                     if row.policy == .localOnly && !includeLocalOnly {
