@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
+        // SHA-1 for `coffer audit`'s Have I Been Pwned lookups (libsodium has none).
+        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
     ],
     targets: [
         // System C libraries.
@@ -61,7 +63,11 @@ let package = Package(
             dependencies: [
                 "CofferCrypto", "CofferSystem", "CofferSync", "CofferStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
+            // The audit's word list, compiled into the library so an
+            // installed binary needs no files beside it.
+            resources: [.embedInCode("Audit/Resources/common-words.txt")],
             swiftSettings: strict),
         // The command-line tool: argument parsing and output only.
         .executableTarget(
