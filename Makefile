@@ -68,9 +68,12 @@ check-layers:
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 .build/release/coffer $(DESTDIR)$(PREFIX)/bin/coffer
+	@# git runs `git-credential-coffer` for `credential.helper coffer` (docs/git-credential.md).
+	printf '#!/bin/sh\n# git credential helper: git config --global credential.helper coffer\nexec "%s" git-credential "$$@"\n' "$(PREFIX)/bin/coffer" > $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/coffer
+	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"

@@ -23,7 +23,7 @@ struct Audit: ParsableCommand {
     @Argument(help: ArgumentHelp("Audit only items with this name or under it (e.g. work).", valueName: "name-prefix"))
     var namePrefix: String?
 
-    @Option(help: ArgumentHelp("Exit 1 when one of these issues is found: weak, reused, expired, expiring, old, breached, or all.", valueName: "issues"))
+    @Option(help: ArgumentHelp("Exit 1 when one of these issues is found: weak, reused, expired, expiring, old, breached, or all (every issue checked).", valueName: "issues"))
     var failOn: String?
 
     @Option(help: ArgumentHelp("A Have I Been Pwned Pwned Passwords SHA-1 file (HASH:COUNT, sorted by hash).", valueName: "file"))
@@ -47,7 +47,7 @@ struct Audit: ParsableCommand {
     func run() throws {
         // Every argument is checked, and the HIBP file opened, before the
         // vault is unlocked: a mistake never costs a passphrase prompt.
-        let failSet = try Audit.parseFailOn(failOn)
+        var failSet = try Audit.parseFailOn(failOn)
         var o = AuditOptions()
         if let minBits {
             guard let b = Double(minBits), b.isFinite, (0...1000).contains(b) else {
@@ -66,6 +66,9 @@ struct Audit: ParsableCommand {
                 throw CofferError(.usage, "invalid --older-than '\(olderThan)'", hint: "use a span such as 365d, 6m, 2y")
             }
             o.olderThanDays = d
+        }
+        if hibpFile == nil && failOn?.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "all" }) == true {
+            failSet.remove(.breached)  // "all": every issue that is checked
         }
         if failSet.contains(.breached) && hibpFile == nil {
             throw CofferError(.usage, "--fail-on breached needs a breach source", hint: "pass --hibp-file FILE (a Pwned Passwords SHA-1 file)")

@@ -249,12 +249,12 @@ extension Vault {
     /// own and are left alone (listed in the result).
     public func eraseGitCredential(_ r: GitCredentialRequest) throws(CofferError) -> GitCredentialEraseResult {
         var result = GitCredentialEraseResult(deleted: [], keptOutsideGit: [])
-        for c in try gitCandidates(r) where c.specificity == 2 && (r.password == nil || r.password == c.password) {
-            if c.underGit {
+        for c in try gitCandidates(r) where r.password == nil || r.password == c.password {
+            if !c.underGit {
+                result.keptOutsideGit.append(c.name)
+            } else if c.specificity == 2 {
                 try delete(c.name)
                 result.deleted.append(c.name)
-            } else {
-                result.keptOutsideGit.append(c.name)
             }
         }
         return result
