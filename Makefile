@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop build release test test-interop test-faults check-layers install uninstall demo bench clean
+.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
 all: build
 
@@ -41,7 +41,10 @@ build: deps
 # The Swift runtime and Foundation linked statically: start-up drops from
 # ~30 ms to ~12 ms (no dynamic symbol resolution of libswiftCore/Foundation),
 # which is most of a `coffer get` with a session (docs/benchmarks-sessions.md).
-RELEASE_FLAGS ?= --static-swift-stdlib
+# A position-dependent executable (-no-pie) needs no relative relocations at
+# start-up: the loader's work drops by a quarter (84,786 relocations, ~170 page
+# faults less; docs/benchmarks.md).
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie
 
 release: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS)
@@ -61,25 +64,52 @@ test-faults: deps deps-interop
 	$(SWIFT) build
 	COFFER_FAULTS=1 $(SWIFT) test --filter FaultTests
 
+# libFuzzer on the bundle reader for FUZZ_SECONDS (default 60; docs/reliability.md).
+fuzz: deps
+	bash scripts/fuzz.sh
+
 # Fails when a target imports a module its layer must not (docs/architecture.md).
 check-layers:
 	@bash scripts/check-layers.sh
 
-install: release
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 .build/release/coffer $(DESTDIR)$(PREFIX)/bin/coffer
+# The manual page, generated from the command definitions by
+# swift-argument-parser's generate-manual plugin (it builds in release mode).
+man:
+	$(SWIFT) package --allow-writing-to-package-directory generate-manual
+	@echo "man page: .build/plugins/GenerateManual/outputs/coffer/coffer.1"
+
+install: release man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 -s .build/release/coffer $(DESTDIR)$(PREFIX)/bin/coffer
+	install -m 0644 .build/plugins/GenerateManual/outputs/coffer/coffer.1 $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
 	@# git runs `git-credential-coffer` for `credential.helper coffer` (docs/git-credential.md).
 	printf '#!/bin/sh\n# git credential helper: git config --global credential.helper coffer\nexec "%s" git-credential "$$@"\n' "$(PREFIX)/bin/coffer" > $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
+	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"
 
 bench: release
 	@bash scripts/bench.sh "$$($(SWIFT) build -c release $(RELEASE_FLAGS) --show-bin-path)/coffer"
+
+# The peers `make bench-peers` times coffer against.
+deps-peers:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="pass gopass gnupg keepassxc hyperfine bc"
+
+# coffer's everyday verbs against pass, gopass and keepassxc-cli on the same
+# items, in the same run (docs/benchmarks.md).
+bench-peers: release deps-peers
+	@bash scripts/bench-peers.sh "$$($(SWIFT) build -c release $(RELEASE_FLAGS) --show-bin-path)/coffer"
+
+# CofferKit's DocC documentation (Sources/CofferKit/CofferKit.docc), as a
+# static site in .build/docs; open .build/docs/index.html through a web
+# server (python3 -m http.server -d .build/docs), or see docs/cofferkit.md.
+docs: deps
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target CofferKit \
+	  --output-path .build/docs --transform-for-static-hosting
 
 clean:
 	rm -rf .build

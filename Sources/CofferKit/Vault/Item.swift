@@ -130,9 +130,10 @@ public struct Item: Sendable, Equatable {
     public var hasDeleteConflict: Bool
 
     /// The field `coffer get NAME` prints: the type's primary field, or for
-    /// `custom` items the first secret field, else the first field.
+    /// `custom` items the field `value` (what ``Coffer/Kind/generic(fields:)``
+    /// stores), else the first secret field, else the first field.
     public var primaryField: Field? {
-        if let name = type.primaryFieldName, let f = field(name) { return f }
+        if let f = field(type.primaryFieldName ?? "value") { return f }
         return fields.first(where: \.isSecret) ?? fields.first
     }
 
@@ -155,6 +156,27 @@ public struct ItemSummary: Sendable, Equatable {
     public var policy: SyncPolicy
     public var hasConflict: Bool
     public var updatedAt: Date
+    /// The shown `username` field, when the item has one.
+    public var username: String?
+    /// The shown `url` field, when the item has one.
+    public var url: String?
+
+    public init(
+        id: ItemID, name: String, type: ItemType, tags: [String], source: String?, expires: Day?, policy: SyncPolicy,
+        hasConflict: Bool, updatedAt: Date, username: String? = nil, url: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.type = type
+        self.tags = tags
+        self.source = source
+        self.expires = expires
+        self.policy = policy
+        self.hasConflict = hasConflict
+        self.updatedAt = updatedAt
+        self.username = username
+        self.url = url
+    }
 }
 
 /// A new item to store.
