@@ -124,7 +124,12 @@ extension Vault {
             var secrets: [Secret]
         }
         let entries: [Entry] = try CofferError.wrap {
-            let (rows, states) = try store.read { db in (try Queries.itemRows(db), try Queries.statesOfLiveItems(db)) }
+            // The whole vault is read, so it is checked whole: the vault MAC
+            // (an edit made outside coffer is reported, never audited).
+            let (rows, states) = try store.read { db in
+                try checkVaultMAC(db)
+                return (try Queries.itemRows(db), try Queries.statesOfLiveItems(db))
+            }
             var out: [Entry] = []
             out.reserveCapacity(rows.count)
             for row in rows {

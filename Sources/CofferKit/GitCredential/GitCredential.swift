@@ -154,7 +154,9 @@ extension Vault {
                     }
                     let underGit = name.hasPrefix(Vault.gitCredentialPrefix)
                     guard type == .login || underGit, !Vault.isReserved(name) else { continue }
-                    let item = try decode(try Queries.itemState(db, id: row.id), row: row)
+                    // Through the item's authenticated record, as every read.
+                    guard let loaded = try loadItem(db, id: row.id) else { continue }
+                    let item = try decode(loaded.state, row: loaded.row)
                     guard let password = item.field("password")?.value, !password.isEmpty else { continue }
                     let username = item.field("username")?.value
                     if let want = r.username, want != (username ?? "") { continue }
