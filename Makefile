@@ -82,9 +82,12 @@ install: release man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 -s .build/release/coffer $(DESTDIR)$(PREFIX)/bin/coffer
 	install -m 0644 .build/plugins/GenerateManual/outputs/coffer/coffer.1 $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
+	@# git runs `git-credential-coffer` for `credential.helper coffer` (docs/git-credential.md).
+	printf '#!/bin/sh\n# git credential helper: git config --global credential.helper coffer\nexec "%s" git-credential "$$@"\n' "$(PREFIX)/bin/coffer" > $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
+	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"

@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
+        // SHA-1 for `coffer audit`'s Have I Been Pwned lookups (libsodium has none).
+        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
     ],
     targets: [
         // System C libraries.
@@ -67,10 +69,14 @@ let package = Package(
                 "CofferCrypto", "CofferSystem", "CofferSync", "CofferStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            // The EFF long wordlist for `coffer generate --words`, compiled
-            // into the binary so an installed coffer needs no resource folder.
-            exclude: ["Resources/README.md"],
-            resources: [.embedInCode("Resources/eff_large_wordlist.txt")],
+            // Word lists compiled into the library, so an installed binary
+            // needs no files beside it: the EFF long wordlist for `coffer
+            // generate --words`, and the audit's common passwords and words.
+            exclude: ["Resources/README.md", "Audit/Resources/LICENSE-zxcvbn.txt"],
+            resources: [
+                .embedInCode("Resources/eff_large_wordlist.txt"),
+                .embedInCode("Audit/Resources/common-words.txt"),
+            ],
             swiftSettings: strict),
         // Other tools' formats (pass, KeePass XML/kdbx, Bitwarden, 1PUX,
         // CSV, dotenv, Coffer JSON) read into and written from CofferKit's

@@ -18,3 +18,12 @@ public enum HMACAlgorithm: String, Sendable, CaseIterable {
         }
     }
 }
+
+/// SHA-1, only to look passwords up in Have I Been Pwned's corpus, which
+/// indexes them by it (never to protect anything). From swift-crypto, as
+/// libsodium has no SHA-1.
+public enum BreachCorpusHash {
+    public static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+        Array(Insecure.SHA1.hash(data: bytes))
+    }
+}

@@ -38,6 +38,8 @@ struct Coffer: ParsableCommand {
             Move.self,
             Copy.self,
             Attach.self,
+            Audit.self,
+            GitCredentialCommand.self,
         ])
 
     static func main() {
