@@ -22,13 +22,12 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
-        // HMAC-SHA-1 for TOTP (libsodium has no SHA-1); CofferCrypto only.
+        // HMAC-SHA-1 for TOTP and SHA-1 for Have I Been Pwned look-ups
+        // (libsodium has no SHA-1); CofferCrypto only.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
-        // SHA-1 for `coffer audit`'s Have I Been Pwned lookups (libsodium has none).
-        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
     ],
     targets: [
         // System C libraries.
