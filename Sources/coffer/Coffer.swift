@@ -27,6 +27,7 @@ struct Coffer: ParsableCommand {
             Check.self, Requirements.self,
             Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
             Conflicts.self, Resolve.self, Sync.self, Replicas.self,
+            Verify.self,
         ])
 
     static func main() {

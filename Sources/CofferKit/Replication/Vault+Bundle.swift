@@ -163,6 +163,9 @@ extension Vault {
         let out = try AtomicFileOutput(path: path)
         let report: ExportReport = try CofferError.wrap {
             try store.read { db in
+                // Nothing leaves a vault whose file was edited outside
+                // coffer (a changed policy would export a local-only item).
+                try checkVaultMAC(db)
                 let h = file.header
                 let count = try Queries.exportItemCount(db, since: since)
                 let header = BundleHeader(
@@ -230,7 +233,8 @@ extension Vault {
     func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
+                try checkVaultMAC(db)
                 if header.kind == .delta {
                     let summary = try Queries.summary(db)
                     guard header.since.isDominated(by: summary) else {
@@ -261,7 +265,8 @@ extension Vault {
                 // docs/benchmarks-bundles.md). Inside the transaction, so a
                 // failure brings them back with everything else.
                 let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
-                let inserter = NewItemInserter(db)
+                let inserter = NewItemInserter(db, mac: mac)
+                let decodeMAC = mac.sibling()
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
                 try keys.item.keepingReadable {
@@ -270,7 +275,7 @@ extension Vault {
                         // on a second thread while this one writes.
                         // Into an empty vault, that thread also builds the
                         // INSERT statements; this one only runs them.
-                        let buffer = NewItemBuffer()
+                        let buffer = NewItemBuffer(mac: decodeMAC)
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
@@ -295,7 +300,7 @@ extension Vault {
                                     report.versionsAdded += versions
                                     report.touchedItems.append(id)
                                 case .merge(let unseen):
-                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
+                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac)
                                 }
                                 report.records += 1
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
@@ -304,8 +309,9 @@ extension Vault {
                     }
                 }
                 try inserter.finish()
+                mac.absorb(decodeMAC)
                 try Queries.createIndexes(db, rebuild)
-                try Queries.noteSeen(db, vector: header.summary, at: now)
+                try Queries.noteSeen(db, vector: header.summary, at: now, mac: mac)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
                 // summary now exceeds the local counter: the next write (or
@@ -317,11 +323,10 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64) throws {
-        guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
+    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC) throws {
+        guard let (oldRow, old, _) = try loadItem(db, id: incoming.id) else {
             return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }
-        let old = try Queries.cachedItemState(db, id: incoming.id)
         let merged = old.merged(with: incoming)
         if merged == old {
             report.unchanged += 1
@@ -346,7 +351,7 @@ extension Vault {
         }
         let row = try derivedRow(
             for: merged, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: max(oldRow.updatedAt, written.max))
-        try Queries.saveItem(db, row: row, old: old, new: merged, now: now)
+        try save(db, row: row, old: old, new: merged, now: now, mac: mac)
         report.changed += 1
         if row.hasConflict && !oldRow.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += newVersions
@@ -384,6 +389,7 @@ extension Vault {
         var nameHash: [UInt8]?
         var written: (min: Int64, max: Int64) = (.max, .min)
         var versionCount = 0
+        var shown: [RegisterID: FieldPayload] = [:]
         for (rid, versions) in state.registers {
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
@@ -397,18 +403,19 @@ extension Vault {
                 if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
                     nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
                 }
+                if versions.count == 1 || v.dot == Register.shown(versions)?.dot { shown[rid] = payload }
             }
         }
         let hasConflict = state.registers.contains { $0.key != .deleted && $0.value.count > 1 } || state.hasDeleteConflict
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        return NewItem(row: row, state: state, versions: versionCount)
+        return NewItem(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, versions: versionCount)
     }
 
     /// Stores a prepared new item and counts it.
     func insert(_ item: NewItem, into inserter: NewItemInserter, report: inout ImportReport) throws {
-        try inserter.add(row: item.row, state: item.state)
+        try inserter.add(row: item.row, record: item.record, state: item.state)
         report.added += 1
         if item.row.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += item.versions
@@ -481,7 +488,9 @@ extension Vault {
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
             wrappedMasterKey: header.wrappedMasterKey, createdAt: Clock.nowMillis())
         let vault: Vault = try CofferError.wrap {
-            let store = try VaultStore.create(path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host)
+            let store = try VaultStore.create(
+                path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host,
+                mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
         }
         return try vault.importRecords(from: reader, path: path, progress: progress)

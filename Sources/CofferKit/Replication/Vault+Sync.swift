@@ -349,8 +349,7 @@ extension Vault {
                     var o: Overlay
                     if let held = local[incoming.id] {
                         o = held
-                    } else if let row = try Queries.itemRow(db, id: incoming.id) {
-                        let s = try Queries.itemState(db, id: incoming.id)
+                    } else if let (row, s, _) = try loadItem(db, id: incoming.id) {
                         o = Overlay(row: row, original: s, state: s)
                     } else {
                         o = Overlay(row: nil, original: ItemState(id: incoming.id), state: ItemState(id: incoming.id))
