@@ -120,12 +120,16 @@ public final class Vault: Sendable {
         let ad = FieldVersion.associatedData(
             vault: vaultID, item: item, register: register, dot: v.dot, vector: v.vector, writtenAt: v.writtenAt,
             isTombstone: v.isTombstone)
-        let plain: [UInt8]
+        var plain: [UInt8]
         do { plain = try AEAD.open(v.payload, key: keys.item, associatedData: ad) } catch {
             throw CofferError(
                 .badData, "an item's data failed authentication (it was modified or moved)",
                 hint: "restore the vault from a backup or re-import a bundle")
         }
+        // The decrypted payload is wiped once decoded (the value lives on
+        // in the returned payload and the Strings made from it, which
+        // Swift cannot wipe: docs/threat-model.md, "Memory").
+        defer { plain.withUnsafeMutableBytes { if let p = $0.baseAddress { Sodium.memzero(p, $0.count) } } }
         return try FieldPayload(decoding: plain)
     }
 

@@ -35,6 +35,7 @@ struct Coffer: ParsableCommand {
         // every file we create private to the user.
         CofferKit.Coffer.hardenProcess()
         originalUmask = umask(0o077)
+        MemoryLockWarning.install()
         do {
             let arguments = Array(CommandLine.arguments.dropFirst())
             if try FastPath.run(arguments) { return }

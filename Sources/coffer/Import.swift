@@ -56,6 +56,7 @@ struct Import: ParsableCommand {
             var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
             if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
             Output.note(line)
+            if let change = r.passphraseChange { Output.note(change.message) }
         }
         // A bundle may show this replica's id used by another vault file.
         if let change = try vault.claimReplica() { Output.note(change.message) }

@@ -56,6 +56,7 @@ struct Sync: ParsableCommand {
                 var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
                 if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }
                 Output.note(line)
+                if let change = r.passphraseChange { Output.note(change.message) }
             }
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count
             if skippedOld > 0 { Output.note("skipped \(skippedOld) bundle\(skippedOld == 1 ? "" : "s") with nothing new") }

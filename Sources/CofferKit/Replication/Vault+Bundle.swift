@@ -39,6 +39,9 @@ public struct ImportReport: Sendable, Equatable {
     public var versionsAdded: Int = 0
     /// Ids of the added and changed items, in bundle order.
     public var touchedItems: [ItemID] = []
+    /// A passphrase change the bundle brought (docs/sync.md §Passphrase
+    /// changes); nil when the vault's wrapping stayed as it was.
+    public var passphraseChange: PassphraseChange?
 }
 
 /// Called during an import with the records read so far and the total
@@ -79,6 +82,10 @@ extension CofferError {
             return CofferError(.badData, "\(path) is malformed: \(why)", hint: "the exporting coffer has a bug or the file is damaged; nothing was imported")
         case .trailingData:
             return CofferError(.badData, "\(path) has data after the end of the bundle", hint: "the file is damaged or two files were joined; export the bundle again")
+        case .ruleBroken(let rule, let why):
+            return CofferError(
+                .badData, "\(path) breaks the bundle rule \(rule.rawValue) (\(rule.summary)): \(why)",
+                hint: "the exporting replica is buggy or hostile; nothing was imported (docs/bundle-format.md, \"Validation rules\")")
         case .io(let why):
             return CofferError(.fileNotFound, "cannot read \(path): \(why)")
         }
@@ -96,7 +103,7 @@ extension Vault {
         do { header = try BundleHeader.read(from: input).header } catch { throw .bundle(error, path: path) }
         var st = stat()
         stat(path, &st)
-        return BundleInfo(path: path, formatVersion: Int(BundleFormat.version), header: header, fileSize: Int(st.st_size))
+        return BundleInfo(path: path, formatVersion: Int(header.formatVersion), header: header, fileSize: Int(st.st_size))
     }
 
     // MARK: Summary
@@ -136,6 +143,10 @@ extension Vault {
                 throw CofferError(.badData, "\(path) has summary format \(v); this coffer reads format \(BundleFormat.summaryVersion)", hint: "upgrade coffer")
             case .empty:
                 throw CofferError(.badData, "\(path) is empty, not a summary file", hint: "write one with `coffer summary --out FILE` on the receiving machine")
+            case .ruleBroken(let rule, let why):
+                throw CofferError(
+                    .badData, "\(path) breaks the summary rule \(rule.rawValue) (\(rule.summary)): \(why)",
+                    hint: "write it again with `coffer summary --out FILE` on the receiving machine")
             default:
                 throw CofferError(.badData, "\(path) is a damaged summary file", hint: "write it again with `coffer summary --out FILE`")
             }
@@ -166,13 +177,17 @@ extension Vault {
                 // Nothing leaves a vault whose file was edited outside
                 // coffer (a changed policy would export a local-only item).
                 try checkVaultMAC(db)
-                let h = file.header
+                // The wrapping as stored now: an import earlier in this
+                // process (sync) may have adopted another replica's.
+                let h = try Queries.header(db)
                 let count = try Queries.exportItemCount(db, since: since)
                 let header = BundleHeader(
                     vaultID: vaultID, replicaID: try Queries.localReplica(db).id, kind: since == nil ? .full : .delta,
                     createdAt: createdAt ?? Clock.nowMillis(), recordCount: count,
-                    kdf: file.kdf, salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
-                    summary: try Vault.exportableSummary(db), since: since ?? VersionVector())
+                    kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
+                    salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
+                    summary: try Vault.exportableSummary(db), since: since ?? VersionVector(),
+                    wrapping: try Queries.keyWrapping(db))
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     // Rows come in bundle order: each goes straight into
@@ -245,6 +260,8 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 let now = Clock.nowMillis()
+                let rules = try ReceiverRules(header: header, path: path, db: db)
+                try rules.checkHeader(now: now)
                 // A large import dirties many pages inside one transaction.
                 // Into a vault with items, the dot and name indexes are
                 // written in random order: a 64 MiB page cache (instead of
@@ -279,6 +296,7 @@ extension Vault {
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
+                                try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
                                 return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
@@ -300,7 +318,7 @@ extension Vault {
                                     report.versionsAdded += versions
                                     report.touchedItems.append(id)
                                 case .merge(let unseen):
-                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac)
+                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac, rules: rules)
                                 }
                                 report.records += 1
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
@@ -311,7 +329,10 @@ extension Vault {
                 try inserter.finish()
                 mac.absorb(decodeMAC)
                 try Queries.createIndexes(db, rebuild)
-                try Queries.noteSeen(db, vector: header.summary, at: now, mac: mac)
+                // Claims for other replicas count only as far as the
+                // records back them (docs/sync.md, "Hostile bundles").
+                try Queries.noteSeen(db, vector: BundleValidation.backedSummary(header: header, evidence: reader.evidence), at: now, mac: mac)
+                report.passphraseChange = try resolveKeyWrapping(header, db: db, mac: mac)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
                 // summary now exceeds the local counter: the next write (or
@@ -323,10 +344,11 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC) throws {
+    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC, rules: ReceiverRules) throws {
         guard let (oldRow, old, _) = try loadItem(db, id: incoming.id) else {
             return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }
+        try rules.check(incoming: incoming, held: old)
         let merged = old.merged(with: incoming)
         if merged == old {
             report.unchanged += 1
@@ -342,11 +364,7 @@ extension Vault {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 if held.contains(v.dot) { continue }
                 newVersions += 1
-                do { _ = try open(v, item: incoming.id, register: rid) } catch {
-                    throw CofferError(
-                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                        hint: "the exporting vault is damaged; nothing was imported")
-                }
+                _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
             }
         }
         let row = try derivedRow(
@@ -395,11 +413,7 @@ extension Vault {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 versionCount += 1
                 let payload: FieldPayload
-                do { payload = try open(v, item: state.id, register: rid) } catch {
-                    throw CofferError(
-                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                        hint: "the exporting vault is damaged; nothing was imported")
-                }
+                payload = try openIncoming(v, item: state.id, register: rid, path: path)
                 if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
                     nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
                 }
@@ -428,7 +442,14 @@ extension Vault {
     /// passphrase of the vault that wrote it: same vault id, key wrapping
     /// and KDF parameters as the bundle's header, a new replica id, then
     /// the bundle imported. Nothing is left at `vaultPath` on failure.
-    public static func clone(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
+    ///
+    /// The bundle's Argon2id parameters are not authenticated until the
+    /// passphrase has run through them: unless `allowExpensiveKDF`, any
+    /// parameter above ``cloneKDFCeiling`` is refused first.
+    public static func clone(
+        bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
+        progress: ImportProgress? = nil
+    ) throws(CofferError) -> ImportReport {
         if FileManager.default.fileExists(atPath: vaultPath) {
             throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }
@@ -438,6 +459,7 @@ extension Vault {
         guard header.kind == .full else {
             throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", hint: "on the exporting machine run `coffer export --out FILE` without --since")
         }
+        if !allowExpensiveKDF { try checkCloneKDF(header.kdf, path: path) }
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(

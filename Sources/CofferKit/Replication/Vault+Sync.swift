@@ -139,7 +139,7 @@ extension Vault {
 
     /// Reads the clear header of every file in `dir`; sorts them into
     /// candidates to merge, skipped files and failures. Needs no key.
-    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
+    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
         for path in try syncFiles(in: dir) {
             let header: BundleHeader
@@ -170,7 +170,7 @@ extension Vault {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
-            if header.summary.isDominated(by: summary) {
+            if Vault.bringsNothing(header, summary: summary, wrapping: wrapping) {
                 report.skipped.append(.init(path: path, reason: .nothingNew, replica: header.replicaID))
                 continue
             }
@@ -182,9 +182,9 @@ extension Vault {
     /// Whether this replica's bundle in `dir` is up to date: same vault,
     /// same replica, full, and its summary equals what an export would
     /// claim now (``exportableSummary(_:)``).
-    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector) -> Bool {
+    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion) -> Bool {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
-        return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary
+        return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
     }
 
     /// Merges every other replica's bundle found in `dir` (whatever its
@@ -196,13 +196,13 @@ extension Vault {
     /// `dryRun`, computes what would change and changes nothing.
     public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
         let rebinding = dryRun ? nil : try claimReplica()
-        let (local, summary, exportable) = try CofferError.wrap {
-            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
+        let (local, summary, exportable, wrapping) = try CofferError.wrap {
+            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         let ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
         report.rebinding = rebinding
-        let candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, report: &report)
+        let candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
 
         if dryRun {
             var overlay: [ItemID: Overlay] = [:]
@@ -219,7 +219,7 @@ extension Vault {
                 }
             }
             report.preview = MergePreview(bundles: bundles, items: Vault.collapse(items))
-            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable)
+            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
             return report
         }
 
@@ -227,8 +227,8 @@ extension Vault {
         for c in candidates {
             // An earlier bundle (say the original of a conflict copy) may
             // have brought everything this one holds.
-            let now = try CofferError.wrap { try store.read { db in try Queries.summary(db) } }
-            if c.header.summary.isDominated(by: now) {
+            let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
+            if Vault.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
                 report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
                 continue
             }
@@ -244,10 +244,12 @@ extension Vault {
             // A bundle may show this replica's id used by another file.
             if let r = try claimReplica() { report.rebinding = r }
         }
-        let (nowLocal, nowSummary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Vault.exportableSummary(db)) } }
+        let (nowLocal, nowSummary, nowWrapping) = try CofferError.wrap {
+            try store.read { db in (try Queries.localReplica(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+        }
         let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
         report.ownBundle = nowOwn
-        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary) {
+        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping) {
             try exportBundle(to: nowOwn)
             report.wroteOwnBundle = true
         }
@@ -260,16 +262,16 @@ extension Vault {
     /// current, no file needs reporting, and the file still owns its
     /// replica id.
     public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
-        let (local, summary, exportable) = try CofferError.wrap {
-            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
+        let (local, summary, exportable, wrapping) = try CofferError.wrap {
+            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
         if summary[local.id] > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
-        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, report: &report)
+        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
-        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable)
+        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
     }
 
     // MARK: Preview
@@ -333,6 +335,8 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 var changes: [MergePreview.ItemChange] = []
+                let rules = try ReceiverRules(header: header, path: path, db: db)
+                try rules.checkHeader(now: Clock.nowMillis())
                 // Versions the vault has seen change nothing (as in import).
                 let seen = try Queries.summary(db)
                 while true {
@@ -340,6 +344,7 @@ extension Vault {
                     do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
                     guard let full = next else { break }
                     report.records += 1
+                    try rules.check(record: full)
                     // The same filter as a real import (Vault+Bundle.swift).
                     let incoming = Vault.unseenPart(of: full, seen: seen)
                     if incoming.registers.isEmpty {
@@ -354,6 +359,7 @@ extension Vault {
                     } else {
                         o = Overlay(row: nil, original: ItemState(id: incoming.id), state: ItemState(id: incoming.id))
                     }
+                    try rules.check(incoming: incoming, held: o.state)
                     let merged = o.state.merged(with: incoming)
                     if merged == o.state {
                         report.unchanged += 1
@@ -363,11 +369,7 @@ extension Vault {
                         let held = Set((o.state.registers[rid] ?? []).map(\.dot))
                         for v in versions where !held.contains(v.dot) {
                             report.versionsAdded += 1
-                            do { _ = try open(v, item: incoming.id, register: rid) } catch {
-                                throw CofferError(
-                                    .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                                    hint: "the exporting vault is damaged; nothing was imported")
-                            }
+                            _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
                         }
                     }
                     if o.row == nil && o.state.registers.isEmpty { report.added += 1 } else { report.changed += 1 }
