@@ -84,7 +84,7 @@ public final class Vault: Sendable {
         // (two swapped hashes must not serve one item's secret for the
         // other's name).
         for id in ids {
-            let record = try openRecord(try Queries.itemRecord(db, id: id), item: id)
+            let record = try openRecord(try Queries.itemRecord(db, id: id), item: id, withVersions: false)
             guard record.name == normalized, !record.isDeleted else {
                 throw StoreError.damaged("the name index points '\(normalized)' at another item (id \(id.hex.prefix(8)))")
             }
@@ -113,7 +113,16 @@ public final class Vault: Sendable {
             isTombstone: tombstone)
         return FieldVersion(
             dot: dot, vector: vector, writtenAt: time, isTombstone: tombstone,
-            payload: AEAD.seal(payload.paddedEncoding, key: keys.item, associatedData: ad))
+            payload: AEAD.seal(Vault.padsPayload(payload, register: register) ? payload.paddedEncoding : payload.encoded, key: keys.item, associatedData: ad))
+    }
+
+    /// Which payloads are padded (docs/key-hierarchy.md): the name and
+    /// every secret field, whose lengths say something about their
+    /// content. The other metadata (type, tags, source, expiry, env,
+    /// delete marker) and plain fields are not, which keeps bundles and
+    /// imports small.
+    static func padsPayload(_ payload: FieldPayload, register: RegisterID) -> Bool {
+        payload.isSecret || register == .name
     }
 
     func open(_ v: FieldVersion, item: ItemID, register: RegisterID) throws -> FieldPayload {
@@ -373,7 +382,7 @@ public final class Vault: Sendable {
                 out.reserveCapacity(listed.count)
                 try keys.record.keepingReadable {
                     for l in listed {
-                        let record = try openRecord(l.record, item: l.row.id)
+                        let record = try openRecord(l.record, item: l.row.id, withVersions: false)
                         try check(record, row: l.row)
                         if record.isDeleted { continue }
                         out.append(

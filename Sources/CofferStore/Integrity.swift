@@ -16,14 +16,20 @@ import GRDB
 public final class VaultMAC: @unchecked Sendable {
     public static let length = 32
     let key: SecretBytes
+    let hasher: PreparedKeyedHash
     public private(set) var delta = [UInt8](repeating: 0, count: VaultMAC.length)
 
     /// `key` is the vault-MAC sub-key of the master key.
-    public init(key: SecretBytes) { self.key = key }
+    public convenience init(key: SecretBytes) { self.init(key: key, hasher: PreparedKeyedHash(key: key, length: Self.length)) }
+
+    init(key: SecretBytes, hasher: PreparedKeyedHash) {
+        self.key = key
+        self.hasher = hasher
+    }
 
     /// XORs in (or out: the same operation) the term of one row.
     public func toggle(_ message: [UInt8]) {
-        let h = KeyedHash.hash(message, key: key, length: Self.length)
+        let h = hasher.hash(message)
         for i in 0..<Self.length { delta[i] ^= h[i] }
     }
 
@@ -102,7 +108,7 @@ public enum IntegrityTerm {
 
     static func version(tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?) -> [UInt8] {
         let vector = v.vector.encoded
-        var w = ByteWriter(capacity: 90 + vector.count + v.payload.count)
+        var w = ByteWriter(capacity: 110 + vector.count)
         w.u8(UInt8(ascii: tag))
         w.id(item)
         w.id(register)
@@ -111,7 +117,13 @@ public enum IntegrityTerm {
         w.blob32(vector)
         w.i64(v.writtenAt)
         w.u8(v.isTombstone ? 1 : 0)
-        w.blob32(v.payload)
+        // The payload's Poly1305 tag (its last 16 bytes) stands for the
+        // payload: it authenticates the ciphertext and its associated data
+        // under the item key, and no one without the key finds another
+        // payload with the same tag. Hashing 16 bytes instead of the whole
+        // payload keeps bulk imports cheap.
+        w.u32(UInt32(clamping: v.payload.count))
+        w.bytes(v.payload.suffix(16))
         if let supersededAt { w.i64(supersededAt) }
         return w.data
     }
@@ -131,23 +143,6 @@ extension Queries {
     public struct ListedItem: Sendable {
         public var row: ItemRow
         public var record: [UInt8]?
-    }
-
-    /// Every item row (deleted ones included) with its sealed record, in
-    /// one pass over the two small tables (no field version is read).
-    public static func listedItems(_ db: Database) throws -> [ListedItem] {
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT i.itemId, i.policy, i.nameHash, i.isDeleted, i.hasConflict, i.createdAt, i.updatedAt, r.record
-                FROM item i LEFT JOIN itemRecord r ON r.itemId = i.itemId
-                """)
-        var out: [ListedItem] = []
-        while let row = try rows.next() {
-            let item = try ItemRow(positional: row)
-            out.append(ListedItem(row: item, record: try row.optionalBlob(at: 7, name: "itemRecord.record").map { Array($0) }))
-        }
-        return out
     }
 
     // MARK: Vault MAC

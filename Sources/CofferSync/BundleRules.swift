@@ -131,8 +131,26 @@ public enum BundleValidation {
                 }
             }
             if versions.count > 1 {
-                for a in versions {
-                    for b in versions where a.dot != b.dot && b.vector.contains(a.dot) {
+                // Some other version contains a's dot (r, c) when the
+                // largest entry for r among the *other* versions is ≥ c:
+                // keep the two largest entries per replica (linear, so a
+                // record of many versions cannot stall the reader).
+                var top: [ReplicaID: (first: UInt64, index: Int, second: UInt64)] = [:]
+                for (i, b) in versions.enumerated() {
+                    for e in b.vector.entries {
+                        var t = top[e.replica] ?? (0, -1, 0)
+                        if e.counter > t.first {
+                            t = (e.counter, i, t.first)
+                        } else if e.counter > t.second {
+                            t.second = e.counter
+                        }
+                        top[e.replica] = t
+                    }
+                }
+                for (i, a) in versions.enumerated() {
+                    guard let t = top[a.dot.replica] else { continue }
+                    let others = t.index == i ? t.second : t.first
+                    if others >= a.dot.counter, let b = versions.enumerated().first(where: { $0.offset != i && $0.element.vector.contains(a.dot) })?.element {
                         throw .ruleBroken(
                             .concurrentVersions,
                             "item \(item)…, register \(rid.description.prefix(8)): version \(b.dot) supersedes \(a.dot) in the same record")

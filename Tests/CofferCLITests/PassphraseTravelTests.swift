@@ -146,4 +146,20 @@ struct PassphraseTravelTests {
             #expect(r.status == 0, "\(bundle): \(r)")
         }
     }
+
+    @Test("the wrapping's version is covered by the vault MAC: deleting or replaying it without the key is detected")
+    func wrappingVersionIsAuthenticated() throws {
+        passwd(a, to: "a passphrase that was changed once")
+        #expect(a.unlocked(["verify"]).status == 0)
+        let before = a.vaultBytes()
+        // Forget the change (so this replica would take an older wrapping
+        // from a bundle), as an attacker with only the file would.
+        VaultTamperingTests.sql(a.vaultPath, "DELETE FROM keyWrapping;")
+        let v = a.unlocked(["verify"])
+        #expect(v.status == 65, "\(v)")
+        let s = a.unlocked(["export", "--out", a.path("tampered.cb")])
+        #expect(s.status == 65 && s.stderr.contains("vault file was modified outside coffer"), "\(s)")
+        try before.write(to: URL(fileURLWithPath: a.vaultPath))
+        #expect(a.unlocked(["verify"]).status == 0)
+    }
 }

@@ -191,3 +191,45 @@ struct VaultTamperingTests {
         #expect(ls.status == 65 || (ls.status == 0 && ls.stdout.contains("a")), "\(statement): \(ls)")
     }
 }
+
+extension VaultTamperingTests {
+    /// `sync` refuses a tampered vault before merging or writing anything
+    /// (its own bundle is not written; other bundles are not blamed).
+    @Test func syncRefusesATamperedVault() throws {
+        let home = home([("a", "SECRET-A")])
+        let dir = home.path("sync")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        Self.sql(home.vaultPath, "UPDATE replica SET counter = counter + 3;")
+        for args in [["sync", dir, "--dry-run"], ["sync", dir]] {
+            Self.expectModified(home.unlocked(args))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+}
+
+@Suite("passphrase normalisation, black-box")
+struct PassphraseNFCTests {
+    /// A vault made with "café" typed as e + combining accent opens with
+    /// the precomposed é, and the other way round.
+    @Test func cafeTypedEitherWayOpens() throws {
+        let home = TestHome()
+        home.passphrase = "cafe\u{301} au lait"
+        #expect(home.unlocked(["init"] + TestHome.fastKDF).status == 0)
+        home.passphrase = "caf\u{E9} au lait"
+        let r = home.unlocked(["ls"])
+        #expect(r.status == 0, "\(r)")
+        home.passphrase = "caf\u{E9} au lai"
+        #expect(home.unlocked(["ls"]).status == 77)
+    }
+
+    @Test func aPassphraseThatIsNotUTF8IsRefusedAtInit() throws {
+        let home = TestHome()
+        let file = home.path("pass")
+        try Data([0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: file))  // Latin-1 "café"
+        chmod(file, 0o600)
+        let r = home.run(["init", "--passphrase-file", file] + TestHome.fastKDF)
+        #expect(r.status == 64, "\(r)")
+        #expect(r.stderr.contains("not valid UTF-8"))
+        #expect(!FileManager.default.fileExists(atPath: home.vaultPath))
+    }
+}

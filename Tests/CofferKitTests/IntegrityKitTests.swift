@@ -69,8 +69,17 @@ struct IntegrityKitTests {
         let v = try makeVault()
         try v.add(ItemDraft(name: "s", type: .apiKey, fields: [secret("x")]))
         try v.add(ItemDraft(name: "a-much-longer-name", type: .apiKey, fields: [secret(String(repeating: "y", count: 40))]))
-        let lengths = try v.store.read { db in try Data.fetchAll(db, sql: "SELECT payload FROM fieldVersion").map(\.count) }
-        // nonce 24 + tag 16 + a multiple of 64.
+        // The secret and the name of both items: nonce 24 + tag 16 + one
+        // 64-byte block, whatever their lengths.
+        let a = try v.state(of: "s").id, b = try v.state(of: "a-much-longer-name").id
+        let registers = [v.registerID(field: "key", item: a), v.registerID(field: "key", item: b), RegisterID.name]
+        let lengths = try v.store.read { db in
+            try Data.fetchAll(
+                db, sql: "SELECT payload FROM fieldVersion WHERE registerId IN (?, ?, ?)",
+                arguments: StatementArguments(registers.map { Data($0.bytes) })
+            ).map(\.count)
+        }
+        #expect(lengths.count == 4, "\(lengths)")
         #expect(lengths.allSatisfy { ($0 - 40) % FieldPayload.padBlock == 0 }, "\(lengths)")
         #expect(Set(lengths).count == 1, "\(lengths)")
         #expect(try v.item(named: "a-much-longer-name").primaryField?.value == String(repeating: "y", count: 40))

@@ -286,7 +286,13 @@ extension Vault {
                 let decodeMAC = mac.sibling()
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
+                // The record key seals one record per item, the field-id key
+                // finds its username and url registers, the MAC key hashes
+                // every row: all kept readable too (no mprotect pair per use).
                 try keys.item.keepingReadable {
+                  try keys.record.keepingReadable {
+                  try keys.fieldID.keepingReadable {
+                  try mac.keepingReadable {
                     try keys.nameIndex.keepingReadable {
                         // Records are decoded (and new items authenticated)
                         // on a second thread while this one writes.
@@ -325,6 +331,9 @@ extension Vault {
                             }
                         }
                     }
+                  }
+                  }
+                  }
                 }
                 try inserter.finish()
                 mac.absorb(decodeMAC)

@@ -195,6 +195,9 @@ extension Vault {
     /// reported in ``SyncReport/failed`` and the others still merge. With
     /// `dryRun`, computes what would change and changes nothing.
     public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
+        // A vault edited outside coffer is refused before anything is
+        // merged or written, dry run included (docs/threat-model.md).
+        try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
         let rebinding = dryRun ? nil : try claimReplica()
         let (local, summary, exportable, wrapping) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }

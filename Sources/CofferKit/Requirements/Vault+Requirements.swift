@@ -71,7 +71,7 @@ extension Vault {
                 var out: [String: [ItemID]] = [:]
                 try keys.record.keepingReadable {
                     for l in try Queries.listedItems(db) {
-                        let record = try openRecord(l.record, item: l.row.id)
+                        let record = try openRecord(l.record, item: l.row.id, withVersions: false)
                         try check(record, row: l.row)
                         guard !record.isDeleted, let source = record.source else { continue }
                         out[source, default: []].append(l.row.id)

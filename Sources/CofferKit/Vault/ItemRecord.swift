@@ -106,7 +106,9 @@ package struct ItemRecord: Equatable {
         self.versions = versions
     }
 
-    init(decoding bytes: [UInt8]) throws(FormatError) {
+    /// `withVersions: false` (listings) stops after the listed fields and
+    /// leaves ``versions`` empty: a listing never compares versions.
+    init(decoding bytes: [UInt8], withVersions: Bool = true) throws(FormatError) {
         var r = ByteReader(bytes)
         guard try r.u8() == Self.formatVersion else { throw .malformed("unknown item record version") }
         let flags = try r.u8()
@@ -135,6 +137,10 @@ package struct ItemRecord: Equatable {
         let hasLast = try r.u8()
         let last = try r.identifier()
         lastReplica = hasLast == 1 ? last : nil
+        guard withVersions else {
+            versions = []
+            return
+        }
         let n = Int(try r.u32())
         guard n <= r.remaining / 56 else { throw .malformed("item record version count exceeds its length") }
         var refs: [VersionRef] = []
@@ -181,7 +187,7 @@ extension Vault {
     }
 
     /// Opens a sealed record; a missing or unauthentic one is `damaged`.
-    func openRecord(_ sealed: [UInt8]?, item: ItemID) throws -> ItemRecord {
+    func openRecord(_ sealed: [UInt8]?, item: ItemID, withVersions: Bool = true) throws -> ItemRecord {
         guard let sealed else {
             throw StoreError.damaged("item \(item.hex.prefix(8)) has no integrity record")
         }
@@ -189,7 +195,7 @@ extension Vault {
         do { plain = try AEAD.open(sealed, key: keys.record, associatedData: ItemRecord.associatedData(vault: vaultID, item: item)) } catch {
             throw StoreError.damaged("the integrity record of item \(item.hex.prefix(8)) fails authentication (changed, or moved from another item)")
         }
-        do { return try ItemRecord(decoding: plain) } catch {
+        do { return try ItemRecord(decoding: plain, withVersions: withVersions) } catch {
             throw StoreError.damaged("the integrity record of item \(item.hex.prefix(8)) is malformed")
         }
     }
@@ -197,7 +203,7 @@ extension Vault {
     /// Checks the clear columns of `row` against the record (cheap: no
     /// field version is read).
     func check(_ record: ItemRecord, row: ItemRow) throws {
-        let id = row.id.hex.prefix(8)
+        var id: Substring { row.id.hex.prefix(8) }
         guard record.policy == row.policy else { throw StoreError.damaged("the sync policy of item \(id) was changed") }
         guard record.isDeleted == row.isDeleted else { throw StoreError.damaged("the deleted flag of item \(id) was changed") }
         guard record.hasConflict == row.hasConflict else { throw StoreError.damaged("the conflict flag of item \(id) was changed") }
