@@ -31,6 +31,7 @@ struct Import: ParsableCommand {
             let (reports, preview) = try vault.previewImport(paths: files)
             for r in reports {
                 Output.out("would merge \(r.path) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+                if let change = r.passphraseChange { Output.out(change.previewMessage) }
             }
             PreviewPrinter.print(preview)
             Output.note("dry run: nothing was changed")

@@ -45,6 +45,7 @@ struct Sync: ParsableCommand {
         if let preview = report.preview {
             for r in report.merged {
                 Output.out("would merge \(base(r.path)) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+                if let change = r.passphraseChange { Output.out(change.previewMessage) }
             }
             PreviewPrinter.print(preview)
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count

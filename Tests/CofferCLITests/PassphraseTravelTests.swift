@@ -66,6 +66,26 @@ struct PassphraseTravelTests {
         passwd(a, to: new)
         let sa = a.unlocked(["sync", shared])
         #expect(sa.status == 0, "\(sa)")
+        // The bundle A now writes is format 2 and shows the change.
+        let ownA = shared + "/" + idA + ".coffer-bundle"
+        let inspected = a.run(["inspect", ownA, "--json"])
+        #expect(inspected.status == 0, "\(inspected)")
+        SchemaValidation.expectValid(inspected.stdout, schema: "inspect.schema.json")
+        let info = try JSONSerialization.jsonObject(with: Data(inspected.stdout.utf8)) as? [String: Any]
+        #expect(info?["formatVersion"] as? Int == 2)
+        let change = info?["passphraseChange"] as? [String: Any]
+        #expect(change?["changedBy"] as? String == idA)
+        #expect(change?["vector"] as? [String: Int] == [idA: 1])
+        #expect(a.run(["inspect", ownA]).stdout.contains("passphrase: changed on \(idA.prefix(8)) at "))
+        // A dry run says what would happen and changes nothing.
+        let before = b.vaultBytes()
+        let dry = b.run(["sync", shared, "--dry-run", "--passphrase-fd", "3"], fd3: old + "\n")
+        #expect(dry.status == 0, "\(dry)")
+        #expect(dry.stdout.contains("would adopt the passphrase changed on \(idA.prefix(8)) at "), "\(dry)")
+        #expect(b.vaultBytes() == before)
+        let dryImport = b.run(["import", "--dry-run", shared + "/" + idA + ".coffer-bundle", "--passphrase-fd", "3"], fd3: old + "\n")
+        #expect(dryImport.status == 0 && dryImport.stdout.contains("would adopt the passphrase changed on"), "\(dryImport)")
+        #expect(b.vaultBytes() == before)
         for home in [b, c] {
             // The replica still opens with the old passphrase: that is how
             // it reads the bundle that carries the change.

@@ -61,20 +61,44 @@ extension Vault {
             }
             try Queries.setKeyWrapping(db, version, mac: mac)
         }
-        switch KeyWrappingVersion.resolve(local: local, incoming: incoming) {
+        let resolution = KeyWrappingVersion.resolve(local: local, incoming: incoming)
+        switch resolution {
+        case .same, .keepLocal:
+            break
+        case .adopt:
+            try adopt(incoming)
+        case .concurrentAdopt(let merged):
+            try adopt(KeyWrappingVersion(vector: merged, changedBy: incoming.changedBy, changedAt: incoming.changedAt))
+        case .concurrentKeep(let merged):
+            try Queries.setKeyWrapping(db, KeyWrappingVersion(vector: merged, changedBy: local.changedBy, changedAt: local.changedAt), mac: mac)
+        }
+        return Vault.passphraseNotice(resolution, local: local, incoming: incoming, sameBytes: sameBytes)
+    }
+
+    /// What importing a bundle with `header` would do to this vault's
+    /// passphrase (`import --dry-run`, `sync --dry-run`); changes nothing.
+    func previewKeyWrapping(_ header: BundleHeader, db: Database) throws -> PassphraseChange? {
+        let local = try Queries.keyWrapping(db)
+        let current = try Queries.header(db)
+        let sameBytes = current.wrappedMasterKey == header.wrappedMasterKey && current.kdfSalt == header.salt
+        return Vault.passphraseNotice(
+            KeyWrappingVersion.resolve(local: local, incoming: header.wrapping), local: local, incoming: header.wrapping, sameBytes: sameBytes)
+    }
+
+    /// The notice for a resolution: none when nothing a person must know
+    /// changed (the same wrapping, or only its version, as on a clone).
+    static func passphraseNotice(
+        _ resolution: KeyWrappingVersion.Resolution, local: KeyWrappingVersion, incoming: KeyWrappingVersion, sameBytes: Bool
+    ) -> PassphraseChange? {
+        guard let by = incoming.changedBy else { return nil }
+        switch resolution {
         case .same, .keepLocal:
             return nil
         case .adopt:
-            try adopt(incoming)
-            guard !sameBytes, let by = incoming.changedBy else { return nil }
-            return PassphraseChange(outcome: .adopted, replica: by, changedAt: incoming.changedAt, concurrentWith: nil)
-        case .concurrentAdopt(let merged):
-            try adopt(KeyWrappingVersion(vector: merged, changedBy: incoming.changedBy, changedAt: incoming.changedAt))
-            guard !sameBytes, let by = incoming.changedBy else { return nil }
-            return PassphraseChange(outcome: .adoptedOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
-        case .concurrentKeep(let merged):
-            try Queries.setKeyWrapping(db, KeyWrappingVersion(vector: merged, changedBy: local.changedBy, changedAt: local.changedAt), mac: mac)
-            guard let by = incoming.changedBy else { return nil }
+            return sameBytes ? nil : PassphraseChange(outcome: .adopted, replica: by, changedAt: incoming.changedAt, concurrentWith: nil)
+        case .concurrentAdopt:
+            return sameBytes ? nil : PassphraseChange(outcome: .adoptedOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
+        case .concurrentKeep:
             return PassphraseChange(outcome: .keptOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
         }
     }
@@ -94,6 +118,18 @@ extension Vault {
 }
 
 extension PassphraseChange {
+    /// The line a dry run prints: what the import would do.
+    public var previewMessage: String {
+        let when = Date(timeIntervalSince1970: Double(changedAt) / 1000).ISO8601Format()
+        let who = replica.hex.prefix(8)
+        switch outcome {
+        case .adopted, .adoptedOverConcurrent:
+            return "would adopt the passphrase changed on \(who) at \(when)\(outcome == .adopted ? "" : " (concurrent with this vault's change; it wins)"): this vault would then open only with the new one"
+        case .keptOverConcurrent:
+            return "the passphrase change made on \(who) at \(when) is concurrent with this vault's and would lose: this vault would keep its passphrase"
+        }
+    }
+
     /// The line a person reads on stderr (without the `coffer: ` prefix).
     public var message: String {
         let when = Date(timeIntervalSince1970: Double(changedAt) / 1000).ISO8601Format()

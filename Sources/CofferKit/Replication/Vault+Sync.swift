@@ -337,6 +337,7 @@ extension Vault {
                     }
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
+                report.passphraseChange = try previewKeyWrapping(header, db: db)
                 var changes: [MergePreview.ItemChange] = []
                 let rules = try ReceiverRules(header: header, path: path, db: db)
                 try rules.checkHeader(now: Clock.nowMillis())
