@@ -91,10 +91,13 @@ public final class Vault: Sendable {
         }
         switch ids.count {
         case 0:
-            if let near = Suggestion.closest(to: normalized, among: try itemNames(db)) {
-                throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "did you mean `\(near)`? (list items with `coffer ls`)")
-            }
-            throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            // No "did you mean" here: lookups that expect a miss (an
+            // existence check, a reference's NAME/FIELD split) go through
+            // this too. ``suggestion(forMissing:)`` is for the error a
+            // person reads.
+            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            missing.missingName = normalized
+            throw missing
         case 1:
             return ids[0]
         default:
@@ -356,18 +359,12 @@ public final class Vault: Sendable {
         try listIncludingReserved().filter { !Vault.isReserved($0.name) }
     }
 
-    /// The names of all items that are not reserved (for suggestions).
-    func itemNames(_ db: Database) throws -> [String] {
-        let live = Set(try Queries.itemRows(db).map(\.id))
-        let all = try Queries.versionsOfAllItems(db, registers: [.name])
-        var names: [String] = []
-        for (id, registers) in all where live.contains(id) {
-            guard let v = Register.shown(registers[.name] ?? []), !v.isTombstone,
-                let name = try? open(v, item: id, register: .name).text, !Vault.isReserved(name)
-            else { continue }
-            names.append(name)
-        }
-        return names
+    /// The nearest live item name to `name` (a likely typo), for the hint
+    /// of an `itemNotFound` error (``CofferError/missingName``). Reads every
+    /// item's sealed record: call it only when a person will read it.
+    public func suggestion(forMissing name: String) -> String? {
+        guard let names = try? list().map(\.name) else { return nil }
+        return Suggestion.closest(to: name, among: names)
     }
 
     /// `list()` including reserved items.

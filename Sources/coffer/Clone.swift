@@ -25,8 +25,12 @@ struct Clone: ParsableCommand {
     func run() throws {
         let path = options.path
         // Checked again inside clone; here they spare asking for a passphrase.
-        let bundle = try Vault.inspectBundle(at: file)
-        if !allowExpensiveKdf { try Vault.checkCloneKDF(bundle.header.kdf, path: file) }
+        // (Standard input can be read only once: the clone checks it.)
+        if file != "-" {
+            let bundle = try Vault.inspectBundle(at: file)
+            if !allowExpensiveKdf { try Vault.checkCloneKDF(bundle.header.kdf, path: file) }
+        }
+        VaultFile.sweepStaleTemporaries(forVaultAt: path)
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }

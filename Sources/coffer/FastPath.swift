@@ -15,6 +15,7 @@ enum FastPath {
         else { return false }
         let file = try VaultFile.open(path: VaultLocation.resolve(explicit: nil))
         let vault = try Session.unlock(file: file, token: token, directory: .resolve())
+        UnlockedVault.current = vault
         try Get.show(vault: vault, name: name, field: nil, json: false)
         return true
     }
