@@ -104,3 +104,12 @@ CREATE TABLE vaultIntegrity (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     mac BLOB NOT NULL CHECK (length(mac) = 32)
 );
+
+-- Format 3. The version of the passphrase wrapping (docs/sync.md,
+-- "Passphrase changes"): vector || changed-by replica id || i64 changed at,
+-- as in a format-2 bundle header. No row: the initial wrapping of `init`.
+-- Covered by the vault MAC (term "W").
+CREATE TABLE keyWrapping (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    version BLOB NOT NULL
+);

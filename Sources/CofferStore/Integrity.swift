@@ -187,6 +187,8 @@ extension Queries {
         var cover = MACCoverage()
         try mac.keepingReadable {
             mac.toggle(IntegrityTerm.header(try header(db)))
+            let wrapping = try keyWrapping(db)
+            if !wrapping.isInitial { mac.toggle(IntegrityTerm.keyWrapping(wrapping)) }
             let local = try localReplica(db)
             mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
             for r in try knownReplicas(db) {

@@ -14,6 +14,10 @@ enum Migrations {
             try db.execute(sql: v2Integrity)
             try db.execute(sql: "PRAGMA user_version = 2")
         }
+        m.registerMigration("v3-keys-wrapping") { db in
+            try db.execute(sql: v3KeysWrapping)
+            try db.execute(sql: "PRAGMA user_version = 3")
+        }
         return m
     }
 
@@ -30,6 +34,16 @@ enum Migrations {
         CREATE TABLE vaultIntegrity (
             singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
             mac BLOB NOT NULL CHECK (length(mac) = 32)
+        );
+        """
+
+    /// Format version 3 ("keys"): the version of the passphrase wrapping
+    /// (docs/sync.md §Passphrase changes). No row means the initial
+    /// wrapping, so a format-2 vault needs no data migration.
+    static let v3KeysWrapping = """
+        CREATE TABLE keyWrapping (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            version BLOB NOT NULL
         );
         """
 

@@ -43,11 +43,16 @@ public struct BundleHeader: Sendable, Equatable {
     /// For a delta, the receiver's summary it was computed against; empty
     /// for a full bundle.
     public var since: VersionVector
+    /// Which passphrase change made ``wrappedMasterKey`` (format 2;
+    /// ``KeyWrappingVersion/initial`` in a format-1 bundle).
+    public var wrapping: KeyWrappingVersion
 
     public init(
         vaultID: VaultID, replicaID: ReplicaID, kind: Kind, createdAt: Int64, recordCount: UInt64?,
-        kdf: KDFParameters, salt: [UInt8], wrappedMasterKey: [UInt8], summary: VersionVector, since: VersionVector
+        kdf: KDFParameters, salt: [UInt8], wrappedMasterKey: [UInt8], summary: VersionVector, since: VersionVector,
+        wrapping: KeyWrappingVersion = .initial
     ) {
+        self.wrapping = wrapping
         self.vaultID = vaultID
         self.replicaID = replicaID
         self.kind = kind
@@ -65,8 +70,13 @@ public struct BundleHeader: Sendable, Equatable {
 public enum BundleFormat {
     /// `COFFERB\n`: the newline catches text-mode transfers that rewrite line ends.
     public static let magic: [UInt8] = Array("COFFERB\n".utf8)
-    /// The newest bundle format this build reads and writes.
-    public static let version: UInt16 = 1
+    /// The newest bundle format this build reads and writes. Writers use
+    /// the oldest version that can carry the header: 1 while the vault's
+    /// passphrase wrapping is the initial one (byte-identical to older
+    /// coffers), 2 once a `passwd` has versioned it.
+    public static let version: UInt16 = 2
+    /// The oldest bundle format this build reads.
+    public static let oldestReadable: UInt16 = 1
     /// magic + version + body length.
     public static let prefixLength = 14
     /// Upper bound on the header body (two vectors of many replicas).
@@ -134,8 +144,13 @@ extension BundleHeader {
         w.bytes(wrappedMasterKey)
         w.bytes(summary.encoded)
         w.bytes(since.encoded)
+        if formatVersion >= 2 { w.bytes(wrapping.encoded) }
         return w.data
     }
+
+    /// The format version this header is written in: 1 unless it carries a
+    /// versioned passphrase wrapping.
+    public var formatVersion: UInt16 { wrapping.isInitial ? 1 : 2 }
 
     /// The clear prefix: magic, version, body length, body. This is the
     /// associated data of the first stream chunk.
@@ -144,14 +159,14 @@ extension BundleHeader {
         let body = encodedBody
         var w = ByteWriter(capacity: BundleFormat.prefixLength + body.count)
         w.bytes(BundleFormat.magic)
-        w.u16(BundleFormat.version)
+        w.u16(formatVersion)
         w.u32(UInt32(body.count))
         w.bytes(body)
         return w.data
     }
 
-    /// Decodes a header body (version 1).
-    public init(decodingBody body: [UInt8]) throws(BundleError) {
+    /// Decodes a header body (version 1, or 2 with the wrapping's version).
+    public init(decodingBody body: [UInt8], version: UInt16 = 1) throws(BundleError) {
         var r = ByteReader(body)
         do {
             vaultID = VaultID(bytes: try r.bytes(16))!
@@ -175,6 +190,14 @@ extension BundleHeader {
             wrappedMasterKey = try r.bytes(BundleFormat.wrappedKeyLength)
             summary = try VersionVector(reading: &r)
             since = try VersionVector(reading: &r)
+            if version >= 2 {
+                wrapping = try KeyWrappingVersion(reading: &r)
+                if wrapping.isInitial {
+                    throw BundleError.malformedHeader("a format-2 header carries the initial passphrase wrapping (write format 1)")
+                }
+            } else {
+                wrapping = .initial
+            }
         } catch let e as BundleError {
             throw e
         } catch FormatError.truncated {
@@ -205,14 +228,14 @@ extension BundleHeader {
         }
         guard start.count == BundleFormat.prefixLength else { throw .truncated(part: "header") }
         let version = UInt16(start[8]) << 8 | UInt16(start[9])
-        guard version == BundleFormat.version else { throw .unsupportedVersion(version) }
+        guard (BundleFormat.oldestReadable ... BundleFormat.version).contains(version) else { throw .unsupportedVersion(version) }
         let length = Int(UInt32(start[10]) << 24 | UInt32(start[11]) << 16 | UInt32(start[12]) << 8 | UInt32(start[13]))
         guard length <= BundleFormat.maxHeaderLength else {
             throw .malformedHeader("header length \(length) exceeds \(BundleFormat.maxHeaderLength)")
         }
         let body = try input.readBytes(length)
         guard body.count == length else { throw .truncated(part: "header") }
-        let header = try BundleHeader(decodingBody: body)
+        let header = try BundleHeader(decodingBody: body, version: version)
         return (header, start + body)
     }
 }

@@ -52,6 +52,7 @@ struct Import: ParsableCommand {
             let (reports, preview) = try vault.previewImport(paths: files)
             for r in reports {
                 Output.out("would merge \(r.path) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+                if let change = r.passphraseChange { Output.out(change.previewMessage) }
             }
             PreviewPrinter.print(preview)
             Output.note("dry run: nothing was changed")
@@ -77,6 +78,7 @@ struct Import: ParsableCommand {
             var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
             if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
             Output.note(line)
+            if let change = r.passphraseChange { Output.note(change.message) }
         }
         // A bundle may show this replica's id used by another vault file.
         if let change = try vault.claimReplica() { Output.note(change.message) }

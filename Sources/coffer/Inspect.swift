@@ -38,6 +38,9 @@ struct Inspect: ParsableCommand {
         Output.out("kdf:        argon2id, \(j.kdf.memoryKiB) KiB, \(j.kdf.iterations) iterations, \(j.kdf.parallelism) lanes")
         Output.out("summary:    \(Self.text(j.summary))")
         if info.header.kind == .delta { Output.out("since:      \(Self.text(j.since))") }
+        if let p = j.passphraseChange {
+            Output.out("passphrase: changed on \(p.changedBy.prefix(8)) at \(ISO8601.string(p.changedAt)) (changes \(Self.text(p.vector)))")
+        }
         Output.err("coffer: note: the header is not authenticated until the bundle is imported")
     }
 
@@ -66,6 +69,13 @@ struct InspectJSON: Encodable {
     var summary: [String: UInt64]
     var since: [String: UInt64]
     var authenticated = false
+    /// Format 2: the passphrase change that made the wrapped key.
+    struct PassphraseChange: Encodable {
+        var changedBy: String
+        var changedAt: Date
+        var vector: [String: UInt64]
+    }
+    var passphraseChange: PassphraseChange?
 
     init(_ info: BundleInfo) {
         let h = info.header
@@ -80,10 +90,15 @@ struct InspectJSON: Encodable {
         kdf = KDF(memoryKiB: h.kdf.memoryKiB, iterations: h.kdf.iterations, parallelism: h.kdf.parallelism)
         summary = Dictionary(uniqueKeysWithValues: h.summary.entries.map { ($0.replica.hex, $0.counter) })
         since = Dictionary(uniqueKeysWithValues: h.since.entries.map { ($0.replica.hex, $0.counter) })
+        if let by = h.wrapping.changedBy {
+            passphraseChange = PassphraseChange(
+                changedBy: by.hex, changedAt: Date(timeIntervalSince1970: Double(h.wrapping.changedAt) / 1000),
+                vector: Dictionary(uniqueKeysWithValues: h.wrapping.vector.entries.map { ($0.replica.hex, $0.counter) }))
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated
+        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -100,5 +115,6 @@ struct InspectJSON: Encodable {
         try c.encode(summary, forKey: .summary)
         try c.encode(since, forKey: .since)
         try c.encode(authenticated, forKey: .authenticated)
+        try c.encodeIfPresent(passphraseChange, forKey: .passphraseChange)
     }
 }

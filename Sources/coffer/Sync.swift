@@ -45,6 +45,7 @@ struct Sync: ParsableCommand {
         if let preview = report.preview {
             for r in report.merged {
                 Output.out("would merge \(base(r.path)) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+                if let change = r.passphraseChange { Output.out(change.previewMessage) }
             }
             PreviewPrinter.print(preview)
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count
@@ -56,6 +57,7 @@ struct Sync: ParsableCommand {
                 var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
                 if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }
                 Output.note(line)
+                if let change = r.passphraseChange { Output.note(change.message) }
             }
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count
             if skippedOld > 0 { Output.note("skipped \(skippedOld) bundle\(skippedOld == 1 ? "" : "s") with nothing new") }

@@ -127,10 +127,10 @@ struct BundleCorruptionTests {
 
     @Test func newerAndBogusVersions() throws {
         let f = try Fixture()
-        var v2 = f.bundle
-        v2[9] = 2
-        let e = try f.refuse(v2, "version 2")
-        #expect(e?.message.contains("has bundle format 2; this coffer reads format 1") == true)
+        var v3 = f.bundle
+        v3[9] = 3
+        let e = try f.refuse(v3, "version 3")
+        #expect(e?.message.contains("has bundle format 3; this coffer reads format 2") == true)
         #expect(e?.hint == "upgrade coffer on this machine")
         var v0 = f.bundle
         v0[9] = 0

@@ -163,10 +163,18 @@ enum BundleKit {
         var cases: [Case] = []
 
         func headerJSON(_ h: BundleHeader) -> [String: Any] {
-            [
+            var o: [String: Any] = [
                 "kind": h.kind.name, "replica": h.replicaID.hex, "createdAt": h.createdAt,
                 "recordCount": h.recordCount.map { $0 as Any } ?? "unknown", "summary": vectorJSON(h.summary), "since": vectorJSON(h.since),
             ]
+            if !h.wrapping.isInitial {
+                o["formatVersion"] = Int(h.formatVersion)
+                o["wrapping"] = [
+                    "vector": vectorJSON(h.wrapping.vector), "changedBy": h.wrapping.changedBy?.hex ?? "",
+                    "changedAt": h.wrapping.changedAt,
+                ] as [String: Any]
+            }
+            return o
         }
 
         /// A case whose bytes come from the forge (correctly framed).
@@ -256,8 +264,26 @@ enum BundleKit {
         damaged("truncated-before-final", "multi-chunk.cb cut after its first chunk (no FINAL chunk)", expect: "truncated", Array(multi.prefix(firstChunkEnd)))
         damaged("trailing-data", "one zero byte appended", expect: "trailing data", full + [0])
         var newer = full
-        newer[9] = 2
-        damaged("newer-version", "format version 2", expect: "unsupported version", newer)
+        newer[9] = 3
+        damaged("newer-version", "format version 3", expect: "unsupported version", newer)
+        var v2Body1 = full
+        v2Body1[9] = 2
+        damaged("version-2-without-wrapping", "format version 2 on a format-1 header body (the passphrase wrapping's version is missing)", expect: "malformed header", v2Body1)
+        // Format 2: a header carrying the version of a passphrase change
+        // (docs/sync.md §Passphrase changes). The kit's wrapped key is kept,
+        // so the kit passphrase still opens it.
+        var changed = header(count: 0, summary: v([A: 2]), wrapped: wrappedKey)
+        changed.wrapping = KeyWrappingVersion(vector: v([A: 1, B: 2]), changedBy: B, changedAt: t0)
+        let changedBytes = rawBundle(f, header: changed, plaintext: [], label: "passphrase-changed", emptyFinal: false)
+        cases.append(Case(name: "passphrase-changed", bytes: changedBytes, sidecar: [
+            "file": "passphrase-changed.cb", "description": "format 2: an empty full bundle whose header carries the passphrase wrapping's version (vector {aa: 1, bb: 2}, changed by bb)",
+            "expect": "success", "header": headerJSON(changed), "records": 0, "plaintext": "", "plaintextLength": 0,
+            "construction": "header format 2 (wrapping version appended to the body), one empty FINAL chunk", "streamHeaderLabel": "coffer kit passphrase-changed stream",
+            "blake2b256": Hex.encode(KeyedHash.digest(changedBytes)),
+        ]))
+        var wrapTampered = changedBytes
+        wrapTampered[prefixLengthOf(changedBytes) - 1] ^= 0x01  // last byte of changedAt
+        damaged("header-wrapping-tampered", "passphrase-changed.cb with its wrapping's change time altered", expect: "authentication failure", wrapTampered)
         var zero = full
         zero[9] = 0
         damaged("version-zero", "format version 0", expect: "unsupported version", zero)

@@ -59,7 +59,7 @@ struct IntegrityKitTests {
         let again = try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw".utf8)))
         #expect(try again.item(named: "a").primaryField?.value == "A")
         #expect(try again.verify().isSound)
-        #expect(try again.verify().formatVersion == 2)
+        #expect(try again.verify().formatVersion == VaultStore.formatVersion)
         // A format-2 vault without its MAC is refused, not rebuilt.
         try v.store.write { db in try db.execute(sql: "DELETE FROM vaultIntegrity") }
         #expect(throws: CofferError.self) { try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw".utf8))) }

@@ -39,6 +39,9 @@ public struct ImportReport: Sendable, Equatable {
     public var versionsAdded: Int = 0
     /// Ids of the added and changed items, in bundle order.
     public var touchedItems: [ItemID] = []
+    /// A passphrase change the bundle brought (docs/sync.md §Passphrase
+    /// changes); nil when the vault's wrapping stayed as it was.
+    public var passphraseChange: PassphraseChange?
 }
 
 /// Called during an import with the records read so far and the total
@@ -100,7 +103,7 @@ extension Vault {
         do { header = try BundleHeader.read(from: input).header } catch { throw .bundle(error, path: path) }
         var st = stat()
         stat(path, &st)
-        return BundleInfo(path: path, formatVersion: Int(BundleFormat.version), header: header, fileSize: Int(st.st_size))
+        return BundleInfo(path: path, formatVersion: Int(header.formatVersion), header: header, fileSize: Int(st.st_size))
     }
 
     // MARK: Summary
@@ -174,13 +177,17 @@ extension Vault {
                 // Nothing leaves a vault whose file was edited outside
                 // coffer (a changed policy would export a local-only item).
                 try checkVaultMAC(db)
-                let h = file.header
+                // The wrapping as stored now: an import earlier in this
+                // process (sync) may have adopted another replica's.
+                let h = try Queries.header(db)
                 let count = try Queries.exportItemCount(db, since: since)
                 let header = BundleHeader(
                     vaultID: vaultID, replicaID: try Queries.localReplica(db).id, kind: since == nil ? .full : .delta,
                     createdAt: createdAt ?? Clock.nowMillis(), recordCount: count,
-                    kdf: file.kdf, salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
-                    summary: try Vault.exportableSummary(db), since: since ?? VersionVector())
+                    kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
+                    salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
+                    summary: try Vault.exportableSummary(db), since: since ?? VersionVector(),
+                    wrapping: try Queries.keyWrapping(db))
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     // Rows come in bundle order: each goes straight into
@@ -336,6 +343,7 @@ extension Vault {
                 // Claims for other replicas count only as far as the
                 // records back them (docs/sync.md, "Hostile bundles").
                 try Queries.noteSeen(db, vector: BundleValidation.backedSummary(header: header, evidence: reader.evidence), at: now, mac: mac)
+                report.passphraseChange = try resolveKeyWrapping(header, db: db, mac: mac)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
                 // summary now exceeds the local counter: the next write (or

@@ -139,7 +139,7 @@ extension Vault {
 
     /// Reads the clear header of every file in `dir`; sorts them into
     /// candidates to merge, skipped files and failures. Needs no key.
-    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
+    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
         for path in try syncFiles(in: dir) {
             let header: BundleHeader
@@ -170,7 +170,7 @@ extension Vault {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
-            if header.summary.isDominated(by: summary) {
+            if Vault.bringsNothing(header, summary: summary, wrapping: wrapping) {
                 report.skipped.append(.init(path: path, reason: .nothingNew, replica: header.replicaID))
                 continue
             }
@@ -182,9 +182,9 @@ extension Vault {
     /// Whether this replica's bundle in `dir` is up to date: same vault,
     /// same replica, full, and its summary equals what an export would
     /// claim now (``exportableSummary(_:)``).
-    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector) -> Bool {
+    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion) -> Bool {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
-        return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary
+        return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
     }
 
     /// Merges every other replica's bundle found in `dir` (whatever its
@@ -204,13 +204,13 @@ extension Vault {
             // a machine that replicates this folder) are litter (issue 13).
             AtomicFileOutput.sweepStale(dir: dir) { $0.hasSuffix(".coffer-bundle") }
         }
-        let (local, summary, exportable) = try CofferError.wrap {
-            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
+        let (local, summary, exportable, wrapping) = try CofferError.wrap {
+            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         let ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
         report.rebinding = rebinding
-        let candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, report: &report)
+        let candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
 
         if dryRun {
             var overlay: [ItemID: Overlay] = [:]
@@ -227,7 +227,7 @@ extension Vault {
                 }
             }
             report.preview = MergePreview(bundles: bundles, items: Vault.collapse(items))
-            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable)
+            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
             return report
         }
 
@@ -235,8 +235,8 @@ extension Vault {
         for c in candidates {
             // An earlier bundle (say the original of a conflict copy) may
             // have brought everything this one holds.
-            let now = try CofferError.wrap { try store.read { db in try Queries.summary(db) } }
-            if c.header.summary.isDominated(by: now) {
+            let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
+            if Vault.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
                 report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
                 continue
             }
@@ -252,10 +252,12 @@ extension Vault {
             // A bundle may show this replica's id used by another file.
             if let r = try claimReplica() { report.rebinding = r }
         }
-        let (nowLocal, nowSummary) = try CofferError.wrap { try store.read { db in (try Queries.localReplica(db), try Vault.exportableSummary(db)) } }
+        let (nowLocal, nowSummary, nowWrapping) = try CofferError.wrap {
+            try store.read { db in (try Queries.localReplica(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+        }
         let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
         report.ownBundle = nowOwn
-        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary) {
+        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping) {
             try exportBundle(to: nowOwn)
             report.wroteOwnBundle = true
         }
@@ -268,16 +270,16 @@ extension Vault {
     /// current, no file needs reporting, and the file still owns its
     /// replica id.
     public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
-        let (local, summary, exportable) = try CofferError.wrap {
-            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
+        let (local, summary, exportable, wrapping) = try CofferError.wrap {
+            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
         if summary[local.id] > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
-        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, report: &report)
+        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
-        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable)
+        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
     }
 
     // MARK: Preview
@@ -340,6 +342,7 @@ extension Vault {
                     }
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
+                report.passphraseChange = try previewKeyWrapping(header, db: db)
                 var changes: [MergePreview.ItemChange] = []
                 let rules = try ReceiverRules(header: header, path: path, db: db)
                 try rules.checkHeader(now: Clock.nowMillis())

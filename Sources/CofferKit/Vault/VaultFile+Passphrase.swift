@@ -59,6 +59,11 @@ extension VaultFile {
                     throw CofferError(.busy, "the passphrase of \(path) was changed by another process meanwhile", hint: "run the command again with the newest passphrase")
                 }
                 try Queries.updateKeyWrapping(db, header: updated, mac: mac)
+                // Stamp the new wrapping so it travels to the other
+                // replicas through bundles (docs/sync.md §Passphrase changes).
+                let local = try Queries.localReplica(db)
+                let version = try Queries.keyWrapping(db).next(by: local.id, at: Int64(Date().timeIntervalSince1970 * 1000))
+                try Queries.setKeyWrapping(db, version, mac: mac)
             }
         }
         return updated

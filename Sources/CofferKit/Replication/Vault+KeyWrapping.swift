@@ -1,0 +1,146 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+
+/// A passphrase change that an import brought to this replica
+/// (docs/sync.md §Passphrase changes).
+public struct PassphraseChange: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        /// The bundle's wrapping superseded this vault's: adopted. The vault
+        /// now opens with the passphrase set on ``PassphraseChange/replica``.
+        case adopted
+        /// The bundle's change was concurrent with this vault's own and won
+        /// the deterministic rule: adopted.
+        case adoptedOverConcurrent
+        /// The bundle's change was concurrent with this vault's own and lost:
+        /// this vault keeps its passphrase (and every replica will adopt it).
+        case keptOverConcurrent
+    }
+
+    public var outcome: Outcome
+    /// The replica whose `passwd` made the bundle's wrapping.
+    public var replica: ReplicaID
+    /// When that `passwd` ran (ms since 1970, that machine's clock).
+    public var changedAt: Int64
+    /// For a concurrent change: the replica whose change this vault held.
+    public var concurrentWith: ReplicaID?
+}
+
+extension Vault {
+    /// The version of this vault's passphrase wrapping.
+    public func keyWrappingVersion() throws(CofferError) -> KeyWrappingVersion {
+        try CofferError.wrap { try store.read { db in try Queries.keyWrapping(db) } }
+    }
+
+    /// Called in the import transaction once every record is merged (so
+    /// the whole bundle, header included, is authenticated under this
+    /// vault's key): adopts the bundle's passphrase wrapping when it
+    /// supersedes this vault's or wins a concurrent change. The master key
+    /// is unchanged: only its wrapping (KDF parameters, salt, wrapped key)
+    /// is replaced.
+    func resolveKeyWrapping(_ header: BundleHeader, db: Database, mac: VaultMAC) throws -> PassphraseChange? {
+        let local = try Queries.keyWrapping(db)
+        let incoming = header.wrapping
+        let current = try Queries.header(db)
+        let sameBytes = current.wrappedMasterKey == header.wrappedMasterKey && current.kdfSalt == header.salt
+        func adopt(_ version: KeyWrappingVersion) throws {
+            if !sameBytes {
+                // The header is authenticated by now (unlike a clone's, which
+                // must be checked before Argon2id runs): its KDF parameters
+                // are within the format's bounds and were chosen by a key
+                // holder's `passwd`.
+                var updated = current
+                updated.kdfMemoryKiB = header.kdf.memoryKiB
+                updated.kdfIterations = header.kdf.iterations
+                updated.kdfParallelism = header.kdf.parallelism
+                updated.kdfSalt = header.salt
+                updated.wrappedMasterKey = header.wrappedMasterKey
+                try Queries.updateKeyWrapping(db, header: updated, mac: mac)
+            }
+            try Queries.setKeyWrapping(db, version, mac: mac)
+        }
+        let resolution = KeyWrappingVersion.resolve(local: local, incoming: incoming)
+        switch resolution {
+        case .same, .keepLocal:
+            break
+        case .adopt:
+            try adopt(incoming)
+        case .concurrentAdopt(let merged):
+            try adopt(KeyWrappingVersion(vector: merged, changedBy: incoming.changedBy, changedAt: incoming.changedAt))
+        case .concurrentKeep(let merged):
+            try Queries.setKeyWrapping(db, KeyWrappingVersion(vector: merged, changedBy: local.changedBy, changedAt: local.changedAt), mac: mac)
+        }
+        return Vault.passphraseNotice(resolution, local: local, incoming: incoming, sameBytes: sameBytes)
+    }
+
+    /// What importing a bundle with `header` would do to this vault's
+    /// passphrase (`import --dry-run`, `sync --dry-run`); changes nothing.
+    func previewKeyWrapping(_ header: BundleHeader, db: Database) throws -> PassphraseChange? {
+        let local = try Queries.keyWrapping(db)
+        let current = try Queries.header(db)
+        let sameBytes = current.wrappedMasterKey == header.wrappedMasterKey && current.kdfSalt == header.salt
+        return Vault.passphraseNotice(
+            KeyWrappingVersion.resolve(local: local, incoming: header.wrapping), local: local, incoming: header.wrapping, sameBytes: sameBytes)
+    }
+
+    /// The notice for a resolution: none when nothing a person must know
+    /// changed (the same wrapping, or only its version, as on a clone).
+    static func passphraseNotice(
+        _ resolution: KeyWrappingVersion.Resolution, local: KeyWrappingVersion, incoming: KeyWrappingVersion, sameBytes: Bool
+    ) -> PassphraseChange? {
+        guard let by = incoming.changedBy else { return nil }
+        switch resolution {
+        case .same, .keepLocal:
+            return nil
+        case .adopt:
+            return sameBytes ? nil : PassphraseChange(outcome: .adopted, replica: by, changedAt: incoming.changedAt, concurrentWith: nil)
+        case .concurrentAdopt:
+            return sameBytes ? nil : PassphraseChange(outcome: .adoptedOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
+        case .concurrentKeep:
+            return PassphraseChange(outcome: .keptOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
+        }
+    }
+}
+
+extension Vault {
+    /// Whether importing a bundle with `header` would change nothing: its
+    /// summary is covered by this vault's and its passphrase wrapping does
+    /// not need resolving (sync skips such bundles).
+    static func bringsNothing(_ header: BundleHeader, summary: VersionVector, wrapping: KeyWrappingVersion) -> Bool {
+        guard header.summary.isDominated(by: summary) else { return false }
+        switch KeyWrappingVersion.resolve(local: wrapping, incoming: header.wrapping) {
+        case .same, .keepLocal: return true
+        case .adopt, .concurrentAdopt, .concurrentKeep: return false
+        }
+    }
+}
+
+extension PassphraseChange {
+    /// The line a dry run prints: what the import would do.
+    public var previewMessage: String {
+        let when = Date(timeIntervalSince1970: Double(changedAt) / 1000).ISO8601Format()
+        let who = replica.hex.prefix(8)
+        switch outcome {
+        case .adopted, .adoptedOverConcurrent:
+            return "would adopt the passphrase changed on \(who) at \(when)\(outcome == .adopted ? "" : " (concurrent with this vault's change; it wins)"): this vault would then open only with the new one"
+        case .keptOverConcurrent:
+            return "the passphrase change made on \(who) at \(when) is concurrent with this vault's and would lose: this vault would keep its passphrase"
+        }
+    }
+
+    /// The line a person reads on stderr (without the `coffer: ` prefix).
+    public var message: String {
+        let when = Date(timeIntervalSince1970: Double(changedAt) / 1000).ISO8601Format()
+        let who = replica.hex.prefix(8)
+        switch outcome {
+        case .adopted:
+            return "passphrase changed on \(who) at \(when); this vault now opens with the new one"
+        case .adoptedOverConcurrent:
+            return "passphrase changed on \(who) at \(when), concurrently with the change made on \(concurrentWith.map { String($0.hex.prefix(8)) } ?? "this replica"); \(who)'s change wins on every replica, and this vault now opens with its new passphrase"
+        case .keptOverConcurrent:
+            return "passphrase changed on \(who) at \(when), concurrently with the change made on \(concurrentWith.map { String($0.hex.prefix(8)) } ?? "this replica"); that change wins on every replica, and this vault keeps its passphrase"
+        }
+    }
+}
