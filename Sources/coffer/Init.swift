@@ -23,6 +23,9 @@ struct Init: ParsableCommand {
     @Option(help: ArgumentHelp("Argon2id lanes.", valueName: "n"))
     var kdfParallelism: UInt32?
 
+    @Flag(help: "Accept a passphrase below the minimum strength (docs/user-guide.md).")
+    var force = false
+
     func run() throws {
         let kdf = try KDFOptions.parameters(memory: kdfMemory, iterations: kdfIterations, parallelism: kdfParallelism, base: .default)
         let path = options.path
@@ -33,6 +36,7 @@ struct Init: ParsableCommand {
             throw CofferError(.vaultExists, "a vault already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         }
         let passphrase = try options.passphrase(prompt: "New passphrase: ", confirm: true)
+        try PassphrasePolicy.check(passphrase, force: force)
         let vault = try VaultFile.create(path: path, passphrase: passphrase, kdf: kdf)
         let info = try vault.file.info()
         Output.note("created vault \(path)")

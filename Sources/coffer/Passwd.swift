@@ -34,6 +34,9 @@ struct Passwd: ParsableCommand {
     @Option(help: ArgumentHelp("New Argon2id lanes.", valueName: "n"))
     var kdfParallelism: UInt32?
 
+    @Flag(help: "Accept a new passphrase below the minimum strength (docs/user-guide.md).")
+    var force = false
+
     func run() throws {
         let file = try options.openFile()
         var kdf: KDFParameters?
@@ -47,6 +50,7 @@ struct Passwd: ParsableCommand {
         let current = try options.passphrase(prompt: "Current passphrase: ")
         let vault = try file.unlock(passphrase: current)
         let new = try newPassphrase()
+        try PassphrasePolicy.check(new, force: force)
         if new.constantTimeEquals(current) && kdf == nil {
             throw CofferError(.usage, "the new passphrase is the same as the current one; nothing was changed")
         }

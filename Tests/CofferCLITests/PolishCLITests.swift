@@ -162,3 +162,37 @@ extension TestHome {
         return Spawn.run(exe, args, stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
     }
 }
+
+@Suite("first-hour polish: passphrase strength, black-box")
+struct PassphraseStrengthCLITests {
+    @Test func initRefusesAFarTooWeakPassphraseUnlessForced() {
+        let home = TestHome()
+        let weak = home.run(["init"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "a\n")
+        #expect(weak.status == 64, "\(weak)")
+        #expect(weak.stderr.contains("the passphrase is far too weak"), "\(weak)")
+        #expect(!FileManager.default.fileExists(atPath: home.vaultPath), "a vault was created")
+        let forced = home.run(["init", "--force"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "a\n")
+        #expect(forced.status == 0, "\(forced)")
+        #expect(forced.stderr.contains("warning: the passphrase is weak"), "\(forced)")
+    }
+
+    @Test func weakButAcceptablePassphrasesWarnStrongOnesDoNot() {
+        let home = TestHome()
+        let r = home.run(["init"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "bench passphrase\n")
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("warning: the passphrase is weak (about"), "\(r)")
+        #expect(!r.stderr.contains("bench passphrase"), "the passphrase was printed")
+        let strong = TestHome()
+        let s = strong.run(["init"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "correct horse battery staple\n")
+        #expect(s.status == 0 && !s.stderr.contains("passphrase is weak"), "\(s)")
+    }
+
+    @Test func passwdChecksTheNewPassphrase() {
+        let home = TestHome()
+        home.initVault()
+        let newFile = home.write("new", "hunter2\n")
+        let r = home.unlocked(["passwd", "--new-passphrase-file", newFile])
+        #expect(r.status == 64 && r.stderr.contains("far too weak"), "\(r)")
+        #expect(home.unlocked(["ls"]).status == 0, "the old passphrase must still work")
+    }
+}
