@@ -87,3 +87,21 @@ CREATE TABLE fieldHistory (
     supersededAt INTEGER NOT NULL,
     PRIMARY KEY (itemId, registerId, replicaId, counter)
 ) WITHOUT ROWID;
+
+-- One row: the highest counter of this file's replica id that this file
+-- has put in a bundle (export or sync). A bundle that has seen more of
+-- this replica id was written by another file: a restored backup or a
+-- copy (docs/sync.md, "Restored vault files").
+CREATE TABLE localExport (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+    counter INTEGER NOT NULL CHECK (counter >= 0)
+);
+
+-- The private writer id of each local-only item: writes to it take dots
+-- of this id, which no bundle claims until the item syncs again
+-- (docs/sync.md, "Local-only items").
+CREATE TABLE localOnlyWriter (
+    itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
+    replicaId BLOB NOT NULL CHECK (length(replicaId) = 16)
+) WITHOUT ROWID;

@@ -262,7 +262,7 @@ public final class Vault: Sendable {
 
     private func insert(_ db: Database, name: String, draft: ItemDraft) throws -> Item {
         let id = ItemID.random()
-        let dot = try nextDot(db)
+        let dot = try nextDot(db, item: id, policy: draft.policy)
         let now = Clock.nowMillis()
         var changes = [
             Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
@@ -355,6 +355,10 @@ public final class Vault: Sendable {
             try store.writeImmediate { db in
                 let id = try resolve(db, name)
                 guard let oldRow = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                let policy = edit.policy ?? oldRow.policy
+                // Before this write's own changes (docs/sync.md,
+                // "Local-only items").
+                try changePolicy(db, item: id, from: oldRow.policy, to: policy)
                 let old = try Queries.itemState(db, id: id)
                 let current = try decode(old, row: oldRow)
                 var changes: [Change] = []
@@ -400,18 +404,11 @@ public final class Vault: Sendable {
                     // Editing an item that was deleted concurrently keeps it.
                     changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                 }
-                let policy = edit.policy ?? oldRow.policy
-                if oldRow.policy == .localOnly && policy == .sync {
-                    // Versions written while local-only carry dots other
-                    // replicas' summaries already cover; re-stamp them so
-                    // that bundles (and sync's skip test) carry the item.
-                    changes += try restampChanges(old, skipping: Set(changes.map(\.register)))
-                }
                 if changes.isEmpty && policy == oldRow.policy { return current }
                 var state = old
                 let now = Clock.nowMillis()
                 if !changes.isEmpty {
-                    apply(changes, to: &state, dot: try nextDot(db), at: now)
+                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: policy), at: now)
                 }
                 let row = try derivedRow(for: state, policy: policy, createdAt: oldRow.createdAt, updatedAt: now)
                 try Queries.saveItem(db, row: row, old: old, new: state, now: now)
@@ -429,7 +426,7 @@ public final class Vault: Sendable {
                 let id = try resolve(db, name)
                 guard let oldRow = try Queries.itemRow(db, id: id) else { return }
                 let old = try Queries.itemState(db, id: id)
-                let dot = try nextDot(db)
+                let dot = try nextDot(db, item: id, policy: oldRow.policy)
                 let now = Clock.nowMillis()
                 var vector = old.vector
                 vector[dot.replica] = dot.counter

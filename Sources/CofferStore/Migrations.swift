@@ -10,8 +10,30 @@ enum Migrations {
             try db.execute(sql: v1)
             try db.execute(sql: "PRAGMA user_version = 1")
         }
+        m.registerMigration("sync-replica-bookkeeping") { db in
+            try db.execute(sql: syncReplicaBookkeeping)
+            // An existing vault is taken to have published every write
+            // it made (the safe assumption for restore detection).
+            try db.execute(sql: "INSERT OR IGNORE INTO localExport (singleton, replicaId, counter) SELECT 1, replicaId, counter FROM localReplica")
+        }
         return m
     }
+
+    /// Issue 14 (docs/sync.md, "Restored vault files" and "Local-only
+    /// items"): the highest own counter this file has put in a bundle, and
+    /// the private writer id of each local-only item.
+    static let syncReplicaBookkeeping = """
+        CREATE TABLE localExport (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+            counter INTEGER NOT NULL CHECK (counter >= 0)
+        );
+
+        CREATE TABLE localOnlyWriter (
+            itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
+            replicaId BLOB NOT NULL CHECK (length(replicaId) = 16)
+        ) WITHOUT ROWID;
+        """
 
     /// Format version 1 (Schemas/vault.sql).
     static let v1 = """

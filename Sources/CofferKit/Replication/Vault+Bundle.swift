@@ -39,6 +39,9 @@ public struct ImportReport: Sendable, Equatable {
     public var versionsAdded: Int = 0
     /// Ids of the added and changed items, in bundle order.
     public var touchedItems: [ItemID] = []
+    /// The bundle showed this file to be a restored backup: it took a new
+    /// replica id before merging (docs/sync.md, "Restored vault files").
+    public var rebinding: ReplicaRebinding?
 }
 
 /// Called during an import with the records read so far and the total
@@ -161,9 +164,12 @@ extension Vault {
 
     func exportBundle(to path: String, since: VersionVector?, streamHeader: [UInt8]?, createdAt: Int64?) throws(CofferError) -> ExportReport {
         let out = try AtomicFileOutput(path: path)
+        var exported: (ReplicaID, UInt64)?
         let report: ExportReport = try CofferError.wrap {
             try store.read { db in
                 let h = file.header
+                let me = try Queries.localReplica(db)
+                exported = (me.id, me.counter)
                 let count = try Queries.exportItemCount(db, since: since)
                 let header = BundleHeader(
                     vaultID: vaultID, replicaID: try Queries.localReplica(db).id, kind: since == nil ? .full : .delta,
@@ -197,6 +203,7 @@ extension Vault {
             }
         }
         try out.commit()
+        if let (id, counter) = exported { noteExported(replica: id, counter: counter) }
         return report
     }
 
@@ -224,7 +231,10 @@ extension Vault {
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
             throw .bundle(error, path: path)
         }
-        return try importRecords(from: reader, path: path, progress: progress)
+        let rebinding = try adoptIfRestored(seen: header.summary[try replicaID()])
+        var report = try importRecords(from: reader, path: path, progress: progress)
+        report.rebinding = rebinding
+        return report
     }
 
     func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
