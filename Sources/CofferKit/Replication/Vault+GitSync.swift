@@ -84,8 +84,14 @@ extension Vault {
             if (try git.status(["rev-parse", "-q", "--verify", tracking])) == 0 {
                 report.pulled = true
                 if (try git.status(["merge-base", "--is-ancestor", tracking, "HEAD"])) != 0 {
-                    if (try git.status(["rebase", "-q", "--autostash", tracking])) != 0 {
+                    let rebase = try git.run(identity + ["rebase", "-q", "--autostash", tracking])
+                    if rebase.status != 0 {
                         _ = try? git.status(["rebase", "--abort"])
+                        // Rebasing only fails on one file changed on both
+                        // sides, or on an unusable repository.
+                        guard rebase.errors.contains("CONFLICT") || rebase.output.contains("CONFLICT") else {
+                            throw CofferError(.cannotCreate, "git could not rebase \(dir) onto \(remoteName)/\(branch): \(rebase.lastErrorLine)", hint: "run `git -C \(dir) rebase \(remoteName)/\(branch)` by hand to see why")
+                        }
                         throw CofferError(
                             .badData, "git could not rebase \(dir) onto \(remoteName)/\(branch): two machines changed the same file",
                             hint: "each machine writes only its own bundle; resolve it by hand in \(dir) (keep both machines' files), then sync again")
