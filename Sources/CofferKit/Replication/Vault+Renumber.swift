@@ -184,7 +184,10 @@ extension Vault {
     /// other file's writes are merged, not skipped. Nothing is lost: both
     /// files' writes survive, side by side where they touch the same field.
     func adoptIfRestored(seen: UInt64) throws(CofferError) -> ReplicaRebinding? {
-        try CofferError.wrap {
+        // The usual case, decided without taking the write lock.
+        let exported = try CofferError.wrap { try store.read { db in try Queries.exportedCounter(db) } }
+        guard seen > exported else { return nil }
+        return try CofferError.wrap {
             try store.writeImmediate { db in
                 let local = try Queries.localReplica(db)
                 let exported = try Queries.exportedCounter(db)
