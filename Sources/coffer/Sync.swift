@@ -44,7 +44,7 @@ struct Sync: ParsableCommand {
 
     func run() throws {
         let file = try openVaultOrSuggestClone()
-        if !Vault.isFolder(dir) && !FileManager.default.fileExists(atPath: dir) {
+        if !git && !Vault.isFolder(dir) && !FileManager.default.fileExists(atPath: dir) {
             guard !dryRun else {
                 throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "a sync without --dry-run creates it (mode 0700)")
             }

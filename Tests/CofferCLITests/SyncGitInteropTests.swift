@@ -66,6 +66,24 @@ struct SyncGitInteropTests {
         #expect(files.split(separator: "\n").filter { $0.hasSuffix(".coffer-bundle") }.count == 2, "\(files)")
     }
 
+    @Test func badUsesSayWhatToDo() throws {
+        let a = TestHome()
+        a.initVault()
+        let plain = a.path("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let notGit = a.unlocked(["sync", plain, "--git"], env: Self.gitEnv(a))
+        #expect(notGit.status == 64 && notGit.stderr.contains("is not a git work tree") && notGit.stderr.contains("coffer: hint:"), "\(notGit)")
+        let missing = a.unlocked(["sync", a.path("nowhere"), "--git"], env: Self.gitEnv(a))
+        #expect(missing.status == 66 && !FileManager.default.fileExists(atPath: a.path("nowhere")), "\(missing)")
+        _ = Self.git(a, a.root.path, ["init", "-q", a.path("repo")])
+        let noRemote = a.unlocked(["sync", a.path("repo"), "--git", "--remote", "upstream"], env: Self.gitEnv(a))
+        #expect(noRemote.status == 64 && noRemote.stderr.contains("no git remote named 'upstream'"), "\(noRemote)")
+        #expect(a.unlocked(["sync", plain, "--git", "--dry-run"]).status == 64)
+        #expect(a.unlocked(["sync", plain, "--remote", "origin"]).status == 64)
+        // Nothing of this reached the folders.
+        #expect(F.bundles(in: plain).isEmpty && F.bundles(in: a.path("repo")).isEmpty)
+    }
+
     @Test func threeReplicasRunningAtOnceConverge() throws {
         let origin = TestHome()
         let bare = origin.path("remote.git")
