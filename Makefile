@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop deps-peers bench-peers build release test test-interop test-faults check-layers install uninstall demo bench clean
+.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean
 
 all: build
 
@@ -68,12 +68,19 @@ test-faults: deps deps-interop
 check-layers:
 	@bash scripts/check-layers.sh
 
-install: release
-	install -d $(DESTDIR)$(PREFIX)/bin
+# The manual page, generated from the command definitions by
+# swift-argument-parser's generate-manual plugin (it builds in release mode).
+man:
+	$(SWIFT) package --allow-writing-to-package-directory generate-manual
+	@echo "man page: .build/plugins/GenerateManual/outputs/coffer/coffer.1"
+
+install: release man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 -s .build/release/coffer $(DESTDIR)$(PREFIX)/bin/coffer
+	install -m 0644 .build/plugins/GenerateManual/outputs/coffer/coffer.1 $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/coffer
+	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"
@@ -89,6 +96,13 @@ deps-peers:
 # items, in the same run (docs/benchmarks.md).
 bench-peers: release deps-peers
 	@bash scripts/bench-peers.sh "$$($(SWIFT) build -c release $(RELEASE_FLAGS) --show-bin-path)/coffer"
+
+# CofferKit's DocC documentation (Sources/CofferKit/CofferKit.docc), as a
+# static site in .build/docs; open .build/docs/index.html through a web
+# server (python3 -m http.server -d .build/docs), or see docs/cofferkit.md.
+docs: deps
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target CofferKit \
+	  --output-path .build/docs --transform-for-static-hosting
 
 clean:
 	rm -rf .build

@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
+        // `make docs`: DocC for CofferKit (a plugin; nothing links it).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
         // System C libraries.
@@ -86,9 +88,9 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // Example: an application reading its API key through CofferKit.
+        // Example: an application keeping its credentials in Coffer (docs/cofferkit.md).
         .executableTarget(
-            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/ReadAPIKey",
+            name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/KeychainApp",
             swiftSettings: strict),
 
         .testTarget(
@@ -114,6 +116,13 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
+        // CofferKit's public API as an application sees it: this target
+        // depends on CofferKit alone, so a type the API needs but does not
+        // re-export fails the build.
+        .testTarget(
+            name: "CofferKitAPITests",
+            dependencies: ["CofferKit"],
+            swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["coffer"],

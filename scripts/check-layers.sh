@@ -38,5 +38,14 @@ for dir in Sources/*/; do
     fi
   done < <(grep -rnE '^[[:space:]]*(@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' "$dir" --include='*.swift' || true)
 done
+# CofferKit's API tests stand for an application: `import CofferKit` and
+# the platform only, so a type the API needs but does not re-export fails.
+while IFS=: read -r file line text; do
+  module="$(sed -E 's/^[[:space:]]*(@testable[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]+(class |struct |enum |func |protocol |typealias |var |let )?([A-Za-z0-9_]+).*/\5/' <<<"$text")"
+  if [[ " CofferKit Testing $PLATFORM " != *" $module "* ]] || [[ "$text" == *@testable* ]]; then
+    echo "check-layers: $file:$line: CofferKitAPITests may import only CofferKit (not @testable), Testing and the platform" >&2
+    status=1
+  fi
+done < <(grep -rnE '^[[:space:]]*(@testable[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' Tests/CofferKitAPITests --include='*.swift' || true)
 if [[ $status -eq 0 ]]; then echo "check-layers: every target imports only what its layer allows"; fi
 exit $status

@@ -20,7 +20,7 @@ run "$COFFER" init "${P[@]}" --kdf-memory 32M --kdf-iterations 2 --kdf-paralleli
 
 step "Store credentials; secrets come from stdin, never from argv"
 printf '$ printf %%s "sk-…" | coffer add work/openai --type api-key --source openai --tag ai\n'
-printf 'sk-demo-0123456789abcdefghijklmnop' | "$COFFER" add work/openai --type api-key --source openai --tag ai "${P[@]}"
+printf 'sk-demo-0123456789abcdefghijklmnopqrstuvwxyzAB' | "$COFFER" add work/openai --type api-key --source openai --tag ai "${P[@]}"
 printf '$ printf %%s "hunter2" | coffer add personal/github --type login --field username=octocat --url https://github.com\n'
 printf 'hunter2' | "$COFFER" add personal/github --type login --field username=octocat --url https://github.com "${P[@]}"
 

@@ -44,6 +44,12 @@ public actor CredentialManager {
         self.namePrefix = namePrefix
     }
 
+    /// Uses the vault of `coffer` (opened with ``Coffer/open(_:at:)``,
+    /// which runs Argon2id off the cooperative pool).
+    public init(coffer: Coffer, namePrefix: String = "") {
+        self.init(vault: coffer.vault, namePrefix: namePrefix)
+    }
+
     // MARK: Opening
 
     /// Where a passphrase comes from.
@@ -61,39 +67,28 @@ public actor CredentialManager {
 
     /// Opens and unlocks the vault at `path` (default: `$COFFER_VAULT`,
     /// else the XDG data folder) with `passphrase`.
+    @available(*, deprecated, message: "runs Argon2id on the calling thread; use `CredentialManager(coffer: try await Coffer.open(...))`")
     public static func open(path: String? = nil, passphrase: SecretBytes, namePrefix: String = "") throws(CofferError) -> CredentialManager {
         let file = try VaultFile.open(path: VaultLocation.resolve(explicit: path))
         return CredentialManager(vault: try file.unlock(passphrase: passphrase), namePrefix: namePrefix)
     }
 
     /// Opens the vault at `path`, reading its passphrase from `input`.
+    @available(*, deprecated, message: "runs Argon2id on the calling thread; use `CredentialManager(coffer: try await Coffer.open(...))`")
     public static func open(path: String? = nil, passphrase input: PassphraseInput, namePrefix: String = "") throws(CofferError) -> CredentialManager {
         let secret: SecretBytes
-        do {
-            switch input {
-            case .environment(let name):
-                guard let v = SecretInput.environment(name) else {
-                    throw CofferError(.locked, "no passphrase: $\(name) is not set", hint: "set it, or use another PassphraseInput")
-                }
-                secret = v
-            case .fileDescriptor(let fd): secret = try SecretInput.read(fd: fd)
-            case .file(let path): secret = try SecretInput.read(path: path)
-            case .terminal(let prompt): secret = try SecretInput.prompt(prompt)
+        switch input {
+        case .environment(let name):
+            guard let v = SecretInput.environment(name) else {
+                throw CofferError(.locked, "no passphrase: $\(name) is not set", hint: "set it, or use another PassphraseInput")
             }
-        } catch let e as CofferError {
-            throw e
-        } catch let e as SecretInputError {
-            switch e {
-            case .noTerminal: throw CofferError(.locked, "a passphrase is needed and there is no terminal to ask on")
-            case .unreadableFile(let p, let why): throw CofferError(.fileNotFound, "cannot read the passphrase file \(p): \(why)")
-            case .unreadableDescriptor(let fd, let why): throw CofferError(.usage, "cannot read the passphrase from file descriptor \(fd): \(why)")
-            case .tooLong: throw CofferError(.usage, "the passphrase is longer than 64 KiB")
-            case .interrupted: throw CofferError(.usage, "passphrase input was interrupted")
-            }
-        } catch {
-            throw CofferError(.internalError, "\(error)")
+            secret = v
+        case .fileDescriptor(let fd): secret = try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(fd: fd) }
+        case .file(let path): secret = try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(path: path) }
+        case .terminal(let prompt): secret = try CofferError.reading { () throws(SecretInputError) in try SecretInput.prompt(prompt) }
         }
-        return try open(path: path, passphrase: secret, namePrefix: namePrefix)
+        let file = try VaultFile.open(path: VaultLocation.resolve(explicit: path))
+        return CredentialManager(vault: try file.unlock(passphrase: secret), namePrefix: namePrefix)
     }
 
     /// Opens the vault at `path` with a master key obtained elsewhere
@@ -108,11 +103,11 @@ public actor CredentialManager {
     /// Stores (or replaces) the API key for `sourceID`, after checking it
     /// against the source's rule in `manifest` or in the vault's
     /// registered manifests. Returns catalogue warnings (likely paste
-    /// mistakes), which do not stop the write.
+    /// mistakes, several items for the source), which do not stop the write.
     /// - Throws: ``CofferError/Kind/invalidCredential`` when the key fails
     ///   its rule; vault errors.
     @discardableResult
-    public func store(apiKey: String, for sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> [String] {
+    public func store(apiKey: String, for sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> [CredentialWarning] {
         try put(type: .apiKey, fields: [Field(name: "key", value: apiKey, isSecret: true)], source: sourceID, manifest: manifest)
     }
 
@@ -120,28 +115,28 @@ public actor CredentialManager {
     /// - Throws: ``CofferError/Kind/invalidCredential`` when it is not an
     ///   email address or fails its rule; vault errors.
     @discardableResult
-    public func store(email: String, for sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> [String] {
+    public func store(email: String, for sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> [CredentialWarning] {
         try put(type: .email, fields: [Field(name: "email", value: email, isSecret: false)], source: sourceID, manifest: manifest)
     }
 
     /// Stores (or replaces) an API key and an email together, as one
     /// `api-key-with-email` item.
     @discardableResult
-    public func store(apiKey: String, email: String, for sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> [String] {
+    public func store(apiKey: String, email: String, for sourceID: String, manifest: RequirementsManifest? = nil) throws(CofferError) -> [CredentialWarning] {
         try put(
             type: .apiKeyWithEmail,
             fields: [Field(name: "key", value: apiKey, isSecret: true), Field(name: "email", value: email, isSecret: false)],
             source: sourceID, manifest: manifest)
     }
 
-    private func put(type: CredentialType, fields: [Field], source: String, manifest: RequirementsManifest?) throws(CofferError) -> [String] {
+    private func put(type: CredentialType, fields: [Field], source: String, manifest: RequirementsManifest?) throws(CofferError) -> [CredentialWarning] {
         guard !source.isEmpty else { throw CofferError(.usage, "a source id cannot be empty") }
         for f in fields where f.value.isEmpty {
             throw CofferError(.usage, "the \(f.name) for source '\(source)' is empty")
         }
         let check = try vault.validate(fields: fields, type: type.itemType, source: source, manifest: manifest)
         if !check.passes { throw check.refusal }
-        var warnings = check.warnings
+        var warnings = check.typedWarnings
         if check.requirement == nil, type != .apiKey {
             // Without a rule the email check only warns in the CLI; an
             // application storing an identifier wants it refused.
@@ -149,7 +144,7 @@ public actor CredentialManager {
             if !emailProblems.isEmpty {
                 throw CofferError(.invalidCredential, "the email for source '\(source)' \(emailProblems[0])")
             }
-            warnings.removeAll { $0.hasPrefix("email ") }
+            warnings.removeAll { $0.kind == .emailFormat }
         }
         invalidate(source)
         // The item a retrieve of this type picks (see Vault.credentialItem),
@@ -162,6 +157,9 @@ public actor CredentialManager {
             try vault.edit("id:" + existing.id.hex, edit)
         } else {
             try vault.add(ItemDraft(name: "\(namePrefix)\(source)/\(type.rawValue)", type: type.itemType, fields: fields, source: source))
+        }
+        if let w = Vault.ambiguityWarning(try vault.candidates(forSource: source, type: type), sourceID: source) {
+            warnings.append(w)
         }
         return warnings
     }

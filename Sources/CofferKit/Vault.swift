@@ -20,9 +20,10 @@ public final class Vault: Sendable {
     public var vaultID: VaultID { file.header.vaultID }
     package var store: VaultStore { file.store }
 
-    /// The master key, for code that must hand it on (a shell session).
-    /// Stays in guarded memory.
-    public var masterKey: SecretBytes { keys.master }
+    /// The master key, for code of this package that must hand it on (a
+    /// shell session, re-wrapping). Not public: an application never needs
+    /// the key itself (sessions are reused with ``Coffer/Unlock/session``).
+    package var masterKey: SecretBytes { keys.master }
 
     // MARK: Names
 
@@ -71,6 +72,9 @@ public final class Vault: Sendable {
         let ids = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(normalized, nameKey: keys.nameIndex))
         switch ids.count {
         case 0:
+            if let near = Suggestion.closest(to: normalized, among: try itemNames(db)) {
+                throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "did you mean `\(near)`? (list items with `coffer ls`)")
+            }
             throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
         case 1:
             return ids[0]
@@ -314,6 +318,20 @@ public final class Vault: Sendable {
     /// left out.
     public func list() throws(CofferError) -> [ItemSummary] {
         try listIncludingReserved().filter { !Vault.isReserved($0.name) }
+    }
+
+    /// The names of all items that are not reserved (for suggestions).
+    func itemNames(_ db: Database) throws -> [String] {
+        let live = Set(try Queries.itemRows(db).map(\.id))
+        let all = try Queries.versionsOfAllItems(db, registers: [.name])
+        var names: [String] = []
+        for (id, registers) in all where live.contains(id) {
+            guard let v = Register.shown(registers[.name] ?? []), !v.isTombstone,
+                let name = try? open(v, item: id, register: .name).text, !Vault.isReserved(name)
+            else { continue }
+            names.append(name)
+        }
+        return names
     }
 
     /// `list()` including reserved items.

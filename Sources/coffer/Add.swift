@@ -56,6 +56,7 @@ struct Add: ParsableCommand {
             guard let day = Day.parseExpiry(expires) else {
                 throw CofferError(.usage, "invalid --expires '\(expires)'", hint: "use YYYY-MM-DD or a span such as 30d, 6w, 3m, 1y")
             }
+            if day < Day.today { Output.warn("--expires \(day) is in the past: the item is stored as already expired") }
             draft.expires = day
         }
         // Validate cheap things before asking for any secret.

@@ -16,7 +16,7 @@ struct Coffer: ParsableCommand {
         discussion: """
             The vault is one encrypted SQLite file: --vault PATH, else $COFFER_VAULT, else \
             $XDG_DATA_HOME/coffer/vault.coffer. Exit codes: 0 success, 64 usage, 65 bad data, \
-            66 not found, 73 cannot create, 75 busy, 77 wrong passphrase or locked \
+            66 not found, 73 cannot create, 74 I/O error (a full disk), 75 busy, 77 wrong passphrase or locked \
             (docs/exit-codes.md); `coffer check` exits 1 when a required source is not ready.
             """,
         version: CofferVersion.string,
@@ -32,10 +32,12 @@ struct Coffer: ParsableCommand {
     static func main() {
         // Before anything can hold a key: no core dumps, no ptrace, and
         // every file we create private to the user.
-        ProcessHardening.disableCoreDumps()
+        CofferKit.Coffer.hardenProcess()
         originalUmask = umask(0o077)
         do {
-            if try FastPath.run(Array(CommandLine.arguments.dropFirst())) { return }
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            if try FastPath.run(arguments) { return }
+            try checkSubcommand(arguments)
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {
@@ -43,6 +45,20 @@ struct Coffer: ParsableCommand {
         } catch {
             exit(withError: error)
         }
+    }
+}
+
+extension Coffer {
+    /// A first argument that is no option and no subcommand is a mistyped
+    /// verb: say so with the nearest one ("did you mean …?"), exit 64.
+    static func checkSubcommand(_ arguments: [String]) throws(CofferError) {
+        guard let first = arguments.first, !first.hasPrefix("-"), first != "help" else { return }
+        let names = configuration.subcommands.flatMap { [$0.configuration.commandName].compactMap { $0 } + $0.configuration.aliases }
+        guard !names.contains(first) else { return }
+        if let near = Suggestion.closest(to: first, among: names) {
+            throw CofferError(.usage, "unknown command '\(first)'", hint: "did you mean `coffer \(near)`? (see `coffer --help`)")
+        }
+        throw CofferError(.usage, "unknown command '\(first)'", hint: "see `coffer --help` for the commands")
     }
 }
 

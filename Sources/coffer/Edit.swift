@@ -98,6 +98,7 @@ struct Edit: ParsableCommand {
             guard let d = Day.parseExpiry(expires) else {
                 throw CofferError(.usage, "invalid --expires '\(expires)'", hint: "use YYYY-MM-DD or a span such as 30d, 6w, 3m, 1y")
             }
+            if d < Day.today { Output.warn("--expires \(d) is in the past: the item is stored as already expired") }
             edit.expires = .some(d)
         }
         if let rename { _ = try Vault.normalizeName(rename) }

@@ -26,6 +26,10 @@ struct Init: ParsableCommand {
     func run() throws {
         let kdf = try KDFOptions.parameters(memory: kdfMemory, iterations: kdfIterations, parallelism: kdfParallelism, base: .default)
         let path = options.path
+        // Before asking anything: an existing vault is never replaced.
+        if VaultLocation.exists(path) {
+            throw CofferError(.vaultExists, "a vault already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
+        }
         let passphrase = try options.passphrase(prompt: "New passphrase: ", confirm: true)
         let vault = try VaultFile.create(path: path, passphrase: passphrase, kdf: kdf)
         let info = try vault.file.info()
@@ -47,8 +51,10 @@ enum KDFOptions {
                 break
             }
         }
-        guard let n = UInt64(digits), n > 0, n * multiplier <= UInt64(UInt32.max) else { return nil }
-        return UInt32(n * multiplier)
+        guard let n = UInt64(digits), n > 0 else { return nil }
+        let (kib, overflow) = n.multipliedReportingOverflow(by: multiplier)
+        guard !overflow, kib <= UInt64(UInt32.max) else { return nil }
+        return UInt32(kib)
     }
 
     static func parameters(memory: String?, iterations: UInt32?, parallelism: UInt32?, base: KDFParameters) throws(CofferError) -> KDFParameters {

@@ -39,7 +39,7 @@ struct Inject: ParsableCommand {
             }
             text = try ReferenceResolution.readStandardInput(what: "the template")
         }
-        let template = try Template(parsing: text, source: source)
+        let template = try Template(parsing: text, source: source, environment: ProcessInfo.processInfo.environment)
         let values = try ReferenceResolution.resolve(template.references, options: options) { _ in source }
         let rendered = Data(template.render(values).utf8)
         if let output {

@@ -28,7 +28,7 @@ struct Read: ParsableCommand {
     var noNewline = false
 
     func run() throws {
-        let ref = try Reference(parsing: reference)
+        let ref = try Reference(parsing: reference, environment: ProcessInfo.processInfo.environment)
         guard let r = try ReferenceResolution.resolve([ref], options: options)[ref] else {
             throw CofferError(.internalError, "reference was not resolved")
         }

@@ -47,9 +47,19 @@ struct RequirementsList: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
+    @Flag(help: "Print JSON (Schemas/requirements-list.schema.json).")
+    var json = false
+
     func run() throws {
         let vault = try options.unlock()
-        for r in try vault.registeredRequirements() {
+        let registered = try vault.registeredRequirements()
+        if json {
+            try Output.json(RequirementsListJSON(manifests: registered.map {
+                .init(name: $0.name, sources: $0.manifest?.sources.map(\.id), problem: $0.problem, updatedAt: $0.updatedAt)
+            }))
+            return
+        }
+        for r in registered {
             if let m = r.manifest {
                 Output.out("\(r.name)  \(m.sources.count) source\(m.sources.count == 1 ? "" : "s"): " + m.sources.map(\.id).joined(separator: ", "))
             } else {
@@ -89,4 +99,26 @@ struct RequirementsRemove: ParsableCommand {
         try vault.removeRequirements(named: name)
         Output.note("removed requirements '\(name)'")
     }
+}
+
+/// `coffer requirements ls --json`.
+struct RequirementsListJSON: Encodable {
+    struct Entry: Encodable {
+        var name: String
+        /// Source ids in manifest order; null when the stored manifest is unreadable.
+        var sources: [String]?
+        var problem: String?
+        var updatedAt: Date
+
+        enum CodingKeys: String, CodingKey { case name, sources, problem, updatedAt }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(name, forKey: .name)
+            try c.encode(sources, forKey: .sources)
+            try c.encode(problem, forKey: .problem)
+            try c.encode(updatedAt, forKey: .updatedAt)
+        }
+    }
+    var manifests: [Entry]
 }

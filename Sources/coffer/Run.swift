@@ -19,8 +19,10 @@ struct Run: ParsableCommand {
               OPENAI_API_KEY=coffer://work/openai coffer run -- python app.py
               coffer run --env-file .env.refs -- ./deploy.sh
               coffer run --env PGPASSWORD=coffer://db/prod/password --mask -- psql
-            stdin, stdout and stderr pass through (with --mask, stdout and stderr go through a \
-            filter that prints <concealed> instead of any resolved value). SIGINT, SIGTERM, SIGHUP, \
+            stdin, stdout and stderr pass through; when masking (--mask, and by default when stdout \
+            or stderr is a terminal; --no-mask turns it off) stdout and stderr go through a filter \
+            that prints <concealed> instead of any resolved value. A reference may use ${NAME} for \
+            an environment variable: coffer://db/${APP_ENV}/password. SIGINT, SIGTERM, SIGHUP, \
             SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH sent to coffer are forwarded to CMD. The exit \
             status is CMD's (128+N when signal N killed it). Before CMD starts: 64 usage, 65 \
             malformed or ambiguous reference or bad --env-file, 66 unknown item or field or missing \
@@ -36,8 +38,8 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("env"), help: ArgumentHelp("Set a variable, usually to a reference (repeatable; wins over --env-file).", valueName: "NAME=REF"))
     var envs: [String] = []
 
-    @Flag(help: "Replace resolved secrets in CMD's stdout and stderr with <concealed>.")
-    var mask = false
+    @Flag(inversion: .prefixedNo, help: "Replace resolved secrets in CMD's stdout and stderr with <concealed> (default: on when stdout or stderr is a terminal; --no-mask for a program that needs the terminal itself).")
+    var mask: Bool?
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "CMD"))
     var command: [String] = []
@@ -81,7 +83,7 @@ struct Run: ParsableCommand {
         var refOf: [String: Reference] = [:]
         for (name, value) in env where Reference.isReference(value) {
             do throws(CofferError) {
-                refOf[name] = try Reference(parsing: value)
+                refOf[name] = try Reference(parsing: value, environment: env)
             } catch {
                 throw CofferError(error.kind, "variable \(name)\(origin[name].map { " (\($0))" } ?? ""): \(error.message)", hint: error.hint)
             }
@@ -110,7 +112,11 @@ struct Run: ParsableCommand {
         umask(originalUmask)
         defer { umask(0o077) }
         do {
-            if mask && !secrets.isEmpty {
+            // As `op run` does: a secret a command prints to the user's
+            // terminal is concealed unless asked otherwise; output to a file
+            // or a pipe is left alone unless --mask says so.
+            let masking = mask ?? (isatty(1) == 1 || isatty(2) == 1)
+            if masking && !secrets.isEmpty {
                 var maskers: [Int32: StreamMasker] = [1: StreamMasker(secrets: secrets), 2: StreamMasker(secrets: secrets)]
                 termination = try ChildProcess.run(command, environment: environment) { fd, chunk in
                     if let chunk { return maskers[fd]!.feed(chunk) }

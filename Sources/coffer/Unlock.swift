@@ -36,11 +36,15 @@ struct Unlock: ParsableCommand {
     @Option(help: ArgumentHelp("Syntax of the printed line: sh (bash, zsh, dash), fish, or json (default: from $SHELL).", valueName: "syntax"))
     var shell: ShellSyntax?
 
+    @Flag(help: "Print JSON (Schemas/unlock.schema.json); the same as --shell json.")
+    var json = false
+
     func run() throws {
         let config = try CofferConfig.load(path: CofferConfig.path())
+        for w in config.warnings { Output.warn(w) }
         let idle = try duration(timeout, option: "--timeout") ?? config.sessionTimeout ?? Session.defaultIdleTimeout
         let lifetime = try duration(maxLifetime, option: "--max-lifetime") ?? config.sessionMaxLifetime ?? Session.defaultMaxLifetime
-        let syntax = shell ?? ShellSyntax.detected
+        let syntax = json ? .json : shell ?? ShellSyntax.detected
         let file = try options.openFile()
         let vault = try file.unlock(passphrase: try options.passphrase())
         let started = try Session.start(vault: vault, idleTimeout: idle, maxLifetime: lifetime, directory: .resolve())

@@ -236,8 +236,8 @@ struct RequirementsCLITests {
     }
 }
 
-/// The example program (Examples/ReadAPIKey) reads its key through
-/// CofferKit's CredentialManager. It is built with the package; the test
+/// The example program (Examples/KeychainApp) reads its key through
+/// CofferKit's front door. It is built with the package; the test
 /// is skipped if this build did not produce it.
 @Suite("coffer-example, black-box", .enabled(if: FileManager.default.isExecutableFile(atPath: ExampleBinary.path)))
 struct ExampleProgramTests {

@@ -54,7 +54,7 @@ struct CredentialManagerTests {
         }
         #expect(try vault.list().isEmpty, "nothing stored")
         let warnings = try await m.store(apiKey: " sk-proj-" + String(repeating: "a", count: 60), for: "openai")
-        #expect(warnings.contains { $0.contains("whitespace") })
+        #expect(warnings.contains { $0.kind == .surroundingWhitespace && $0.message.contains("whitespace") })
         #expect(try vault.contains("apps/x/openai/api-key"))
     }
 

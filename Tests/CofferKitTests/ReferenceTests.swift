@@ -181,6 +181,21 @@ struct ProgramsFormatTests {
         }
     }
 
+    @Test func dotenvQuotedValuesSpanLines() throws {
+        let text = "A='line one\nline two'\nB=\"x\ny \\\" z\nw\" # after\nC=plain\r\nD=\"\n\"\n"
+        let e = try Dotenv.parse(text, source: "t.env")
+        #expect(e.map(\.name) == ["A", "B", "C", "D"])
+        #expect(e.map(\.value) == ["line one\nline two", "x\ny \" z\nw", "plain", "\n"])
+        #expect(e.map(\.line) == [1, 3, 6, 7])
+        // Unclosed to the end of the file: named at the line it opened on.
+        do {
+            _ = try Dotenv.parse("A=1\nB='open\nmore\n", source: "t.env")
+            Issue.record("an unterminated quote was accepted")
+        } catch {
+            #expect(error.message == "t.env:2: unterminated single quote", "\(error.message)")
+        }
+    }
+
     @Test func dotenvLinesReadBack() throws {
         for value in ["plain", "", "two words", "it's", "a\nb", "$HOME", "\"q\" \\ `x`", "tab\there", "#x", "ключ"] {
             let line = Dotenv.line(name: "V", value: value)

@@ -5,7 +5,9 @@
 /// skipped; an optional `export ` prefix is allowed. A value is either
 /// unquoted (trimmed; ` #` starts a comment), in single quotes (taken
 /// literally), or in double quotes (escapes `\\` `\"` `\n` `\r` `\t` `\$`).
-/// No variable interpolation: `$X` stays `$X`.
+/// A quoted value may span lines: its line breaks are part of the value
+/// (as docker compose and python-dotenv read it). No variable
+/// interpolation: `$X` stays `$X`.
 public enum Dotenv {
     public struct Entry: Sendable, Equatable {
         public var name: String
@@ -22,10 +24,12 @@ public enum Dotenv {
     /// Parses a dotenv file. `source` names it in errors.
     public static func parse(_ text: String, source: String) throws(CofferError) -> [Entry] {
         var entries: [Entry] = []
-        var number = 0
-        for rawLine in text.textLines {
-            number += 1
-            var line = rawLine
+        let lines = text.textLines
+        var index = 0
+        while index < lines.count {
+            let number = index + 1
+            var line = lines[index]
+            index += 1
             line = line.drop(while: { $0 == " " || $0 == "\t" })
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("export ") || line.hasPrefix("export\t") {
@@ -39,12 +43,22 @@ public enum Dotenv {
             guard isValidName(name) else { throw bad("'\(name)' is not a variable name (letters, digits, '_', not starting with a digit)") }
             var rest = line[line.index(after: eq)...].drop(while: { $0 == " " || $0 == "\t" })
             var value = ""
+            // An opening quote without its closing one on this line takes
+            // the following lines in, joined by the line breaks between them.
+            func extend(_ quote: Character) {
+                while index < lines.count, !Dotenv.hasClosing(quote, in: rest) {
+                    rest = Substring(String(rest) + "\n" + lines[index])
+                    index += 1
+                }
+            }
             if rest.hasPrefix("'") {
+                extend("'")
                 rest = rest.dropFirst()
                 guard let close = rest.firstIndex(of: "'") else { throw bad("unterminated single quote") }
                 value = String(rest[..<close])
                 rest = rest[rest.index(after: close)...]
             } else if rest.hasPrefix("\"") {
+                extend("\"")
                 rest = rest.dropFirst()
                 var closed = false
                 var it = rest.startIndex
@@ -80,6 +94,22 @@ public enum Dotenv {
             entries.append(Entry(name: name, value: value, line: number))
         }
         return entries
+    }
+
+    /// Whether `text`, which starts with an opening `quote`, holds its
+    /// closing one (for double quotes, one not escaped by a backslash).
+    static func hasClosing(_ quote: Character, in text: Substring) -> Bool {
+        var it = text.index(after: text.startIndex)
+        while it < text.endIndex {
+            let c = text[it]
+            if c == quote { return true }
+            if c == "\\", quote == "\"" {
+                it = text.index(after: it)
+                guard it < text.endIndex else { return false }
+            }
+            it = text.index(after: it)
+        }
+        return false
     }
 
     /// What ``line(name:value:)`` and ``shellLine(name:value:)`` write in

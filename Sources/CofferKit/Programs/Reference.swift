@@ -72,6 +72,40 @@ public struct Reference: Sendable, Hashable, CustomStringConvertible {
         explicitField = field
     }
 
+    /// Parses `text` after replacing every `${NAME}` in it with the value of
+    /// the environment variable NAME (as op references allow:
+    /// `coffer://db/${APP_ENV}/password`). ``text`` keeps what was written.
+    /// An unset variable is a usage error (exit 64); a `$` not followed by
+    /// `{` is an ordinary character.
+    public init(parsing text: String, environment: [String: String]) throws(CofferError) {
+        try self.init(parsing: try Reference.expandingVariables(in: text, environment: environment))
+        self.text = text
+    }
+
+    /// `text` with each `${NAME}` replaced by `environment[NAME]`.
+    public static func expandingVariables(in text: String, environment: [String: String]) throws(CofferError) -> String {
+        guard text.contains("${") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let open = rest.range(of: "${") {
+            out += rest[..<open.lowerBound]
+            let after = rest[open.upperBound...]
+            guard let close = after.firstIndex(of: "}") else {
+                throw Reference.malformed(text, "'${' without a closing '}'")
+            }
+            let name = String(after[..<close])
+            guard Dotenv.isValidName(name) else {
+                throw Reference.malformed(text, "'${\(name)}' is not a variable name (letters, digits, '_')")
+            }
+            guard let value = environment[name] else {
+                throw CofferError(.usage, "reference '\(text)': the variable \(name) is not set", hint: "set \(name), or write the name out in the reference")
+            }
+            out += value
+            rest = after[after.index(after: close)...]
+        }
+        return out + rest
+    }
+
     /// Builds a reference to `field` of `item`, encoded so it parses back
     /// to exactly that (always with `?field=` when a field is given, so it
     /// never depends on which items exist).

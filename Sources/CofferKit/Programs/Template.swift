@@ -18,8 +18,10 @@ public struct Template: Sendable {
         pieces.compactMap { if case .reference(let r) = $0 { return r } else { return nil } }
     }
 
-    /// Parses `text`; `source` names it in errors.
-    public init(parsing text: String, source: String) throws(CofferError) {
+    /// Parses `text`; `source` names it in errors. With an `environment`,
+    /// `${NAME}` in a reference is replaced by that variable's value
+    /// (``Reference/init(parsing:environment:)``).
+    public init(parsing text: String, source: String, environment: [String: String]? = nil) throws(CofferError) {
         var pieces: [Piece] = []
         var literal = ""
         var rest = Substring(text)
@@ -43,7 +45,11 @@ public struct Template: Sendable {
             while let last = refText.last, last == " " || last == "\t" { refText = refText.dropLast() }
             let ref: Reference
             do {
-                ref = try Reference(parsing: String(refText))
+                if let environment {
+                    ref = try Reference(parsing: String(refText), environment: environment)
+                } else {
+                    ref = try Reference(parsing: String(refText))
+                }
             } catch {
                 throw CofferError(error.kind, "\(source):\(lineNumber): \(error.message)", hint: error.hint)
             }

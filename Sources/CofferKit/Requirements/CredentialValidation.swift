@@ -7,15 +7,17 @@ import Foundation
 public struct CredentialCheck: Sendable, Equatable {
     /// Rule failures, each "FIELD PROBLEM", e.g. "key does not start with 'sk-'".
     public var errors: [String] = []
-    /// Likely mistakes that do not stop the write.
-    public var warnings: [String] = []
+    /// Likely mistakes that do not stop the write, typed.
+    public var typedWarnings: [CredentialWarning] = []
+    /// ``typedWarnings``' messages.
+    public var warnings: [String] { typedWarnings.map(\.message) }
     /// The requirement the values were checked against, if one was found.
     public var requirement: SourceRequirement?
 
     /// An empty result.
     public init(errors: [String] = [], warnings: [String] = [], requirement: SourceRequirement? = nil) {
         self.errors = errors
-        self.warnings = warnings
+        self.typedWarnings = warnings.map { CredentialWarning(.other, $0) }
         self.requirement = requirement
     }
 
@@ -38,27 +40,32 @@ public enum CredentialValidation {
     /// Checks `fields` (the values being written) of an item of `type`
     /// whose source is `source`. `requirement` is the source's manifest
     /// entry, if any: its rules give errors. The catalogue gives warnings
-    /// for the `key` field (or, without one, the secret fields) even
-    /// without a requirement.
+    /// for the `key` field (or, without one, the secret fields of an API-key
+    /// item) even without a requirement.
     public static func check(fields: [Field], type: ItemType, source: String?, requirement: SourceRequirement?) -> CredentialCheck {
         var result = CredentialCheck(requirement: requirement)
         if let r = requirement {
             if r.type != .custom && r.type.itemType != type && !(r.type == .apiKey && type == .apiKeyWithEmail)
                 && !(r.type == .email && type == .apiKeyWithEmail)
             {
-                result.warnings.append("source '\(r.id)' needs \(Article.a(r.type.rawValue)) \(r.type.rawValue) credential; this item is of type \(type.rawValue)")
+                result.typedWarnings.append(CredentialWarning(.typeMismatch, "source '\(r.id)' needs \(Article.a(r.type.rawValue)) \(r.type.rawValue) credential; this item is of type \(type.rawValue)"))
             }
             for f in fields {
                 for p in r.problems(field: f.name, value: f.value) { result.errors.append("\(f.name) \(p)") }
             }
         } else {
             for f in fields where f.name == "email" && (type == .email || type == .apiKeyWithEmail) {
-                for p in EmailRule.problems(in: f.value) { result.warnings.append("\(f.name) \(p)") }
+                for p in EmailRule.problems(in: f.value) { result.typedWarnings.append(CredentialWarning(.emailFormat, field: f.name, "\(f.name) \(p)")) }
             }
         }
-        let keyFields = fields.contains { $0.name == "key" } ? fields.filter { $0.name == "key" } : fields.filter(\.isSecret)
+        // Key-format warnings are for keys: the `key` field, or the secret
+        // fields of an API-key item. A note or a password may well hold
+        // spaces and line breaks.
+        let holdsKeys = type == .apiKey || type == .apiKeyWithEmail
+        let keyFields = fields.contains { $0.name == "key" }
+            ? fields.filter { $0.name == "key" } : holdsKeys ? fields.filter(\.isSecret) : []
         for f in keyFields {
-            result.warnings += KeyCatalogue.warnings(for: f.value, field: f.name, source: source)
+            result.typedWarnings += KeyCatalogue.diagnose(f.value, field: f.name, source: source)
         }
         return result
     }

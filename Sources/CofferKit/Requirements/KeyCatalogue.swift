@@ -151,18 +151,24 @@ public enum KeyCatalogue {
     /// `Bearer ` or `NAME=` prefix, a prefix of another provider or none
     /// of the expected one, a truncated or doubled key.
     public static func warnings(for value: String, field: String = "key", source: String?) -> [String] {
-        var out: [String] = []
+        diagnose(value, field: field, source: source).map(\.message)
+    }
+
+    /// ``warnings(for:field:source:)`` as typed ``CredentialWarning``s.
+    public static func diagnose(_ value: String, field: String = "key", source: String?) -> [CredentialWarning] {
+        var out: [CredentialWarning] = []
+        func add(_ kind: CredentialWarning.Kind, _ message: String) { out.append(CredentialWarning(kind, field: field, message)) }
         let label = "the \(field) value"
         if let first = value.first, let last = value.last, first.isWhitespace || last.isWhitespace {
-            out.append("\(label) starts or ends with whitespace (a paste mistake?)")
+            add(.surroundingWhitespace, "\(label) starts or ends with whitespace (a paste mistake?)")
         }
         var core = value.trimmingCharacters(in: .whitespacesAndNewlines)
         for q in ["\"", "'", "`"] where core.count >= 2 && core.hasPrefix(q) && core.hasSuffix(q) {
-            out.append("\(label) is wrapped in quotes (\(q)…\(q)); the quotes would be stored as part of it")
+            add(.quoted, "\(label) is wrapped in quotes (\(q)…\(q)); the quotes would be stored as part of it")
             core = String(core.dropFirst().dropLast())
         }
         if core.lowercased().hasPrefix("bearer ") {
-            out.append("\(label) starts with 'Bearer '; store only the token")
+            add(.bearerPrefix, "\(label) starts with 'Bearer '; store only the token")
             core = String(core.dropFirst(7))
         }
         // `OPENAI_API_KEY=sk-…` pasted whole. Never quote any part of the
@@ -175,29 +181,29 @@ public enum KeyCatalogue {
             (2...64).contains(core[..<eq].count),
             core[..<eq].contains("_") || ["KEY", "TOKEN", "SECRET"].contains(where: { core[..<eq].hasSuffix($0) })
         {
-            out.append("\(label) looks like an assignment (NAME=VALUE); store only what follows '='")
+            add(.assignment, "\(label) looks like an assignment (NAME=VALUE); store only what follows '='")
             core = String(core[core.index(after: eq)...])
         }
         if core.contains(where: { $0.isWhitespace }) {
-            out.append("\(label) contains whitespace or a line break; keys rarely do")
+            add(.innerWhitespace, "\(label) contains whitespace or a line break; keys rarely do")
         }
         let expected = source.flatMap { format(forSource: $0) }
         let seen = recognize(core)
         if let expected {
             if let wrong = expected.wrongKinds.first(where: { core.hasPrefix($0.prefix) }) {
-                out.append("\(label) is \(Article.a(expected.provider)) \(expected.provider) \(wrong.kind) ('\(wrong.prefix)…'), not a secret key")
+                add(.wrongKeyKind, "\(label) is \(Article.a(expected.provider)) \(expected.provider) \(wrong.kind) ('\(wrong.prefix)…'), not a secret key")
             } else if let seen, seen.format.provider != expected.provider {
-                out.append("\(label) looks like \(Article.a(seen.format.provider)) \(seen.format.provider) \(seen.variant.kind) ('\(seen.variant.prefix)…'), but the source is '\(source!)' (\(expected.provider))")
+                add(.otherProvider, "\(label) looks like \(Article.a(seen.format.provider)) \(seen.format.provider) \(seen.variant.kind) ('\(seen.variant.prefix)…'), but the source is '\(source!)' (\(expected.provider))")
             } else if seen == nil && expected.prefixExpected {
                 let prefixes = expected.variants.map { "'\($0.prefix)'" }
-                out.append("\(label) does not start with \(prefixes.joined(separator: ", ")) as \(expected.provider) keys do")
+                add(.missingPrefix, "\(label) does not start with \(prefixes.joined(separator: ", ")) as \(expected.provider) keys do")
             }
         }
         if let (f, v) = seen, expected == nil || f.provider == expected?.provider {
             if core.count < v.minLength {
-                out.append("\(label) looks truncated: \(Article.a(f.provider)) \(f.provider) \(v.kind) has at least \(v.minLength) characters, this one has \(core.count)")
+                add(.truncated, "\(label) looks truncated: \(Article.a(f.provider)) \(f.provider) \(v.kind) has at least \(v.minLength) characters, this one has \(core.count)")
             } else if let max = v.maxLength, core.count > max {
-                out.append("\(label) is longer than \(Article.a(f.provider)) \(f.provider) \(v.kind) (\(max) characters, this one has \(core.count)); two values pasted together?")
+                add(.tooLong, "\(label) is longer than \(Article.a(f.provider)) \(f.provider) \(v.kind) (\(max) characters, this one has \(core.count)); two values pasted together?")
             }
         }
         return out

@@ -47,13 +47,20 @@ public enum SessionDuration {
 
 /// The user's settings file, `$XDG_CONFIG_HOME/coffer/config` (else
 /// `~/.config/coffer/config`). One `key = value` per line; `#` starts a
-/// comment; blank lines are ignored; keys this build does not know are
-/// ignored (other versions may use them). See docs/sessions.md.
+/// comment; blank lines are ignored. A key this build does not know is
+/// ignored but reported in ``warnings`` (with the nearest known key, for a
+/// typo); newer versions may add keys. See docs/sessions.md.
 public struct CofferConfig: Sendable, Equatable {
     /// Idle timeout of a new shell session (`session.timeout`).
     public var sessionTimeout: Int64?
     /// Absolute lifetime of a new shell session (`session.max-lifetime`).
     public var sessionMaxLifetime: Int64?
+    /// One line per key this build does not know, e.g. `config:3: unknown
+    /// key 'session.timout' (did you mean session.timeout?); ignored`.
+    public var warnings: [String] = []
+
+    /// The keys this build reads.
+    public static let knownKeys = ["session.timeout", "session.max-lifetime"]
 
     public init(sessionTimeout: Int64? = nil, sessionMaxLifetime: Int64? = nil) {
         self.sessionTimeout = sessionTimeout
@@ -96,7 +103,8 @@ public struct CofferConfig: Sendable, Equatable {
                 }
                 if key == "session.timeout" { config.sessionTimeout = seconds } else { config.sessionMaxLifetime = seconds }
             default:
-                continue
+                let near = Suggestion.closest(to: key, among: knownKeys).map { " (did you mean \($0)?)" } ?? ""
+                config.warnings.append("\(path):\(index + 1): unknown key '\(key)'\(near); ignored")
             }
         }
         return config

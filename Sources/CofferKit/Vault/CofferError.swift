@@ -86,7 +86,7 @@ extension CofferError {
                 .badData, "\(path) has vault format \(found); this coffer reads up to \(supported)",
                 hint: "upgrade coffer")
         case .alreadyExists(let path):
-            return CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
+            return CofferError(.vaultExists, "a file already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         case .cannotCreate(let path, let reason):
             return CofferError(.cannotCreate, "cannot create \(path): \(reason)")
         case .busy(let path):

@@ -130,9 +130,10 @@ public struct Item: Sendable, Equatable {
     public var hasDeleteConflict: Bool
 
     /// The field `coffer get NAME` prints: the type's primary field, or for
-    /// `custom` items the first secret field, else the first field.
+    /// `custom` items the field `value` (what ``Coffer/Kind/generic(fields:)``
+    /// stores), else the first secret field, else the first field.
     public var primaryField: Field? {
-        if let name = type.primaryFieldName, let f = field(name) { return f }
+        if let f = field(type.primaryFieldName ?? "value") { return f }
         return fields.first(where: \.isSecret) ?? fields.first
     }
 

@@ -52,9 +52,8 @@ public final class VaultFile: Sendable {
             throw CofferError(.usage, "the passphrase is empty", hint: "choose a passphrase of several words")
         }
         if FileManager.default.fileExists(atPath: path) {
-            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path or remove the file")
+            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         }
-        VaultFile.hardened
         let vaultID = VaultID.random()
         let master = SecretBytes.random(count: 32)
         let wrapped: (salt: [UInt8], wrapped: [UInt8])
@@ -74,13 +73,9 @@ public final class VaultFile: Sendable {
         }
     }
 
-    /// Applied once, before the first key exists in this process: no core
-    /// dumps, not dumpable (PRODUCT.md §2). Library users get it too.
-    static let hardened: Void = { ProcessHardening.disableCoreDumps() }()
-
     /// Unlocks with the passphrase (runs Argon2id).
+    /// Does not harden the process: see ``Coffer/hardenProcess()``.
     public func unlock(passphrase: SecretBytes) throws(CofferError) -> Vault {
-        VaultFile.hardened
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(
@@ -98,7 +93,6 @@ public final class VaultFile: Sendable {
     /// caller is responsible for having checked that it belongs to this
     /// vault.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
-        VaultFile.hardened
         return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
 
@@ -145,6 +139,13 @@ public enum VaultLocation {
         if let d = environment["XDG_DATA_HOME"], d.hasPrefix("/") { return d + "/coffer/vault.coffer" }
         let home = environment["HOME"] ?? NSHomeDirectory()
         return home + "/.local/share/coffer/vault.coffer"
+    }
+
+    /// Whether something (a vault or any other file, even a dangling
+    /// link) already occupies `path`.
+    public static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
     }
 
     static func absolute(_ p: String) -> String {

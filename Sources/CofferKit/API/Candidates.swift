@@ -1,0 +1,55 @@
+extension Vault {
+    /// The field a lookup of `type` reads.
+    static func lookupField(_ type: CredentialType) -> String? {
+        switch type {
+        case .apiKey, .apiKeyWithEmail: return "key"
+        case .email: return "email"
+        case .login: return "password"
+        case .custom: return nil
+        }
+    }
+
+    /// Every live item that could answer a lookup of `type` for
+    /// `sourceID`, best first: the first is the one ``CredentialManager``,
+    /// ``Coffer/string(forSource:type:)`` and `coffer check` use.
+    ///
+    /// The order (the same on every replica, so two machines holding the
+    /// same items choose the same one):
+    /// 1. for `api-key-with-email`, items of that type holding both a key
+    ///    and an email come first;
+    /// 2. the item type made for the field (`api-key` for a key, `email`
+    ///    for an email, `login` for a password), then `api-key-with-email`,
+    ///    then any other type;
+    /// 3. not expired before expired;
+    /// 4. the most recently updated first;
+    /// 5. the smaller item id (a tie that only concurrent writes can make).
+    public func candidates(forSource sourceID: String, type: CredentialType, today: Day = .today) throws(CofferError) -> [Item] {
+        Vault.rank(try items(forSource: sourceID), type: type, today: today)
+    }
+
+    static func rank(_ items: [Item], type: CredentialType, today: Day) -> [Item] {
+        let field = lookupField(type)
+        let holding = field.map { f in items.filter { $0.field(f) != nil } } ?? items
+        func both(_ i: Item) -> Bool { type == .apiKeyWithEmail && i.type == .apiKeyWithEmail && i.field("key") != nil && i.field("email") != nil }
+        return holding.sorted { a, b in
+            let ba = both(a), bb = both(b)
+            if ba != bb { return ba }
+            if let field {
+                let ra = typeRank(a.type, field: field), rb = typeRank(b.type, field: field)
+                if ra != rb { return ra < rb }
+            }
+            return isPreferred(a, over: b, today: today)
+        }
+    }
+
+    /// A warning when more than one item answers lookups of `type` for
+    /// `sourceID`, naming the one that is used.
+    static func ambiguityWarning(_ ranked: [Item], sourceID: String) -> CredentialWarning? {
+        guard ranked.count > 1 else { return nil }
+        return CredentialWarning(
+            .ambiguousSource,
+            "\(ranked.count) items hold a credential for source '\(sourceID)'; lookups by source use '\(ranked[0].name)' "
+                + "(not expired first, then the most recently updated); remove or re-source the others: "
+                + ranked.dropFirst().map { "'\($0.name)'" }.joined(separator: ", "))
+    }
+}

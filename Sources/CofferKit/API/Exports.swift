@@ -1,0 +1,20 @@
+// The types CofferKit's public API hands out or takes that are defined in
+// the lower layers, re-exported one by one so that `import CofferKit` is
+// all an application needs. Nothing else of those modules is re-exported:
+// in particular CofferCrypto's AEAD, secretstream and `package` entry
+// points with caller-chosen nonces stay invisible to applications.
+
+// Passphrases and keys in guarded memory; Argon2id cost parameters.
+@_exported import class CofferCrypto.SecretBytes
+@_exported import struct CofferCrypto.KDFParameters
+
+// Identifiers, sync policy and version vectors that items, reports and
+// conflicts carry.
+@_exported import struct CofferSync.Identifier16
+@_exported import typealias CofferSync.ItemID
+@_exported import typealias CofferSync.ReplicaID
+@_exported import typealias CofferSync.VaultID
+@_exported import enum CofferSync.SyncPolicy
+@_exported import struct CofferSync.VersionVector
+@_exported import struct CofferSync.Dot
+@_exported import struct CofferSync.BundleHeader

@@ -1,0 +1,119 @@
+// This target depends on the CofferKit product alone and imports nothing
+// else of the package (scripts/check-layers.sh checks it): every type a
+// test names must reach it through `import CofferKit`, so a missing
+// re-export fails the build. MemberImportVisibility (Package.swift) makes
+// member access follow the same rule.
+import CofferKit
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throw-away folder with a vault path in it.
+final class Sandbox: @unchecked Sendable {
+    let root: URL
+    static let passphrase = "correct horse battery staple"
+    /// Small Argon2id settings, for speed.
+    static let fastKDF = KDFParameters(memoryKiB: 8 * 1024, iterations: 1, parallelism: 1)
+
+    init() {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-api-\(UUID().uuidString.prefix(12))")
+        try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    func path(_ name: String) -> String { root.appendingPathComponent(name).path }
+    var vaultPath: String { path("vault.coffer") }
+
+    /// A new vault at ``vaultPath``.
+    func create() async throws(CofferError) -> Coffer {
+        try await Coffer.create(at: vaultPath, passphrase: Self.passphrase, kdf: Self.fastKDF)
+    }
+
+    /// A file holding the passphrase (mode 0600).
+    func passphraseFile() throws -> String {
+        let p = path("pass")
+        try Data((Self.passphrase + "\n").utf8).write(to: URL(fileURLWithPath: p))
+        chmod(p, 0o600)
+        return p
+    }
+}
+
+/// Expects `body` to throw a CofferError of `kind`.
+func expectError<T>(
+    _ kind: CofferError.Kind, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws(CofferError) -> T
+) async {
+    do {
+        _ = try await body()
+        Issue.record("expected a \(kind) error, got success", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+        #expect(!error.message.isEmpty && !error.message.contains("\n"), sourceLocation: sourceLocation)
+    }
+}
+
+/// The built `coffer` executable (SwiftPM builds it with the tests).
+enum CofferCLI {
+    static var path: String? {
+        var candidates: [String] = []
+        if let env = ProcessInfo.processInfo.environment["COFFER_BINARY"] { candidates.append(env) }
+        candidates.append(Bundle.main.bundleURL.appendingPathComponent("coffer").path)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(root.appendingPathComponent(".build/debug/coffer").path)
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `coffer args…` with this process's environment plus `env`.
+    static func run(_ args: [String], env: [String: String] = [:]) throws -> Result {
+        guard let path else {
+            Issue.record("coffer binary not found; build it with `swift build`")
+            return Result(status: -1, stdout: "", stderr: "")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_SESSION"] = nil
+        environment["COFFER_PASSPHRASE"] = nil
+        for (k, v) in env { environment[k] = v }
+        p.environment = environment
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+}
+
+/// Waits for the first element of `changes` that satisfies `predicate`,
+/// at most `seconds`; nil on time-out.
+func firstChange(
+    _ changes: AsyncStream<VaultChange>, within seconds: Double, where predicate: @escaping @Sendable (VaultChange) -> Bool
+) async -> VaultChange? {
+    await withTaskGroup(of: VaultChange?.self) { group in
+        group.addTask {
+            for await change in changes where predicate(change) { return change }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
