@@ -20,7 +20,11 @@ struct Sync: ParsableCommand {
             replica's bundle was written, or DIR holds only another vault's bundles and nothing was \
             written); 66 no vault (when DIR holds bundles, the hint says `coffer clone DIR`); 73 DIR \
             cannot be created; 77 wrong passphrase (docs/sync.md). A missing DIR is created (mode \
-            0700) and sync says so.
+            0700) and sync says so. With --git, DIR is a clone of a repository every machine \
+            pushes to: sync commits this replica's bundle if it changed, pulls with a rebase, \
+            merges, and pushes, retrying up to 5 times when another machine pushed first (exit 74 \
+            fetch or push failed, 75 still rejected); it works with an empty remote and with \
+            nothing to commit.
             """)
 
     @OptionGroup var options: VaultOptions
