@@ -99,6 +99,38 @@ struct SyncEdgeCaseTests {
         #expect(F.fingerprint(dir) == before)
     }
 
+    /// A write made before the backup was taken but exported only after
+    /// it exists in both files under one dot with one ciphertext: it keeps
+    /// its dot (no duplicate, no conflict of two equal values), and only
+    /// the write made after the restore moves.
+    @Test func aWriteExportedAfterTheBackupIsNotDuplicated() throws {
+        let (a, b) = F.twoReplicas(dir: "")
+        let dir = a.path("sync")
+        F.expectOK(a.unlocked(["edit", "db", "--field", "url=genuine"]))
+        let backup = a.path("backup.coffer")
+        Self.cp(a.vaultPath, backup)
+        F.expectOK(a.unlocked(["edit", "db", "--field", "username=lost"]))
+        F.expectOK(a.unlocked(["sync", dir]))
+        F.expectOK(b.unlocked(["sync", dir]))
+        Self.cp(backup, a.vaultPath)
+        unlink((a.vaultPath as NSString).deletingLastPathComponent + "/.vault.coffer.written")
+        F.expectOK(a.unlocked(["edit", "db", "--field", "note=after"]))
+        let sync = a.unlocked(["sync", dir])
+        F.expectOK(sync)
+        #expect(sync.stderr.contains("its 1 write since its last export"), "\(sync)")
+        for _ in 0..<2 {
+            F.expectOK(b.unlocked(["sync", dir]))
+            F.expectOK(a.unlocked(["sync", dir]))
+        }
+        for h in [a, b] {
+            #expect(Self.field(h, "db", "url") == "genuine")
+            #expect(Self.field(h, "db", "username") == "lost")
+            #expect(Self.field(h, "db", "note") == "after")
+            #expect(h.unlocked(["conflicts", "--json"]).stdout.contains("\"conflicts\" : [\n\n  ]"))
+        }
+        #expect(Self.state(a) == Self.state(b))
+    }
+
     /// Bug 2: a conflict that arises while the item is local-only keeps
     /// both sides when it syncs again, on both replicas.
     @Test func aConflictMadeWhileLocalOnlySurvivesTheSwitchBack() throws {

@@ -231,7 +231,7 @@ extension Vault {
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
             throw .bundle(error, path: path)
         }
-        let rebinding = try adoptIfRestored(seen: header.summary[try replicaID()])
+        let rebinding = try adoptIfRestored(seen: header.summary[try replicaID()], bundles: [path])
         var report = try importRecords(from: reader, path: path, progress: progress)
         report.rebinding = rebinding
         return report

@@ -183,26 +183,61 @@ extension Vault {
     /// forgets the old id's writes above what this file exported, so the
     /// other file's writes are merged, not skipped. Nothing is lost: both
     /// files' writes survive, side by side where they touch the same field.
-    func adoptIfRestored(seen: UInt64) throws(CofferError) -> ReplicaRebinding? {
+    ///
+    /// `bundles` are the bundles the other file's writes may be in: a
+    /// write of this file that one of them holds with the very same
+    /// ciphertext is not a reused dot (it was made before the backup was
+    /// taken and exported by the other file later), so writes up to the
+    /// highest such dot keep their dots and do not come back as
+    /// duplicates.
+    func adoptIfRestored(seen: UInt64, bundles: [String] = []) throws(CofferError) -> ReplicaRebinding? {
         // The usual case, decided without taking the write lock.
-        let exported = try CofferError.wrap { try store.read { db in try Queries.exportedCounter(db) } }
+        let (exported, local) = try CofferError.wrap { try store.read { db in (try Queries.exportedCounter(db), try Queries.localReplica(db)) } }
         guard seen > exported else { return nil }
+        let shared = highestSharedOwnDot(in: bundles, replica: local.id, above: exported, upTo: local.counter)
         return try CofferError.wrap {
             try store.writeImmediate { db in
                 let local = try Queries.localReplica(db)
                 let exported = try Queries.exportedCounter(db)
                 guard seen > exported else { return nil }
+                let floor = max(exported, min(shared, local.counter))
                 let new = ReplicaID.random()
                 let moved = try renumber(
-                    db, items: try Queries.itemsWithVersions(db, replica: local.id, above: exported), from: local.id,
-                    floor: exported, to: new, base: 0)
-                try Queries.setSeen(db, replica: local.id, counter: exported)
+                    db, items: try Queries.itemsWithVersions(db, replica: local.id, above: floor), from: local.id,
+                    floor: floor, to: new, base: 0)
+                try Queries.setSeen(db, replica: local.id, counter: floor)
                 try Queries.setLocalReplica(db, id: new, host: MachineIdentity.host, inode: MachineIdentity.inode(of: path))
                 try Queries.renumberLocalReplica(db, id: new, counter: moved)
                 try refreshLocalOnlyWriters(db)
                 return ReplicaRebinding(old: local.id, new: new, reason: .restored(moved: Int(moved)))
             }
         }
+    }
+
+    /// The highest counter `k` in (`above`, `upTo`] such that a version
+    /// with dot (`replica`, k) is held here and, with the same ciphertext,
+    /// in one of `bundles` (`above` when none). Bundles that cannot be read
+    /// are passed over: this only avoids duplicates.
+    func highestSharedOwnDot(in bundles: [String], replica: ReplicaID, above: UInt64, upTo: UInt64) -> UInt64 {
+        var best = above
+        guard upTo > above else { return best }
+        for path in bundles {
+            guard let input = try? BundleFileInput(path: path), let (header, prefix) = try? BundleHeader.read(from: input),
+                header.vaultID == vaultID, header.summary[replica] > best,
+                let reader = try? BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle)
+            else { continue }
+            while let record = try? reader.next() {
+                var wanted: [(RegisterID, FieldVersion)] = []
+                for (rid, versions) in record.registers {
+                    for v in versions where v.dot.replica == replica && v.dot.counter > best && v.dot.counter <= upTo { wanted.append((rid, v)) }
+                }
+                guard !wanted.isEmpty, let held = try? store.read({ db in try Queries.itemState(db, id: record.id) }) else { continue }
+                for (rid, v) in wanted where (held.registers[rid] ?? []).contains(where: { $0.dot == v.dot && $0.payload == v.payload }) {
+                    best = max(best, v.dot.counter)
+                }
+            }
+        }
+        return best
     }
 
     /// Gives every local-only item a new private writer (after the file
