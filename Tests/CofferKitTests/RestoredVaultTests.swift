@@ -97,6 +97,28 @@ struct RestoredVaultTests {
         #expect(try a.claimReplica() == nil && b.claimReplica() == nil)
     }
 
+    /// Switching back to sync takes a counter, so a backup from before the
+    /// switch is behind its write mark and takes a new id (and new private
+    /// writers) before it writes.
+    @Test func aBackupFromBeforeASwitchBackIsCaught() throws {
+        let box = BundleSandbox()
+        var a = try box.newVault()
+        try a.add(ItemDraft(name: "k", type: .apiKey, fields: [Field(name: "key", value: "v", isSecret: true)], policy: .localOnly))
+        let backup = box.bytes("a.coffer")
+        let writer = Set(try a.state(of: "k").dots.map(\.replica))
+        var e = ItemEdit(); e.policy = .sync
+        try a.edit("k", e)
+        try Self.restoreInPlace(box.path("a.coffer"), from: backup)
+        a = try VaultFile.open(path: box.path("a.coffer")).unlock(passphrase: box.passphrase)
+        var e2 = ItemEdit(); e2.setFields = [Field(name: "key", value: "v2", isSecret: true)]
+        try a.edit("k", e2)
+        // The new write uses a new private writer, not the one the lost
+        // file may have published.
+        let fresh = Set(try a.state(of: "k").dots.map(\.replica)).subtracting(writer)
+        #expect(fresh.count == 1)
+        #expect(try !fresh.contains(a.replicaID()))
+    }
+
     @Test func localOnlyWritesUseAPrivateWriterThatNoBundleClaims() throws {
         let box = BundleSandbox()
         let a = try box.newVault()

@@ -104,6 +104,11 @@ extension Vault {
         guard old != new else { return }
         if new == .sync {
             try Queries.removeLocalOnlyWriter(db, item: id)
+            // The switch takes a counter of the vault's own id (no version
+            // carries it): the private writer's dots now get published, and
+            // a copy of this file from before the switch is then behind its
+            // write mark and behind the folder (docs/sync.md, "Limits").
+            _ = try nextDot(db)
             return
         }
         let writer = ReplicaID.random()
