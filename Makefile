@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean
+.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
 all: build
 
@@ -63,6 +63,10 @@ test-interop: deps deps-interop
 test-faults: deps deps-interop
 	$(SWIFT) build
 	COFFER_FAULTS=1 $(SWIFT) test --filter FaultTests
+
+# libFuzzer on the bundle reader for FUZZ_SECONDS (default 60; docs/reliability.md).
+fuzz: deps
+	bash scripts/fuzz.sh
 
 # Fails when a target imports a module its layer must not (docs/architecture.md).
 check-layers:

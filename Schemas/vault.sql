@@ -1,4 +1,4 @@
--- Coffer vault schema, format version 1.
+-- Coffer vault schema, format version 2.
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
@@ -87,6 +87,23 @@ CREATE TABLE fieldHistory (
     supersededAt INTEGER NOT NULL,
     PRIMARY KEY (itemId, registerId, replicaId, counter)
 ) WITHOUT ROWID;
+
+-- Format 2. One sealed integrity record per item (docs/key-hierarchy.md,
+-- "Item records"): XChaCha20-Poly1305 under the record key, bound to the
+-- vault id and item id, holding what a listing shows and the dot and tag
+-- of every current version. Checked on every read of the item.
+CREATE TABLE itemRecord (
+    itemId BLOB PRIMARY KEY REFERENCES item(itemId) ON DELETE CASCADE,
+    record BLOB NOT NULL
+) WITHOUT ROWID;
+
+-- Format 2. The vault MAC: XOR of keyed BLAKE2b terms, one per covered
+-- row (header, local replica, replicas, items with their records, current
+-- and history versions), updated in the transaction of every write.
+CREATE TABLE vaultIntegrity (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    mac BLOB NOT NULL CHECK (length(mac) = 32)
+);
 
 -- One row: the highest counter of this file's replica id that this file
 -- has put in a bundle (export or sync). A bundle that has seen more of

@@ -13,13 +13,17 @@ extension Vault {
     /// (``Queries/insertNewItem(_:row:state:)``: the ids are new).
     public func _bulkAddForBenchmarks(count: Int, prefix: String = "bench/item-") throws(CofferError) {
         try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
                 // Each item seals 5 payloads and derives 2 ids: keep the
                 // keys readable meanwhile (no mprotect per use).
                 try keys.item.keepingReadable {
                     try keys.nameIndex.keepingReadable {
                         try keys.fieldID.keepingReadable {
-                            for i in 0..<count { try addGenerated(db, name: "\(prefix)\(i)") }
+                            try keys.record.keepingReadable {
+                                try mac.keepingReadable {
+                                    for i in 0..<count { try addGenerated(db, name: "\(prefix)\(i)", mac: mac) }
+                                }
+                            }
                         }
                     }
                 }
@@ -27,9 +31,9 @@ extension Vault {
         }
     }
 
-    private func addGenerated(_ db: Database, name: String) throws {
+    private func addGenerated(_ db: Database, name: String, mac: VaultMAC) throws {
         let id = ItemID.random()
-        let dot = try Queries.nextDot(db)
+        let dot = try Queries.nextDot(db, mac: mac)
         let now = Clock.nowMillis()
         let key = "sk-" + Hex.encode(Random.bytes(20)).prefix(37)
         let changes = [
@@ -42,6 +46,8 @@ extension Vault {
         var state = ItemState(id: id)
         apply(changes, to: &state, dot: dot, at: now)
         let row = try derivedRow(for: state, policy: .sync, createdAt: now, updatedAt: now)
-        try Queries.insertNewItem(db, row: row, state: state)
+        var shown: [RegisterID: FieldPayload] = [:]
+        for c in changes { shown[c.register] = c.payload }
+        try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, mac: mac)
     }
 }

@@ -72,3 +72,51 @@ public enum KeyedHash {
         }
     }
 }
+
+/// Keyed BLAKE2b with the key block absorbed once: each ``hash(_:)``
+/// copies the prepared state and hashes only the message (half the work
+/// of ``KeyedHash/hash(_:key:length:)`` for short messages, and no lock or
+/// `mprotect` pair per call). The prepared state is key material: it and
+/// the working copy live in `sodium_malloc` memory, wiped when freed. One
+/// thread at a time.
+public final class PreparedKeyedHash: @unchecked Sendable {
+    private let state: UnsafeMutableRawPointer
+    private let scratch: UnsafeMutableRawPointer
+    private let stateSize: Int
+    public let length: Int
+
+    public init(key: SecretBytes, length: Int = 32) {
+        precondition((16...64).contains(length))
+        Sodium.ensure()
+        self.length = length
+        // A multiple of 64: sodium_malloc then returns 64-byte-aligned memory
+        // (it places the region at the end of a page).
+        stateSize = (crypto_generichash_statebytes() + 63) / 64 * 64
+        guard let p = sodium_malloc(stateSize), let q = sodium_malloc(stateSize) else {
+            fatalError("sodium_malloc failed")
+        }
+        state = p
+        scratch = q
+        key.withBytes { k in
+            _ = crypto_generichash_init(
+                OpaquePointer(state), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, length)
+        }
+    }
+
+    deinit {
+        sodium_free(state)
+        sodium_free(scratch)
+    }
+
+    public func hash(_ message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: length)
+        scratch.copyMemory(from: state, byteCount: stateSize)
+        message.withUnsafeBufferPointer { m in
+            _ = crypto_generichash_update(OpaquePointer(scratch), m.baseAddress, UInt64(m.count))
+        }
+        out.withUnsafeMutableBufferPointer { o in
+            _ = crypto_generichash_final(OpaquePointer(scratch), o.baseAddress!, length)
+        }
+        return out
+    }
+}

@@ -27,6 +27,7 @@ public final class SecretBytes: @unchecked Sendable {
         }
         pointer = p
         self.count = count
+        SecretMemory.lock(p, max(count, 1))
         do {
             try initialize(UnsafeMutableRawBufferPointer(start: p, count: count))
         } catch {

@@ -14,6 +14,7 @@ public final class Vault: Sendable {
     init(file: VaultFile, master: SecretBytes) throws {
         self.file = file
         self.keys = VaultKeys(master: master)
+        try ensureIntegrity()
     }
 
     public var path: String { file.path }
@@ -45,6 +46,14 @@ public final class Vault: Sendable {
         return name
     }
 
+    /// A field name in Unicode NFC (the form every replica hashes into
+    /// the field's register id), checked.
+    static func normalizeFieldName(_ raw: String) throws(CofferError) -> String {
+        let name = raw.utf8.allSatisfy({ $0 < 0x80 }) ? raw : raw.precomposedStringWithCanonicalMapping
+        try checkFieldName(name)
+        return name
+    }
+
     static func checkFieldName(_ name: String) throws(CofferError) {
         guard !name.isEmpty, !name.hasPrefix("@"), !name.contains("="),
             !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\n" })
@@ -70,6 +79,16 @@ public final class Vault: Sendable {
         }
         let normalized = try Vault.normalizeName(name)
         let ids = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(normalized, nameKey: keys.nameIndex))
+        // The name index is a clear column: an item found through it is
+        // served only if its authenticated record bears the name asked for
+        // (two swapped hashes must not serve one item's secret for the
+        // other's name).
+        for id in ids {
+            let record = try openRecord(try Queries.itemRecord(db, id: id), item: id, withVersions: false)
+            guard record.name == normalized, !record.isDeleted else {
+                throw StoreError.damaged("the name index points '\(normalized)' at another item (id \(id.hex.prefix(8)))")
+            }
+        }
         switch ids.count {
         case 0:
             if let near = Suggestion.closest(to: normalized, among: try itemNames(db)) {
@@ -94,24 +113,38 @@ public final class Vault: Sendable {
             isTombstone: tombstone)
         return FieldVersion(
             dot: dot, vector: vector, writtenAt: time, isTombstone: tombstone,
-            payload: AEAD.seal(payload.encoded, key: keys.item, associatedData: ad))
+            payload: AEAD.seal(Vault.padsPayload(payload, register: register) ? payload.paddedEncoding : payload.encoded, key: keys.item, associatedData: ad))
+    }
+
+    /// Which payloads are padded (docs/key-hierarchy.md): the name and
+    /// every secret field, whose lengths say something about their
+    /// content. The other metadata (type, tags, source, expiry, env,
+    /// delete marker) and plain fields are not, which keeps bundles and
+    /// imports small.
+    static func padsPayload(_ payload: FieldPayload, register: RegisterID) -> Bool {
+        payload.isSecret || register == .name
     }
 
     func open(_ v: FieldVersion, item: ItemID, register: RegisterID) throws -> FieldPayload {
         let ad = FieldVersion.associatedData(
             vault: vaultID, item: item, register: register, dot: v.dot, vector: v.vector, writtenAt: v.writtenAt,
             isTombstone: v.isTombstone)
-        let plain: [UInt8]
+        var plain: [UInt8]
         do { plain = try AEAD.open(v.payload, key: keys.item, associatedData: ad) } catch {
             throw CofferError(
                 .badData, "an item's data failed authentication (it was modified or moved)",
                 hint: "restore the vault from a backup or re-import a bundle")
         }
+        // The decrypted payload is wiped once decoded (the value lives on
+        // in the returned payload and the Strings made from it, which
+        // Swift cannot wipe: docs/threat-model.md, "Memory").
+        defer { plain.withUnsafeMutableBytes { if let p = $0.baseAddress { Sodium.memzero(p, $0.count) } } }
         return try FieldPayload(decoding: plain)
     }
 
     package func registerID(field: String, item: ItemID) -> RegisterID {
-        KeyHierarchy.registerID(field: field, item: item, fieldIDKey: keys.fieldID)
+        let nfc = field.utf8.allSatisfy({ $0 < 0x80 }) ? field : field.precomposedStringWithCanonicalMapping
+        return KeyHierarchy.registerID(field: nfc, item: item, fieldIDKey: keys.fieldID)
     }
 
     static let metadataRegisters: [(RegisterID, String)] = [
@@ -237,10 +270,11 @@ public final class Vault: Sendable {
     /// by Vault+Requirements to store registered manifests).
     func add(_ drafts: [ItemDraft], allowReserved: Bool) throws(CofferError) -> [Item] {
         var checked: [(String, ItemDraft)] = []
-        for draft in drafts {
+        for original in drafts {
+            var draft = original
             let name = try Vault.normalizeName(draft.name)
             if !allowReserved { try Vault.checkNotReserved(name) }
-            for f in draft.fields { try Vault.checkFieldName(f.name) }
+            for i in draft.fields.indices { draft.fields[i].name = try Vault.normalizeFieldName(draft.fields[i].name) }
             for t in draft.tags { try Vault.checkTag(t) }
             let names = draft.fields.map(\.name)
             if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
@@ -249,7 +283,7 @@ public final class Vault: Sendable {
             checked.append((name, draft))
         }
         return try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
                 var added: [Item] = []
                 var seen = Set<String>()
                 for (name, draft) in checked {
@@ -257,16 +291,16 @@ public final class Vault: Sendable {
                     guard seen.insert(name).inserted, try Queries.itemIDs(db, nameHash: hash).isEmpty else {
                         throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
                     }
-                    added.append(try insert(db, name: name, draft: draft))
+                    added.append(try insert(db, name: name, draft: draft, mac: mac))
                 }
                 return added
             }
         }
     }
 
-    private func insert(_ db: Database, name: String, draft: ItemDraft) throws -> Item {
+    private func insert(_ db: Database, name: String, draft: ItemDraft, mac: VaultMAC) throws -> Item {
         let id = ItemID.random()
-        let dot = try nextDot(db, item: id, policy: draft.policy)
+        let dot = try nextDot(db, item: id, policy: draft.policy, mac: mac)
         let now = Clock.nowMillis()
         var changes = [
             Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
@@ -287,7 +321,9 @@ public final class Vault: Sendable {
         var state = ItemState(id: id)
         apply(changes, to: &state, dot: dot, at: now)
         let row = try derivedRow(for: state, policy: draft.policy, createdAt: now, updatedAt: now)
-        try Queries.saveItem(db, row: row, old: nil, new: state, now: now)
+        var shown: [RegisterID: FieldPayload] = [:]
+        for c in changes { shown[c.register] = c.payload }
+        try save(db, row: row, old: nil, new: state, now: now, mac: mac, shown: shown)
         return try decode(state, row: row)
     }
 
@@ -296,8 +332,8 @@ public final class Vault: Sendable {
         try CofferError.wrap {
             try store.read { db in
                 let id = try resolve(db, name)
-                guard let row = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
-                return try decode(try Queries.itemState(db, id: id), row: row)
+                guard let loaded = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                return try decode(loaded.state, row: loaded.row)
             }
         }
     }
@@ -338,23 +374,24 @@ public final class Vault: Sendable {
     func listIncludingReserved() throws(CofferError) -> [ItemSummary] {
         try CofferError.wrap {
             try store.read { db in
-                let rows = try Queries.itemRows(db)
-                let regs: [RegisterID] = [.name, .type, .tags, .source, .expires]
-                let all = try Queries.versionsOfAllItems(db, registers: regs)
+                // One sealed record per item: no field version is read
+                // (issue 11). Each record is checked against the item's
+                // clear columns.
+                let listed = try Queries.listedItems(db)
                 var out: [ItemSummary] = []
-                out.reserveCapacity(rows.count)
-                for row in rows {
-                    let r = all[row.id] ?? [:]
-                    func text(_ rid: RegisterID) throws -> String? {
-                        guard let v = Register.shown(r[rid] ?? []), !v.isTombstone else { return nil }
-                        return try open(v, item: row.id, register: rid).text
+                out.reserveCapacity(listed.count)
+                try keys.record.keepingReadable {
+                    for l in listed {
+                        let record = try openRecord(l.record, item: l.row.id, withVersions: false)
+                        try check(record, row: l.row)
+                        if record.isDeleted { continue }
+                        out.append(
+                            ItemSummary(
+                                id: l.row.id, name: record.name, type: ItemType(rawValue: record.type) ?? .custom, tags: record.tags,
+                                source: record.source, expires: record.expires.flatMap(Day.init), policy: record.policy,
+                                hasConflict: record.hasConflict, updatedAt: Clock.date(record.updatedAt),
+                                username: record.username, url: record.url))
                     }
-                    out.append(
-                        ItemSummary(
-                            id: row.id, name: try text(.name) ?? "", type: ItemType(rawValue: try text(.type) ?? "") ?? .custom,
-                            tags: (try text(.tags))?.split(separator: "\n").map(String.init) ?? [],
-                            source: try text(.source), expires: (try text(.expires)).flatMap(Day.init),
-                            policy: row.policy, hasConflict: row.hasConflict, updatedAt: Clock.date(row.updatedAt)))
                 }
                 return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
             }
@@ -363,21 +400,23 @@ public final class Vault: Sendable {
 
     /// Applies `edit` to the item as one write.
     @discardableResult
-    public func edit(_ name: String, _ edit: ItemEdit) throws(CofferError) -> Item {
+    public func edit(_ name: String, _ original: ItemEdit) throws(CofferError) -> Item {
+        var edit = original
+        for i in edit.setFields.indices { edit.setFields[i].name = try Vault.normalizeFieldName(edit.setFields[i].name) }
+        edit.unsetFields = edit.unsetFields.map { $0.utf8.allSatisfy({ $0 < 0x80 }) ? $0 : $0.precomposedStringWithCanonicalMapping }
         guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
         if let n = newName { try Vault.checkNotReserved(n) }
-        for f in edit.setFields { try Vault.checkFieldName(f.name) }
         for t in edit.addTags { try Vault.checkTag(t) }
         return try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
                 let id = try resolve(db, name)
-                guard let oldRow = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                guard let (oldRow, _, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 let policy = edit.policy ?? oldRow.policy
                 // Before this write's own changes (docs/sync.md,
                 // "Local-only items").
-                try changePolicy(db, item: id, from: oldRow.policy, to: policy)
-                let old = try Queries.itemState(db, id: id)
+                try changePolicy(db, item: id, from: oldRow.policy, to: policy, mac: mac)
+                guard let (_, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 let current = try decode(old, row: oldRow)
                 var changes: [Change] = []
                 if let n = newName, n != current.name {
@@ -426,10 +465,10 @@ public final class Vault: Sendable {
                 var state = old
                 let now = Clock.nowMillis()
                 if !changes.isEmpty {
-                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: policy), at: now)
+                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: policy, mac: mac), at: now)
                 }
                 let row = try derivedRow(for: state, policy: policy, createdAt: oldRow.createdAt, updatedAt: now)
-                try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+                try save(db, row: row, old: old, new: state, now: now, mac: mac)
                 return try decode(state, row: row)
             }
         }
@@ -440,11 +479,10 @@ public final class Vault: Sendable {
     /// concurrent edit elsewhere can still bring the item back.
     public func delete(_ name: String) throws(CofferError) {
         try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
                 let id = try resolve(db, name)
-                guard let oldRow = try Queries.itemRow(db, id: id) else { return }
-                let old = try Queries.itemState(db, id: id)
-                let dot = try nextDot(db, item: id, policy: oldRow.policy)
+                guard let (oldRow, old, _) = try loadItem(db, id: id) else { return }
+                let dot = try nextDot(db, item: id, policy: oldRow.policy, mac: mac)
                 let now = Clock.nowMillis()
                 var vector = old.vector
                 vector[dot.replica] = dot.counter
@@ -453,7 +491,7 @@ public final class Vault: Sendable {
                     seal(FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector, at: now, tombstone: false)
                 ]
                 let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
-                try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+                try save(db, row: row, old: old, new: state, now: now, mac: mac)
             }
         }
     }
@@ -472,7 +510,8 @@ public final class Vault: Sendable {
                         writtenAt: Clock.date(v.writtenAt), replica: v.dot.replica, counter: v.dot.counter, isCurrent: current)
                 }
                 for (rid, v, _) in try Queries.history(db, item: id) { out.append(try entry(rid, v, current: false)) }
-                for (rid, versions) in try Queries.itemState(db, id: id).registers {
+                guard let loaded = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                for (rid, versions) in loaded.state.registers {
                     for v in versions { out.append(try entry(rid, v, current: true)) }
                 }
                 return out.sorted { ($0.writtenAt, $0.counter, $0.field) < ($1.writtenAt, $1.counter, $1.field) }
@@ -482,7 +521,13 @@ public final class Vault: Sendable {
 
     /// The raw replicated state of an item (for tests and sync code).
     public func state(of name: String) throws(CofferError) -> ItemState {
-        try CofferError.wrap { try store.read { db in try Queries.itemState(db, id: try resolve(db, name)) } }
+        try CofferError.wrap {
+            try store.read { db in
+                let id = try resolve(db, name)
+                guard let loaded = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                return loaded.state
+            }
+        }
     }
 
     /// This file's replica id.
@@ -497,12 +542,18 @@ package final class VaultKeys: Sendable {
     package let item: SecretBytes
     package let nameIndex: SecretBytes
     package let fieldID: SecretBytes
+    /// Seals item records (docs/key-hierarchy.md).
+    package let record: SecretBytes
+    /// Keys the vault MAC.
+    package let mac: SecretBytes
 
     init(master: SecretBytes) {
         self.master = master
         item = KeyHierarchy.subKey(.itemPayload, of: master)
         nameIndex = KeyHierarchy.subKey(.nameIndex, of: master)
         fieldID = KeyHierarchy.subKey(.fieldID, of: master)
+        record = KeyHierarchy.subKey(.itemRecord, of: master)
+        mac = KeyHierarchy.subKey(.vaultMAC, of: master)
     }
 
     var bundle: SecretBytes { KeyHierarchy.subKey(.bundle, of: master) }

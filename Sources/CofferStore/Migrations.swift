@@ -10,6 +10,10 @@ enum Migrations {
             try db.execute(sql: v1)
             try db.execute(sql: "PRAGMA user_version = 1")
         }
+        m.registerMigration("v2-integrity") { db in
+            try db.execute(sql: v2Integrity)
+            try db.execute(sql: "PRAGMA user_version = 2")
+        }
         m.registerMigration("sync-replica-bookkeeping") { db in
             try db.execute(sql: syncReplicaBookkeeping)
             // An existing vault is taken to have published every write
@@ -18,6 +22,22 @@ enum Migrations {
         }
         return m
     }
+
+    /// Format version 2: per-item integrity records and the vault MAC
+    /// (docs/key-hierarchy.md). The migration only creates the tables: it
+    /// has no key. The first unlock of a format-1 vault fills them
+    /// (`Vault.ensureIntegrity`) and sets the header's formatVersion to 2.
+    static let v2Integrity = """
+        CREATE TABLE itemRecord (
+            itemId BLOB PRIMARY KEY REFERENCES item(itemId) ON DELETE CASCADE,
+            record BLOB NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE vaultIntegrity (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            mac BLOB NOT NULL CHECK (length(mac) = 32)
+        );
+        """
 
     /// Issue 14 (docs/sync.md, "Restored vault files" and "Local-only
     /// items"): the highest own counter this file has put in a bundle, and

@@ -47,9 +47,9 @@ extension Queries {
 
     /// Inserts an item the vault does not hold (no history to move): its
     /// row, then its versions. Fails on an existing id (primary key).
-    public static func insertNewItem(_ db: Database, row: ItemRow, state: ItemState) throws {
-        let inserter = NewItemInserter(db)
-        try inserter.add(row: row, state: state)
+    public static func insertNewItem(_ db: Database, row: ItemRow, record: [UInt8], state: ItemState, mac: VaultMAC) throws {
+        let inserter = NewItemInserter(db, mac: mac)
+        try inserter.add(row: row, record: record, state: state)
         try inserter.finish()
     }
 }
@@ -75,20 +75,28 @@ public struct NewItemRows: @unchecked Sendable {
     private var itemRows = 0
     private var versions: [(any DatabaseValueConvertible)?] = []
     private var versionRows = 0
+    private var records: [(any DatabaseValueConvertible)?] = []
+    /// The MAC terms of the rows buffered here (docs/key-hierarchy.md).
+    public let mac: VaultMAC
     /// Column values of ids seen recently (most versions share a few
     /// registers and one or two replicas): one `Data` each, not per row.
     private var registerValues: [RegisterID: Data] = [:]
     private var replicaValues: [ReplicaID: Data] = [:]
 
-    public init() {
+    public init(mac: VaultMAC) {
+        self.mac = mac
+        records.reserveCapacity(Self.itemsPerStatement * 2)
         items.reserveCapacity(Self.itemsPerStatement * 7)
         versions.reserveCapacity(Self.versionsPerStatement * 8 * 2)
     }
 
     /// Buffers one new item and its versions; returns the statements that
     /// became complete.
-    public mutating func add(row: ItemRow, state: ItemState) -> [PendingInsert] {
+    public mutating func add(row: ItemRow, record: [UInt8], state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
+        mac.toggle(IntegrityTerm.item(row, record: record))
+        records.append(id)
+        records.append(Data(record))
         items.append(id)
         items.append(row.policy.rawValue)
         items.append(row.nameHash.map { Data($0) })
@@ -109,6 +117,7 @@ public struct NewItemRows: @unchecked Sendable {
                 versions.append(v.isTombstone)
                 versions.append(Data(v.payload))
                 versionRows += 1
+                mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v))
             }
         }
         return itemRows == Self.itemsPerStatement ? flush(all: false) : []
@@ -144,6 +153,8 @@ public struct NewItemRows: @unchecked Sendable {
                 Self.take(
                     "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
                     columns: 7, rows: n, from: &items))
+            out.append(
+                Self.take("INSERT INTO itemRecord (itemId, record) VALUES ", columns: 2, rows: n, from: &records))
             itemRows -= n
         }
         while versionRows >= Self.versionsPerStatement || (all && versionRows > 0) {
@@ -173,13 +184,17 @@ public struct NewItemRows: @unchecked Sendable {
 /// Writes new items through ``NewItemRows`` on the database thread.
 public final class NewItemInserter {
     private let db: Database
-    private var rows = NewItemRows()
+    private var rows: NewItemRows
 
-    public init(_ db: Database) { self.db = db }
+    public init(_ db: Database, mac: VaultMAC) {
+        self.db = db
+        rows = NewItemRows(mac: mac)
+    }
 
-    /// Buffers one new item and its versions (written in batches).
-    public func add(row: ItemRow, state: ItemState) throws {
-        for p in rows.add(row: row, state: state) { try execute(p) }
+    /// Buffers one new item, its record and its versions (written in
+    /// batches).
+    public func add(row: ItemRow, record: [UInt8], state: ItemState) throws {
+        for p in rows.add(row: row, record: record, state: state) { try execute(p) }
     }
 
     /// Writes every buffered row.

@@ -72,7 +72,9 @@ extension Queries {
         var lastKey = Data()
         var item: ItemID?
         while let row = try rows.next() {
-            let key: Data = row[0], register: Data = row[1], replica: Data = row[2]
+            let key = try row.blob(at: 0, name: "fieldVersion.itemId")
+            let register = try row.blob(at: 1, name: "fieldVersion.registerId", length: 16)
+            let replica = try row.blob(at: 2, name: "fieldVersion.replicaId", length: 16)
             if key != lastKey {
                 // About 5 rows per item: decode the id once per item.
                 item = ItemID(bytes: [UInt8](key))
@@ -81,27 +83,32 @@ extension Queries {
             guard let item, register.count == 16, replica.count == 16 else {
                 throw StoreError.database("an identifier of wrong length")
             }
-            let counter: Int64 = row[3]
             try body(
                 ExportVersion(
-                    item: item, register: register, replica: replica, counter: UInt64(counter), vector: row[4],
-                    writtenAt: row[5], isTombstone: row[6], payload: row[7]))
+                    item: item, register: register, replica: replica,
+                    counter: try row.counter(at: 3, name: "fieldVersion.counter", minimum: 1),
+                    vector: try row.blob(at: 4, name: "fieldVersion.vector"),
+                    writtenAt: try row.int64(at: 5, name: "fieldVersion.writtenAt"),
+                    isTombstone: try row.bool(at: 6, name: "fieldVersion.isTombstone"),
+                    payload: try row.blob(at: 7, name: "fieldVersion.payload")))
         }
     }
 
     /// A version from columns replicaId, counter, vector, writtenAt,
     /// isTombstone, payload starting at `i`.
-    static func positionalVersion(_ row: Row, from i: Int) throws -> FieldVersion {
-        guard let replica = ReplicaID(bytes: (row[i] as Data)) else { throw StoreError.database("replica id of wrong length") }
-        let vector: VersionVector
-        do { vector = try VersionVector(decoding: (row[i + 2] as Data).byteArray) } catch {
-            throw StoreError.database("stored version vector is malformed")
+    static func positionalVersion(_ row: Row, from i: Int, table: String = "fieldVersion") throws -> FieldVersion {
+        guard let replica = ReplicaID(bytes: try row.blob(at: i, name: "\(table).replicaId", length: 16)) else {
+            throw StoreError.damaged("replica id of wrong length")
         }
-        let counter: Int64 = row[i + 1]
-        let payload: Data = row[i + 5]
+        let vector: VersionVector
+        do { vector = try VersionVector(decoding: try row.blob(at: i + 2, name: "\(table).vector").byteArray) } catch {
+            throw StoreError.damaged("\(table).vector is malformed")
+        }
         return FieldVersion(
-            dot: Dot(replica: replica, counter: UInt64(counter)), vector: vector, writtenAt: row[i + 3],
-            isTombstone: row[i + 4], payload: payload.byteArray)
+            dot: Dot(replica: replica, counter: try row.counter(at: i + 1, name: "\(table).counter", minimum: 1)),
+            vector: vector, writtenAt: try row.int64(at: i + 3, name: "\(table).writtenAt"),
+            isTombstone: try row.bool(at: i + 4, name: "\(table).isTombstone"),
+            payload: try row.blob(at: i + 5, name: "\(table).payload").byteArray)
     }
 
     /// ``itemRow(_:id:)`` with a cached statement.
@@ -117,7 +124,7 @@ extension Queries {
         var state = ItemState(id: id)
         let rows = try Row.fetchCursor(stmt, arguments: [Data(id.bytes)])
         while let row = try rows.next() {
-            guard let rid = RegisterID(bytes: (row[0] as Data)) else { continue }
+            guard let rid = RegisterID(bytes: try row.blob(at: 0, name: "fieldVersion.registerId", length: 16)) else { continue }
             state.registers[rid, default: []].append(try positionalVersion(row, from: 1))
         }
         for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }

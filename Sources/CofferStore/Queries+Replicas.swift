@@ -54,20 +54,21 @@ extension Queries {
 
     /// Takes the next dot of `replica` (a private writer): one above the
     /// highest counter seen from it, recorded in the summary.
-    public static func nextDot(_ db: Database, replica: ReplicaID) throws -> Dot {
-        let seen = try Int64.fetchOne(db, sql: "SELECT counter FROM replica WHERE replicaId = ?", arguments: [Data(replica.bytes)]) ?? 0
-        let next = UInt64(max(0, seen)) + 1
-        try db.execute(
-            sql: """
-                INSERT INTO replica (replicaId, counter) VALUES (?, ?)
-                ON CONFLICT(replicaId) DO UPDATE SET counter = max(counter, excluded.counter)
-                """,
-            arguments: [Data(replica.bytes), Int64(next)])
+    public static func nextDot(_ db: Database, replica: ReplicaID, mac: VaultMAC) throws -> Dot {
+        let seen = try replicaCounter(db, replica) ?? 0
+        guard seen < UInt64(StoredLimits.maxCounter) else { throw StoreError.damaged("a private writer's counter is at its limit") }
+        let next = seen + 1
+        try raiseReplica(db, replica, to: next, at: nil, mac: mac)
         return Dot(replica: replica, counter: next)
     }
 
-    /// Sets the highest counter seen from `replica` (lowered or raised).
-    public static func setSeen(_ db: Database, replica: ReplicaID, counter: UInt64) throws {
+    /// Sets the highest counter seen from `replica` (lowered or raised),
+    /// keeping the MAC.
+    public static func setSeen(_ db: Database, replica: ReplicaID, counter: UInt64, mac: VaultMAC) throws {
+        let old = try replicaCounter(db, replica)
+        if old == counter { return }
+        if let old { mac.toggle(IntegrityTerm.replica(replica, counter: old)) }
+        mac.toggle(IntegrityTerm.replica(replica, counter: counter))
         try db.execute(
             sql: """
                 INSERT INTO replica (replicaId, counter) VALUES (?, ?)
@@ -76,12 +77,16 @@ extension Queries {
             arguments: [Data(replica.bytes), Int64(counter)])
     }
 
-    /// Sets the local replica's id and counter, keeping where it is bound.
-    public static func renumberLocalReplica(_ db: Database, id: ReplicaID, counter: UInt64) throws {
+    /// Sets the local replica's counter (after ``setLocalReplica``),
+    /// keeping where it is bound and the MAC.
+    public static func renumberLocalReplica(_ db: Database, id: ReplicaID, counter: UInt64, mac: VaultMAC) throws {
+        let old = try localReplica(db)
+        mac.toggle(IntegrityTerm.local(old.id, counter: old.counter))
+        mac.toggle(IntegrityTerm.local(id, counter: counter))
         try db.execute(
             sql: "UPDATE localReplica SET replicaId = ?, counter = ? WHERE singleton = 1",
             arguments: [Data(id.bytes), Int64(counter)])
-        try setSeen(db, replica: id, counter: counter)
+        try setSeen(db, replica: id, counter: counter, mac: mac)
     }
 
     /// Items holding a current version written by `replica` with a counter

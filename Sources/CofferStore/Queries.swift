@@ -10,18 +10,25 @@ public enum Queries {
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM vault WHERE singleton = 1") else {
             throw StoreError.notAVault(path: db.description, reason: "the vault header is missing")
         }
-        guard let id = VaultID(bytes: row["vaultId"] as Data) else {
-            throw StoreError.database("vault id of wrong length")
+        let t = "vault"
+        guard let id = VaultID(bytes: try row.blob("vaultId", table: t, length: 16)) else {
+            throw StoreError.damaged("vault id of wrong length")
         }
+        let k = StoredLimits.kdfParameter
         return VaultHeader(
-            formatVersion: row["formatVersion"], vaultID: id,
-            kdfMemoryKiB: UInt32(row["kdfMemoryKiB"] as Int64), kdfIterations: UInt32(row["kdfIterations"] as Int64),
-            kdfParallelism: UInt32(row["kdfParallelism"] as Int64), kdfSalt: Array(row["kdfSalt"] as Data),
-            wrappedMasterKey: Array(row["wrappedMasterKey"] as Data), createdAt: row["createdAt"])
+            formatVersion: Int(try row.int64("formatVersion", table: t, in: 1 ... 1_000_000)), vaultID: id,
+            kdfMemoryKiB: try row.uint32("kdfMemoryKiB", table: t, in: k),
+            kdfIterations: try row.uint32("kdfIterations", table: t, in: k),
+            kdfParallelism: try row.uint32("kdfParallelism", table: t, in: k),
+            kdfSalt: Array(try row.blob("kdfSalt", table: t, length: 16)),
+            wrappedMasterKey: Array(try row.blob("wrappedMasterKey", table: t, length: 72)),
+            createdAt: try row.int64("createdAt", table: t))
     }
 
     /// Replaces the KDF parameters, salt and wrapped key (passphrase change).
-    public static func updateKeyWrapping(_ db: Database, header: VaultHeader) throws {
+    public static func updateKeyWrapping(_ db: Database, header: VaultHeader, mac: VaultMAC) throws {
+        mac.toggle(IntegrityTerm.header(try self.header(db)))
+        mac.toggle(IntegrityTerm.header(header))
         try db.execute(
             sql: """
                 UPDATE vault SET kdfMemoryKiB = ?, kdfIterations = ?, kdfParallelism = ?, kdfSalt = ?,
@@ -34,42 +41,82 @@ public enum Queries {
     }
 
     public static func localReplica(_ db: Database) throws -> LocalReplica {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM localReplica WHERE singleton = 1"),
-            let id = ReplicaID(bytes: row["replicaId"] as Data)
-        else { throw StoreError.database("the local replica row is missing") }
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM localReplica WHERE singleton = 1") else {
+            throw StoreError.damaged("the local replica row is missing")
+        }
+        let t = "localReplica"
+        guard let id = ReplicaID(bytes: try row.blob("replicaId", table: t, length: 16)) else {
+            throw StoreError.damaged("replica id of wrong length")
+        }
         return LocalReplica(
-            id: id, counter: UInt64(row["counter"] as Int64), boundHost: row["boundHost"],
-            boundInode: row["boundInode"])
+            id: id, counter: try row.counter("counter", table: t), boundHost: try row.optionalText("boundHost", table: t),
+            boundInode: try row.optionalInt64("boundInode", table: t))
     }
 
     /// Replaces the local replica id (a copied vault file) and records it.
-    public static func setLocalReplica(_ db: Database, id: ReplicaID, host: String?, inode: Int64?) throws {
+    public static func setLocalReplica(_ db: Database, id: ReplicaID, host: String?, inode: Int64?, mac: VaultMAC) throws {
+        let old = try localReplica(db)
+        mac.toggle(IntegrityTerm.local(old.id, counter: old.counter))
+        mac.toggle(IntegrityTerm.local(id, counter: 0))
         try db.execute(
             sql: "UPDATE localReplica SET replicaId = ?, counter = 0, boundHost = ?, boundInode = ? WHERE singleton = 1",
             arguments: [Data(id.bytes), host, inode])
         try db.execute(
             sql: "INSERT OR IGNORE INTO replica (replicaId, counter) VALUES (?, 0)", arguments: [Data(id.bytes)])
+        if db.changesCount == 1 { mac.toggle(IntegrityTerm.replica(id, counter: 0)) }
+    }
+
+    /// The counter recorded for `replica` in the summary, nil when unknown.
+    static func replicaCounter(_ db: Database, _ replica: ReplicaID) throws -> UInt64? {
+        let stmt = try db.cachedStatement(sql: "SELECT counter FROM replica WHERE replicaId = ?")
+        guard let row = try Row.fetchOne(stmt, arguments: [Data(replica.bytes)]) else { return nil }
+        return try row.counter(at: 0, name: "replica.counter")
+    }
+
+    /// Raises the summary's counter for `replica` to `counter` (never
+    /// lowers it), keeping the MAC.
+    static func raiseReplica(_ db: Database, _ replica: ReplicaID, to counter: UInt64, at time: Int64?, mac: VaultMAC) throws {
+        let old = try replicaCounter(db, replica)
+        if let old, old >= counter {
+            if let time {
+                try db.execute(sql: "UPDATE replica SET lastImportAt = ? WHERE replicaId = ?", arguments: [time, Data(replica.bytes)])
+            }
+            return
+        }
+        if let old { mac.toggle(IntegrityTerm.replica(replica, counter: old)) }
+        mac.toggle(IntegrityTerm.replica(replica, counter: counter))
+        try db.execute(
+            sql: """
+                INSERT INTO replica (replicaId, counter, lastImportAt) VALUES (?, ?, ?)
+                ON CONFLICT(replicaId) DO UPDATE SET counter = excluded.counter,
+                  lastImportAt = coalesce(excluded.lastImportAt, lastImportAt)
+                """,
+            arguments: [Data(replica.bytes), Int64(counter), time])
     }
 
     /// Takes the next dot of the local replica (bumps its counter).
-    public static func nextDot(_ db: Database) throws -> Dot {
+    public static func nextDot(_ db: Database, mac: VaultMAC) throws -> Dot {
         let local = try localReplica(db)
+        guard local.counter < UInt64(StoredLimits.maxCounter) else {
+            throw StoreError.damaged("the local replica's counter is at its limit")
+        }
         let next = local.counter + 1
+        mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
+        mac.toggle(IntegrityTerm.local(local.id, counter: next))
         try db.execute(sql: "UPDATE localReplica SET counter = ? WHERE singleton = 1", arguments: [Int64(next)])
-        try db.execute(
-            sql: """
-                INSERT INTO replica (replicaId, counter) VALUES (?, ?)
-                ON CONFLICT(replicaId) DO UPDATE SET counter = max(counter, excluded.counter)
-                """,
-            arguments: [Data(local.id.bytes), Int64(next)])
+        try raiseReplica(db, local.id, to: next, at: nil, mac: mac)
         return Dot(replica: local.id, counter: next)
     }
 
     /// Every known replica with the highest counter seen.
     public static func knownReplicas(_ db: Database) throws -> [KnownReplica] {
-        try Row.fetchAll(db, sql: "SELECT * FROM replica ORDER BY replicaId").compactMap { row in
-            guard let id = ReplicaID(bytes: row["replicaId"] as Data) else { return nil }
-            return KnownReplica(id: id, counter: UInt64(row["counter"] as Int64), lastImportAt: row["lastImportAt"])
+        try Row.fetchAll(db, sql: "SELECT * FROM replica ORDER BY replicaId").map { row in
+            let t = "replica"
+            guard let id = ReplicaID(bytes: try row.blob("replicaId", table: t, length: 16)) else {
+                throw StoreError.damaged("replica id of wrong length")
+            }
+            return KnownReplica(
+                id: id, counter: try row.counter("counter", table: t), lastImportAt: try row.optionalInt64("lastImportAt", table: t))
         }
     }
 
@@ -81,15 +128,12 @@ public enum Queries {
     }
 
     /// Raises the recorded counters to at least `vector`'s.
-    public static func noteSeen(_ db: Database, vector: VersionVector, at time: Int64?) throws {
+    public static func noteSeen(_ db: Database, vector: VersionVector, at time: Int64?, mac: VaultMAC) throws {
         for e in vector.entries {
-            try db.execute(
-                sql: """
-                    INSERT INTO replica (replicaId, counter, lastImportAt) VALUES (?, ?, ?)
-                    ON CONFLICT(replicaId) DO UPDATE SET counter = max(counter, excluded.counter),
-                      lastImportAt = coalesce(excluded.lastImportAt, lastImportAt)
-                    """,
-                arguments: [Data(e.replica.bytes), Int64(e.counter), time])
+            guard e.counter <= UInt64(StoredLimits.maxCounter) else {
+                throw StoreError.damaged("a counter above 2^53")
+            }
+            try raiseReplica(db, e.replica, to: e.counter, at: time, mac: mac)
         }
     }
 
@@ -124,7 +168,7 @@ public enum Queries {
         let rows = try Row.fetchAll(
             db, sql: "SELECT * FROM fieldVersion WHERE itemId = ?", arguments: [Data(id.bytes)])
         for row in rows {
-            guard let rid = RegisterID(bytes: row["registerId"] as Data) else { continue }
+            guard let rid = RegisterID(bytes: try row.blob("registerId", table: "fieldVersion", length: 16)) else { continue }
             state.registers[rid, default: []].append(try FieldVersion(row: row))
         }
         for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }
@@ -137,7 +181,7 @@ public enum Queries {
         let stmt = try db.cachedStatement(sql: "SELECT * FROM fieldVersion WHERE itemId = ? AND registerId = ?")
         for rid in registers {
             let rows = try Row.fetchAll(stmt, arguments: [Data(item.bytes), Data(rid.bytes)])
-            out[rid] = try rows.map(FieldVersion.init(row:)).sorted { $0.dot < $1.dot }
+            out[rid] = try rows.map { try FieldVersion(row: $0) }.sorted { $0.dot < $1.dot }
         }
         return out
     }
@@ -151,7 +195,8 @@ public enum Queries {
             db, sql: "SELECT * FROM fieldVersion WHERE registerId IN (\(placeholders))",
             arguments: StatementArguments(registers.map { Data($0.bytes) }))
         while let row = try rows.next() {
-            guard let item = ItemID(bytes: row["itemId"] as Data), let rid = RegisterID(bytes: row["registerId"] as Data)
+            guard let item = ItemID(bytes: try row.blob("itemId", table: "fieldVersion", length: 16)),
+                let rid = RegisterID(bytes: try row.blob("registerId", table: "fieldVersion", length: 16))
             else { continue }
             out[item, default: [:]][rid, default: []].append(try FieldVersion(row: row))
         }
@@ -160,7 +205,15 @@ public enum Queries {
 
     /// Writes an item's row and replaces its versions with `new`. Versions
     /// present in `old` but not in `new` move to the history table.
-    public static func saveItem(_ db: Database, row: ItemRow, old: ItemState?, new: ItemState, now: Int64) throws {
+    /// `record` is the item's sealed integrity record; the item's MAC terms
+    /// (row, versions moved or added) are toggled into `mac`.
+    public static func saveItem(
+        _ db: Database, row: ItemRow, record: [UInt8], old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC
+    ) throws {
+        if let oldRow = try cachedItemRow(db, id: row.id) {
+            mac.toggle(IntegrityTerm.item(oldRow, record: try itemRecord(db, id: row.id) ?? []))
+        }
+        mac.toggle(IntegrityTerm.item(row, record: record))
         // Cached: imports call this once per item.
         try db.cachedStatement(
             sql: """
@@ -174,10 +227,12 @@ public enum Queries {
                 Data(row.id.bytes), row.policy.rawValue, row.nameHash.map { Data($0) }, row.isDeleted,
                 row.hasConflict, row.createdAt, row.updatedAt,
             ])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO itemRecord (itemId, record) VALUES (?, ?)")
+            .execute(arguments: [Data(row.id.bytes), Data(record)])
         let idData = Data(row.id.bytes)
         let insert = try db.cachedStatement(
             sql: """
-                INSERT OR REPLACE INTO fieldVersion (itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload)
+                INSERT INTO fieldVersion (itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         let retire = try db.cachedStatement(
@@ -200,9 +255,12 @@ public enum Queries {
                     v.writtenAt, v.isTombstone, Data(v.payload),
                 ]
                 try retire.execute(arguments: args + [now])
+                if db.changesCount == 1 { mac.toggle(IntegrityTerm.history(item: row.id, register: rid, v, supersededAt: now)) }
                 try remove.execute(arguments: [idData, ridData, Data(v.dot.replica.bytes), Int64(v.dot.counter)])
+                mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v))
             }
             for v in after where !beforeDots.contains(v.dot) {
+                mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v))
                 try insert.execute(arguments: [
                     idData, ridData, Data(v.dot.replica.bytes), Int64(v.dot.counter), Data(v.vector.encoded),
                     v.writtenAt, v.isTombstone, Data(v.payload),
@@ -215,9 +273,12 @@ public enum Queries {
     public static func history(_ db: Database, item: ItemID) throws -> [(RegisterID, FieldVersion, Int64)] {
         try Row.fetchAll(
             db, sql: "SELECT * FROM fieldHistory WHERE itemId = ? ORDER BY writtenAt", arguments: [Data(item.bytes)]
-        ).compactMap { row in
-            guard let rid = RegisterID(bytes: row["registerId"] as Data) else { return nil }
-            return (rid, try FieldVersion(row: row), row["supersededAt"])
+        ).map { row in
+            let t = "fieldHistory"
+            guard let rid = RegisterID(bytes: try row.blob("registerId", table: t, length: 16)) else {
+                throw StoreError.damaged("register id of wrong length")
+            }
+            return (rid, try FieldVersion(row: row, table: t), try row.int64("supersededAt", table: t))
         }
     }
 

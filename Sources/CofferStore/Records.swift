@@ -52,16 +52,22 @@ public struct ItemRow: Sendable, Equatable {
     }
 
     init(row: Row) throws {
-        guard let id = ItemID(bytes: (row["itemId"] as Data)) else {
-            throw StoreError.database("item id of wrong length")
+        let t = "item"
+        guard let id = ItemID(bytes: try row.blob("itemId", table: t, length: 16)) else {
+            throw StoreError.damaged("item id of wrong length")
         }
         self.id = id
-        policy = SyncPolicy(rawValue: row["policy"]) ?? .sync
-        nameHash = (row["nameHash"] as Data?).map { Array($0) }
-        isDeleted = row["isDeleted"]
-        hasConflict = row["hasConflict"]
-        createdAt = row["createdAt"]
-        updatedAt = row["updatedAt"]
+        guard let policy = SyncPolicy(rawValue: try row.text("policy", table: t)) else {
+            throw StoreError.damaged("item.policy holds an unknown policy")
+        }
+        self.policy = policy
+        let hash = try row.optionalBlob("nameHash", table: t)
+        if let hash, hash.count != 32 { throw StoreError.damaged("item.nameHash has \(hash.count) bytes instead of 32") }
+        nameHash = hash.map { Array($0) }
+        isDeleted = try row.bool("isDeleted", table: t)
+        hasConflict = try row.bool("hasConflict", table: t)
+        createdAt = try row.int64("createdAt", table: t)
+        updatedAt = try row.int64("updatedAt", table: t)
     }
 }
 
@@ -81,21 +87,21 @@ public struct KnownReplica: Sendable, Equatable {
 }
 
 extension FieldVersion {
-    init(row: Row) throws {
-        guard let replica = ReplicaID(bytes: row["replicaId"] as Data) else {
-            throw StoreError.database("replica id of wrong length")
+    /// A version from a `fieldVersion` or `fieldHistory` row (`SELECT *`).
+    init(row: Row, table: String = "fieldVersion") throws {
+        guard let replica = ReplicaID(bytes: try row.blob("replicaId", table: table, length: 16)) else {
+            throw StoreError.damaged("replica id of wrong length")
         }
-        let vectorBytes: Data = row["vector"]
+        let vectorBytes = try row.blob("vector", table: table)
         let vector: VersionVector
         do { vector = try VersionVector(decoding: vectorBytes) } catch {
-            throw StoreError.database("stored version vector is malformed")
+            throw StoreError.damaged("\(table).vector is malformed")
         }
-        let counter: Int64 = row["counter"]
         self.init(
-            dot: Dot(replica: replica, counter: UInt64(counter)),
+            dot: Dot(replica: replica, counter: try row.counter("counter", table: table, minimum: 1)),
             vector: vector,
-            writtenAt: row["writtenAt"],
-            isTombstone: row["isTombstone"],
-            payload: Array(row["payload"] as Data))
+            writtenAt: try row.int64("writtenAt", table: table),
+            isTombstone: try row.bool("isTombstone", table: table),
+            payload: Array(try row.blob("payload", table: table)))
     }
 }

@@ -13,6 +13,11 @@ public enum StoreError: Error, Sendable, Equatable {
     case cannotCreate(path: String, reason: String)
     /// Another process holds the vault locked longer than the busy timeout.
     case busy(path: String)
+    /// The vault file holds something coffer never writes: a missing
+    /// table or column, a value of the wrong type or out of range, rows
+    /// that fail the integrity checks (docs/threat-model.md). The text
+    /// names what, never a value.
+    case damaged(String)
     /// Any other SQLite failure, with SQLite's message (never data).
     case database(String)
 }

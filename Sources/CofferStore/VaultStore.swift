@@ -10,7 +10,7 @@ import Glibc
 /// the vault goes through here.
 public final class VaultStore: Sendable {
     /// The newest vault format this build reads and writes.
-    public static let formatVersion = 1
+    public static let formatVersion = 2
 
     public let path: String
     let queue: DatabaseQueue
@@ -72,7 +72,9 @@ public final class VaultStore: Sendable {
     /// Creates a new vault file (mode 0600, in a folder created 0700 when
     /// missing) and writes its header and local replica in one transaction.
     /// Refuses to overwrite anything.
-    public static func create(path: String, header: VaultHeader, replica: ReplicaID, host: String?) throws(StoreError) -> VaultStore {
+    /// `mac` (empty, under the vault-MAC key) receives the terms of the
+    /// first rows; the stored MAC starts as their sum.
+    public static func create(path: String, header: VaultHeader, replica: ReplicaID, host: String?, mac: VaultMAC) throws(StoreError) -> VaultStore {
         let dir = (path as NSString).deletingLastPathComponent
         if !dir.isEmpty {
             try makeDirectory(dir)
@@ -106,6 +108,10 @@ public final class VaultStore: Sendable {
                     arguments: [Data(replica.bytes), host, Int64(st.st_ino)])
                 try db.execute(
                     sql: "INSERT INTO replica (replicaId, counter) VALUES (?, 0)", arguments: [Data(replica.bytes)])
+                mac.toggle(IntegrityTerm.header(header))
+                mac.toggle(IntegrityTerm.local(replica, counter: 0))
+                mac.toggle(IntegrityTerm.replica(replica, counter: 0))
+                try Queries.setStoredMAC(db, mac.delta)
             }
             return VaultStore(path: path, queue: queue)
         } catch {
@@ -137,6 +143,13 @@ public final class VaultStore: Sendable {
         switch e.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
             return .notAVault(path: path, reason: "not a Coffer vault (SQLite reports: \(e.message ?? "file is not a database"))")
+        case .SQLITE_ERROR where (e.message ?? "").hasPrefix("no such column") || (e.message ?? "").hasPrefix("no such table")
+            || (e.message ?? "").contains("malformed"):
+            // A query names a table or column the file lacks: renamed or
+            // dropped outside coffer.
+            return .damaged("the schema differs from a Coffer vault's (\(e.message ?? "unknown"))")
+        case .SQLITE_MISMATCH, .SQLITE_CONSTRAINT:
+            return .damaged("a row breaks the vault schema's rules (\(e.message ?? "constraint"))")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return .busy(path: path)
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:

@@ -110,6 +110,9 @@ public enum BundleError: Error, Equatable, Sendable {
     case malformedRecord(String)
     /// Bytes follow the final chunk.
     case trailingData
+    /// An authenticated bundle breaks one of the validation rules
+    /// (``BundleRule``): refused whole.
+    case ruleBroken(BundleRule, String)
     /// Reading or writing the underlying file failed.
     case io(String)
 }

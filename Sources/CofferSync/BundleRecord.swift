@@ -71,9 +71,6 @@ public enum BundleRecord {
                 guard counter > 0 else { throw BundleError.malformedRecord("a version with counter 0") }
                 let dot = Dot(replica: replica, counter: counter)
                 let vector = try VersionVector(reading: &r)
-                guard vector.contains(dot) else {
-                    throw BundleError.malformedRecord("a version whose vector does not contain its own dot")
-                }
                 let writtenAt = try r.i64()
                 let flags = try r.u8()
                 guard flags & ~1 == 0 else { throw BundleError.malformedRecord("reserved version flags set") }

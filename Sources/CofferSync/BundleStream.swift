@@ -134,12 +134,16 @@ public final class BundleReader {
     public private(set) var recordsRead: UInt64 = 0
     public private(set) var chunksRead = 0
     private var lastItem: ItemID?
+    /// For each replica, the highest counter any version's vector in the
+    /// records read so far holds (see ``BundleValidation/backedSummary``).
+    public private(set) var evidence: [ReplicaID: UInt64] = [:]
 
     /// Continues after ``BundleHeader/read(from:)``: reads the stream header
     /// and the first chunk, whose associated data is `prefix`.
     public init(header: BundleHeader, prefix: [UInt8], input: any BundleInput, bundleKey: SecretBytes) throws(BundleError) {
         self.header = header
         self.input = input
+        try BundleValidation.check(header: header)
         let sh = try input.readBytes(SecretStream.headerLength)
         guard sh.count == SecretStream.headerLength else { throw .truncated(part: "stream") }
         do { stream = try SecretStream.Reader(key: bundleKey, header: sh) } catch { throw .authenticationFailed }
@@ -228,6 +232,12 @@ public final class BundleReader {
         }
         if let lastItem, !(lastItem < state.id) { throw .malformedRecord("item records out of order or repeated") }
         lastItem = state.id
+        try BundleValidation.check(record: state, header: header)
+        for versions in state.registers.values {
+            for v in versions {
+                for e in v.vector.entries where e.counter > evidence[e.replica, default: 0] { evidence[e.replica] = e.counter }
+            }
+        }
         recordsRead += 1
         if let expected = header.recordCount, recordsRead > expected {
             throw .malformedRecord("the bundle holds more records than its header announces")

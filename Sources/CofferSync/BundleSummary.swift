@@ -61,5 +61,6 @@ public struct BundleSummaryFile: Sendable, Equatable {
             throw .malformedHeader("\(error)")
         }
         guard r.isAtEnd else { throw .trailingData }
+        try BundleValidation.check(summaryFile: self)
     }
 }

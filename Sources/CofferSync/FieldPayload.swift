@@ -1,6 +1,12 @@
+import CofferCrypto
+
 /// The plaintext inside every field version's ciphertext:
-/// `u8 flags || u16 nameLength || name (UTF-8) || u32 valueLength || value`.
-/// Flag bit 0: the field is secret. Other bits are reserved and must be 0.
+/// `u8 flags || u16 nameLength || name (UTF-8) || u32 valueLength || value`,
+/// optionally padded. Flag bit 0: the field is secret. Flag bit 1: the
+/// whole plaintext is padded (ISO/IEC 7816-4, libsodium's `sodium_pad`) to
+/// a multiple of ``padBlock`` bytes, so a stored or exported payload does
+/// not give its name's and value's exact lengths. Other bits are reserved
+/// and must be 0.
 public struct FieldPayload: Sendable, Equatable {
     /// The field's name (`key`, `password`) or the metadata name (`@name`).
     public var name: String
@@ -14,6 +20,16 @@ public struct FieldPayload: Sendable, Equatable {
         self.isSecret = isSecret
     }
 
+    /// Block size of padded payloads (flag bit 1).
+    public static let padBlock = 64
+
+    /// The padded encoding (flag bit 1), as the vault stores it.
+    public var paddedEncoding: [UInt8] {
+        var plain = encoded
+        plain[0] |= 2
+        return Padding.pad(plain, blockSize: Self.padBlock)
+    }
+
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 7 + name.utf8.count + value.count)
         w.u8(isSecret ? 1 : 0)
@@ -22,10 +38,16 @@ public struct FieldPayload: Sendable, Equatable {
         return w.data
     }
 
-    public init(decoding bytes: [UInt8]) throws(FormatError) {
+    public init(decoding raw: [UInt8]) throws(FormatError) {
+        var bytes = raw
+        if let first = raw.first, first & 2 != 0 {
+            do { bytes = try Padding.unpad(raw, blockSize: Self.padBlock) } catch {
+                throw .malformed("malformed field payload padding")
+            }
+        }
         var r = ByteReader(bytes)
         let flags = try r.u8()
-        guard flags & ~1 == 0 else { throw .malformed("reserved payload flags set") }
+        guard flags & ~3 == 0 else { throw .malformed("reserved payload flags set") }
         guard let n = String(validating: try r.blob16(), as: UTF8.self) else {
             throw .malformed("field name is not UTF-8")
         }

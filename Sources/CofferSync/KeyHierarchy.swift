@@ -7,7 +7,8 @@ import CofferCrypto
 /// passphrase ──Argon2id(salt, m, t, p)──▶ KEK (32 bytes)
 /// KEK ──XChaCha20-Poly1305 unwrap(AD = wrapAD)──▶ master key (32 random bytes)
 /// master ──crypto_kdf(id, "coffer01")──▶ item key (1), name-index key (2),
-///                                        field-id key (3), bundle key (4)
+///                                        field-id key (3), bundle key (4),
+///                                        item-record key (16), vault-MAC key (17)
 /// ```
 public enum KeyHierarchy {
     public enum SubKeyID: UInt64, Sendable {
@@ -15,6 +16,10 @@ public enum KeyHierarchy {
         case nameIndex = 2
         case fieldID = 3
         case bundle = 4
+        /// Seals the per-item integrity records of a vault file (format 2).
+        case itemRecord = 16
+        /// Keys the vault-wide MAC of a vault file (format 2).
+        case vaultMAC = 17
     }
 
     /// Associated data of the wrapped master key: binds it to the vault
@@ -32,7 +37,25 @@ public enum KeyHierarchy {
 
     /// Unwraps the master key with a passphrase. Throws
     /// ``CryptoError/authenticationFailed`` for a wrong passphrase.
+    ///
+    /// Passphrases are UTF-8 in Unicode NFC (docs/key-hierarchy.md): the
+    /// NFC form is tried first. A passphrase that is not valid UTF-8, or
+    /// whose NFC form fails, is also tried byte for byte, so a vault made
+    /// before normalization (or with a non-UTF-8 passphrase) still opens.
     public static func unwrapMasterKey(
+        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8]
+    ) throws(CryptoError) -> SecretBytes {
+        if let nfc = passphrase.nfcNormalizedUTF8() {
+            do {
+                return try unwrapExactly(passphrase: nfc, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped)
+            } catch .authenticationFailed where nfc !== passphrase {
+                // An older vault may have been made with these exact bytes.
+            }
+        }
+        return try unwrapExactly(passphrase: passphrase, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped)
+    }
+
+    static func unwrapExactly(
         passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8]
     ) throws(CryptoError) -> SecretBytes {
         let kek = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf)
@@ -42,10 +65,15 @@ public enum KeyHierarchy {
         return master
     }
 
-    /// Wraps `master` under a passphrase with fresh salt.
+    /// Wraps `master` under a passphrase with fresh salt. The passphrase
+    /// must be valid UTF-8; its NFC form is used, so "café" typed with a
+    /// precomposed é or with e + combining accent opens the vault.
     public static func wrapMasterKey(
-        _ master: SecretBytes, passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters
+        _ master: SecretBytes, passphrase raw: SecretBytes, vault: VaultID, kdf: KDFParameters
     ) throws(CryptoError) -> (salt: [UInt8], wrapped: [UInt8]) {
+        guard let passphrase = raw.nfcNormalizedUTF8() else {
+            throw .malformedInput("the passphrase is not valid UTF-8 text")
+        }
         let salt = Random.bytes(Argon2id.saltLength)
         let kek = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf)
         let wrapped = AEAD.sealSecret(master, key: kek, associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt))

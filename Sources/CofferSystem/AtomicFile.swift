@@ -79,6 +79,9 @@ public enum AtomicFile {
             guard kind == S_IFLNK else {
                 throw FileWriteFailure(path: path, message: "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
             }
+            if let why = ProtectedSymlinks.refusal(link: current) {
+                throw FileWriteFailure(path: path, message: "refusing to write through \(why)", hint: "someone else may have planted the link; remove it or choose another path", errno: EACCES)
+            }
             hops += 1
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             let n = readlink(current, &buffer, buffer.count - 1)

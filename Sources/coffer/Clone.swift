@@ -12,6 +12,8 @@ struct Clone: ParsableCommand {
             (its newest full bundle is used) or one or more bundle files (`coffer clone \
             ~/Sync/coffer/*.coffer-bundle`): the newest full bundle makes the vault, and the others of \
             the same vault are merged into it. Asks for the passphrase of the exporting vault. Refuses \
+            a bundle asking Argon2id for more than 1 GiB, 10 passes or 8 lanes (exit 65) unless \
+            --allow-expensive-kdf. Refuses \
             to replace an existing file (exit 73), bundles of several vaults or no full bundle (exit \
             65) and a folder without bundles (exit 66); on a failure of the first bundle no vault file is left \
             behind. A later bundle that cannot be merged is reported (exit 65); the vault stays.
@@ -21,6 +23,9 @@ struct Clone: ParsableCommand {
 
     @Argument(help: ArgumentHelp("A sync folder, or full bundles written by `coffer export` or `coffer sync`.", valueName: "source"))
     var sources: [String] = []
+
+    @Flag(help: "Run Argon2id with the bundle's parameters even above the local ceiling (1 GiB, 10 passes, 8 lanes).")
+    var allowExpensiveKdf = false
 
     func validate() throws {
         if sources.isEmpty { throw ValidationError("give a sync folder or a bundle file to clone from") }
@@ -50,12 +55,13 @@ struct Clone: ParsableCommand {
         guard let base = Vault.newestFullBundle(bundles) else {
             throw CofferError(.badData, "\(bundles.count == 1 ? "\(bundles[0].path) is a delta bundle" : "no full bundle among \(sources.joined(separator: " "))"); a clone needs a full bundle", hint: "on a machine that has the vault run `coffer sync DIR` or `coffer export --out FILE` (without --since)")
         }
+        if !allowExpensiveKdf { try Vault.checkCloneKDF(base.header.kdf, path: base.path) }
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or merge the bundles into that vault with `coffer sync` or `coffer import`")
         }
         let passphrase = try options.passphrase()
         defer { Progress.clear() }
-        let r = try Vault.clone(bundleAt: base.path, to: path, passphrase: passphrase, progress: Progress.importing(base.path))
+        let r = try Vault.clone(bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path))
         Progress.clear()
         let file = try VaultFile.open(path: path)
         Output.note("created vault \(path) from \(base.path): \(r.added) item\(r.added == 1 ? "" : "s")")

@@ -27,6 +27,7 @@ struct Coffer: ParsableCommand {
             Check.self, Requirements.self,
             Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
             Conflicts.self, Resolve.self, Sync.self, Replicas.self,
+            Verify.self,
         ])
 
     static func main() {
@@ -34,6 +35,7 @@ struct Coffer: ParsableCommand {
         // every file we create private to the user.
         CofferKit.Coffer.hardenProcess()
         originalUmask = umask(0o077)
+        MemoryLockWarning.install()
         do {
             let arguments = Array(CommandLine.arguments.dropFirst())
             if try FastPath.run(arguments) { return }

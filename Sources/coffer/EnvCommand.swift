@@ -19,7 +19,9 @@ struct Env: ParsableCommand {
               eval "$(coffer env work/openai --format shell)"
               coffer env --format json work/openai db/prod
             Formats: dotenv (NAME=VALUE, quoted when needed), shell (export NAME='VALUE'), json (an \
-            object, Schemas/env.schema.json). Exit codes: 65 two fields map to one variable, \
+            object, Schemas/env.schema.json). Variables that change how programs run (LD_*, PATH, IFS, ENV, BASH_ENV, \
+            PROMPT_COMMAND, PS1-4, *_OPTIONS, COFFER_* …; docs/references.md) are refused unless \
+            --allow-dangerous-names. Exit codes: 65 two fields map to one variable or a dangerous name, \
             66 no such item, 77 locked. See docs/references.md.
             """)
 
@@ -30,6 +32,9 @@ struct Env: ParsableCommand {
 
     @Option(help: "Output format: dotenv, shell or json.")
     var format: EnvFormat = .dotenv
+
+    @Flag(help: "Allow variables that change how programs run (LD_*, PATH, PROMPT_COMMAND, *_OPTIONS…; docs/references.md).")
+    var allowDangerousNames = false
 
     func run() throws {
         let vault = try options.unlock()
@@ -44,7 +49,7 @@ struct Env: ParsableCommand {
             }
         }
         for item in items { ItemWarnings.emit(for: item) }
-        let vars = try EnvNaming.variables(for: items)
+        let vars = try EnvNaming.variables(for: items, allowDangerous: allowDangerousNames)
         for v in vars where v.value.utf8.contains(0) {
             throw CofferError(.badData, "'\(v.item)' field '\(v.field)' contains a NUL byte, which a variable cannot hold", hint: "leave it out with `coffer edit \(v.item) --env-var \(v.field)=-`")
         }

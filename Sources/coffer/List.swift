@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import CofferKit
 
 struct List: ParsableCommand {
@@ -40,18 +41,27 @@ struct List: ParsableCommand {
             try Output.json(items.map(SummaryJSON.init))
             return
         }
+        // One buffer, one write: at 10,000 items a write per line and
+        // Foundation's String.padding cost more than reading the vault.
         let width = min(items.map(\.name.count).max() ?? 0, 48)
+        let today = Day.today
+        var text = ""
+        text.reserveCapacity(items.count * 64)
         for s in items {
-            var line = s.name.padding(toLength: max(width, s.name.count), withPad: " ", startingAt: 0)
-            line += "  " + s.type.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
+            var line = s.name
+            line.append(String(repeating: " ", count: max(0, width - s.name.count) + 2))
+            line.append(s.type.rawValue)
+            line.append(String(repeating: " ", count: max(0, 18 - s.type.rawValue.count)))
             var marks: [String] = []
             if s.policy == .localOnly { marks.append("local-only") }
-            if let e = s.expires { marks.append(e < Day.today ? "EXPIRED \(e)" : "expires \(e)") }
+            if let e = s.expires { marks.append(e < today ? "EXPIRED \(e)" : "expires \(e)") }
             if s.hasConflict { marks.append("CONFLICT") }
             if !s.tags.isEmpty { marks.append(s.tags.map { "#\($0)" }.joined(separator: " ")) }
             line += marks.joined(separator: "  ")
-            Output.out(line.trimmingTrailingSpaces())
+            text += line.trimmingTrailingSpaces()
+            text += "\n"
         }
+        if !text.isEmpty { Output.stdout(Data(text.utf8)) }
     }
 }
 

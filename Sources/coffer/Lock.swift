@@ -10,7 +10,8 @@ struct Lock: ParsableCommand {
             Without --all, ends the session named by $COFFER_SESSION (its key file is overwritten and \
             removed; the variable itself stays set until you `unset COFFER_SESSION`). With --all, ends \
             every session of the vault (--vault, $COFFER_VAULT or the default), e.g. those of other \
-            terminals or cron jobs. Needs no passphrase.
+            terminals or cron jobs, in $XDG_RUNTIME_DIR/coffer and in the fallback folders \
+            ${TMPDIR:-/tmp}/coffer-UID and /tmp/coffer-UID. Needs no passphrase.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -23,7 +24,12 @@ struct Lock: ParsableCommand {
         defer { directory.sweep() }
         if all {
             let file = try options.openFile()
-            let ended = Session.endAll(vaultID: file.header.vaultID, directory: directory)
+            // Also the fallback folders (under $TMPDIR or /tmp) that a
+            // shell without XDG_RUNTIME_DIR used.
+            var ended = 0
+            for dir in SessionDirectory.allCandidates() {
+                ended += Session.endAll(vaultID: file.header.vaultID, directory: dir)
+            }
             Output.note("ended \(ended) session\(ended == 1 ? "" : "s") of \(file.path)")
             return
         }

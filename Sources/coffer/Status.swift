@@ -45,7 +45,8 @@ struct Status: ParsableCommand {
                     session: session.map {
                         .init(id: $0.id, expiresAt: $0.expiresAt, lifetimeEndsAt: $0.lifetimeEndsAt, lastUsedAt: $0.lastUsedAt, idleTimeoutSeconds: $0.idleTimeout)
                     },
-                    activeSessions: others, sessionDirectory: directory.path))
+                    activeSessions: others, sessionDirectory: directory.path,
+                    counter: info.counter, counterSeenElsewhere: info.counterSeenElsewhere))
             return
         }
         var lines = [
@@ -63,6 +64,11 @@ struct Status: ParsableCommand {
             lines.append("state:          locked: \(reason ?? "")")
         }
         lines.append("sessions:       \(others) active for this vault")
+        lines.append("writes:         counter \(info.counter), highest known \(info.counterSeenElsewhere)")
+        if info.counterSeenElsewhere > info.counter {
+            Output.warn(
+                "this vault file is older than what other replicas saw from it (they saw counter \(info.counterSeenElsewhere), the file is at \(info.counter)): it was restored or rolled back; its next write takes a new replica id")
+        }
         Output.out(lines.joined(separator: "\n"))
     }
 }
@@ -93,9 +99,12 @@ struct StatusJSON: Encodable {
     var session: SessionJSON?
     var activeSessions: Int
     var sessionDirectory: String
+    var counter: UInt64
+    var counterSeenElsewhere: UInt64
 
     enum CodingKeys: String, CodingKey {
         case vault, vaultId, replicaId, formatVersion, itemCount, createdAt, kdf, locked, lockedReason, session, activeSessions, sessionDirectory
+        case counter, counterSeenElsewhere
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -112,5 +121,7 @@ struct StatusJSON: Encodable {
         try c.encode(session, forKey: .session)
         try c.encode(activeSessions, forKey: .activeSessions)
         try c.encode(sessionDirectory, forKey: .sessionDirectory)
+        try c.encode(counter, forKey: .counter)
+        try c.encode(counterSeenElsewhere, forKey: .counterSeenElsewhere)
     }
 }

@@ -140,3 +140,18 @@ struct SecretStreamTests {
         #expect(throws: CryptoError.self) { try r3.pull(c1, associatedData: [8]) }
     }
 }
+
+@Suite("prepared keyed hash")
+struct PreparedKeyedHashTests {
+    /// The prepared form (key block absorbed once) gives exactly libsodium's
+    /// one-shot keyed BLAKE2b, for every message length around the block size.
+    @Test func matchesTheOneShotKeyedHash() {
+        let key = SecretBytes.random(count: 32)
+        let prepared = PreparedKeyedHash(key: key, length: 32)
+        for n in [0, 1, 63, 64, 127, 128, 129, 300] {
+            let m = Random.bytes(n)
+            #expect(prepared.hash(m) == KeyedHash.hash(m, key: key, length: 32))
+        }
+        #expect(prepared.hash([1]) != PreparedKeyedHash(key: SecretBytes.random(count: 32)).hash([1]))
+    }
+}

@@ -34,7 +34,7 @@ final class TwoReplicas: @unchecked Sendable {
         let (states, summary) = try from.store.read { db in
             (try Queries.itemRows(db, includeDeleted: true).map { ($0, try Queries.itemState(db, id: $0.id)) }, try Queries.summary(db))
         }
-        try into.store.writeImmediate { db in
+        try into.write { db, mac in
             for (row, incoming) in states {
                 let oldRow = try Queries.itemRow(db, id: row.id)
                 let old = try Queries.itemState(db, id: row.id)
@@ -42,9 +42,9 @@ final class TwoReplicas: @unchecked Sendable {
                 let r = try into.derivedRow(
                     for: new, policy: oldRow?.policy ?? row.policy, createdAt: oldRow?.createdAt ?? row.createdAt,
                     updatedAt: max(oldRow?.updatedAt ?? 0, row.updatedAt))
-                try Queries.saveItem(db, row: r, old: oldRow == nil ? nil : old, new: new, now: Clock.nowMillis())
+                try into.save(db, row: r, old: oldRow == nil ? nil : old, new: new, now: Clock.nowMillis(), mac: mac)
             }
-            try Queries.noteSeen(db, vector: summary, at: Clock.nowMillis())
+            try Queries.noteSeen(db, vector: summary, at: Clock.nowMillis(), mac: mac)
         }
     }
 
@@ -83,8 +83,8 @@ struct ConflictTests {
         try r.a.add(ItemDraft(name: "x", type: .custom))
         let id = try r.a.replicaID()
         // A bundle reported writes under a's id beyond a's counter.
-        try r.a.store.write { db in
-            try Queries.noteSeen(db, vector: VersionVector([id: 7]), at: nil)
+        try r.a.write { db, mac in
+            try Queries.noteSeen(db, vector: VersionVector([id: 7]), at: nil, mac: mac)
         }
         let change = try #require(try r.a.claimReplica())
         #expect(change.reason == .reusedElsewhere && change.old == id)

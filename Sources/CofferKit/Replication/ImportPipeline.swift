@@ -19,6 +19,8 @@ enum DecodedRecord: Sendable {
 /// A new item ready to insert.
 struct NewItem: Sendable {
     var row: ItemRow
+    /// The sealed integrity record.
+    var record: [UInt8]
     var state: ItemState
     var versions: Int
 }
@@ -137,11 +139,15 @@ final class ImportPipeline: @unchecked Sendable {
 /// The decoding thread's side of a load into a vault without items: rows
 /// are turned into statements there. Used by that thread only.
 final class NewItemBuffer: @unchecked Sendable {
-    private var rows = NewItemRows()
+    private var rows: NewItemRows
+
+    /// `mac` collects the terms of the rows built here (this thread's
+    /// own accumulator, absorbed by the writer at the end).
+    init(mac: VaultMAC) { rows = NewItemRows(mac: mac) }
 
     func add(_ item: NewItem) -> [DecodedRecord] {
         var out: [DecodedRecord] = [.added(item.state.id, hasConflict: item.row.hasConflict, versions: item.versions)]
-        for p in rows.add(row: item.row, state: item.state) { out.append(.write(p)) }
+        for p in rows.add(row: item.row, record: item.record, state: item.state) { out.append(.write(p)) }
         return out
     }
 

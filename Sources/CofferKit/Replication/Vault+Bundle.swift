@@ -82,6 +82,10 @@ extension CofferError {
             return CofferError(.badData, "\(path) is malformed: \(why)", hint: "the exporting coffer has a bug or the file is damaged; nothing was imported")
         case .trailingData:
             return CofferError(.badData, "\(path) has data after the end of the bundle", hint: "the file is damaged or two files were joined; export the bundle again")
+        case .ruleBroken(let rule, let why):
+            return CofferError(
+                .badData, "\(path) breaks the bundle rule \(rule.rawValue) (\(rule.summary)): \(why)",
+                hint: "the exporting replica is buggy or hostile; nothing was imported (docs/bundle-format.md, \"Validation rules\")")
         case .io(let why):
             return CofferError(.fileNotFound, "cannot read \(path): \(why)")
         }
@@ -139,6 +143,10 @@ extension Vault {
                 throw CofferError(.badData, "\(path) has summary format \(v); this coffer reads format \(BundleFormat.summaryVersion)", hint: "upgrade coffer")
             case .empty:
                 throw CofferError(.badData, "\(path) is empty, not a summary file", hint: "write one with `coffer summary --out FILE` on the receiving machine")
+            case .ruleBroken(let rule, let why):
+                throw CofferError(
+                    .badData, "\(path) breaks the summary rule \(rule.rawValue) (\(rule.summary)): \(why)",
+                    hint: "write it again with `coffer summary --out FILE` on the receiving machine")
             default:
                 throw CofferError(.badData, "\(path) is a damaged summary file", hint: "write it again with `coffer summary --out FILE`")
             }
@@ -167,6 +175,9 @@ extension Vault {
         var exported: (ReplicaID, UInt64)?
         let report: ExportReport = try CofferError.wrap {
             try store.read { db in
+                // Nothing leaves a vault whose file was edited outside
+                // coffer (a changed policy would export a local-only item).
+                try checkVaultMAC(db)
                 let h = file.header
                 let me = try Queries.localReplica(db)
                 exported = (me.id, me.counter)
@@ -231,16 +242,19 @@ extension Vault {
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
             throw .bundle(error, path: path)
         }
-        let rebinding = try adoptIfRestored(seen: header.summary[try replicaID()], bundles: [path])
-        var report = try importRecords(from: reader, path: path, progress: progress)
-        report.rebinding = rebinding
-        return report
+        // A bundle that saw more of this replica id than this file ever
+        // exported shows a restored backup (docs/sync.md): settled in the
+        // import's own transaction, so a refused bundle changes nothing.
+        let restore = try restoreCheck(seen: header.summary[try replicaID()], bundles: [path])
+        return try importRecords(from: reader, path: path, progress: progress, restore: restore)
     }
 
-    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
+    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
-            try store.writeImmediate { db in
+            try write { db, mac in
+                try checkVaultMAC(db)
+                let rebinding = try restore.flatMap { try adopt(db, mac, $0) }
                 if header.kind == .delta {
                     let summary = try Queries.summary(db)
                     guard header.since.isDominated(by: summary) else {
@@ -250,7 +264,10 @@ extension Vault {
                     }
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
+                report.rebinding = rebinding
                 let now = Clock.nowMillis()
+                let rules = try ReceiverRules(header: header, path: path, db: db)
+                try rules.checkHeader(now: now)
                 // A large import dirties many pages inside one transaction.
                 // Into a vault with items, the dot and name indexes are
                 // written in random order: a 64 MiB page cache (instead of
@@ -271,19 +288,27 @@ extension Vault {
                 // docs/benchmarks-bundles.md). Inside the transaction, so a
                 // failure brings them back with everything else.
                 let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
-                let inserter = NewItemInserter(db)
+                let inserter = NewItemInserter(db, mac: mac)
+                let decodeMAC = mac.sibling()
                 // Every record decrypts with the item key and hashes names
                 // with the name-index key: keep both readable meanwhile.
+                // The record key seals one record per item, the field-id key
+                // finds its username and url registers, the MAC key hashes
+                // every row: all kept readable too (no mprotect pair per use).
                 try keys.item.keepingReadable {
+                  try keys.record.keepingReadable {
+                  try keys.fieldID.keepingReadable {
+                  try mac.keepingReadable {
                     try keys.nameIndex.keepingReadable {
                         // Records are decoded (and new items authenticated)
                         // on a second thread while this one writes.
                         // Into an empty vault, that thread also builds the
                         // INSERT statements; this one only runs them.
-                        let buffer = NewItemBuffer()
+                        let buffer = NewItemBuffer(mac: decodeMAC)
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
+                                try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
                                 return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
@@ -305,17 +330,23 @@ extension Vault {
                                     report.versionsAdded += versions
                                     report.touchedItems.append(id)
                                 case .merge(let unseen):
-                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now)
+                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac, rules: rules)
                                 }
                                 report.records += 1
                                 if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                             }
                         }
                     }
+                  }
+                  }
+                  }
                 }
                 try inserter.finish()
+                mac.absorb(decodeMAC)
                 try Queries.createIndexes(db, rebuild)
-                try Queries.noteSeen(db, vector: header.summary, at: now)
+                // Claims for other replicas count only as far as the
+                // records back them (docs/sync.md, "Hostile bundles").
+                try Queries.noteSeen(db, vector: BundleValidation.backedSummary(header: header, evidence: reader.evidence), at: now, mac: mac)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the
                 // summary now exceeds the local counter: the next write (or
@@ -327,11 +358,11 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64) throws {
-        guard let oldRow = try Queries.cachedItemRow(db, id: incoming.id) else {
+    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC, rules: ReceiverRules) throws {
+        guard let (oldRow, old, _) = try loadItem(db, id: incoming.id) else {
             return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }
-        let old = try Queries.cachedItemState(db, id: incoming.id)
+        try rules.check(incoming: incoming, held: old)
         let merged = old.merged(with: incoming)
         if merged == old {
             report.unchanged += 1
@@ -347,16 +378,12 @@ extension Vault {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 if held.contains(v.dot) { continue }
                 newVersions += 1
-                do { _ = try open(v, item: incoming.id, register: rid) } catch {
-                    throw CofferError(
-                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                        hint: "the exporting vault is damaged; nothing was imported")
-                }
+                _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
             }
         }
         let row = try derivedRow(
             for: merged, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: max(oldRow.updatedAt, written.max))
-        try Queries.saveItem(db, row: row, old: old, new: merged, now: now)
+        try save(db, row: row, old: old, new: merged, now: now, mac: mac)
         report.changed += 1
         if row.hasConflict && !oldRow.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += newVersions
@@ -394,31 +421,29 @@ extension Vault {
         var nameHash: [UInt8]?
         var written: (min: Int64, max: Int64) = (.max, .min)
         var versionCount = 0
+        var shown: [RegisterID: FieldPayload] = [:]
         for (rid, versions) in state.registers {
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 versionCount += 1
                 let payload: FieldPayload
-                do { payload = try open(v, item: state.id, register: rid) } catch {
-                    throw CofferError(
-                        .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                        hint: "the exporting vault is damaged; nothing was imported")
-                }
+                payload = try openIncoming(v, item: state.id, register: rid, path: path)
                 if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
                     nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
                 }
+                if versions.count == 1 || v.dot == Register.shown(versions)?.dot { shown[rid] = payload }
             }
         }
         let hasConflict = state.registers.contains { $0.key != .deleted && $0.value.count > 1 } || state.hasDeleteConflict
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        return NewItem(row: row, state: state, versions: versionCount)
+        return NewItem(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, versions: versionCount)
     }
 
     /// Stores a prepared new item and counts it.
     func insert(_ item: NewItem, into inserter: NewItemInserter, report: inout ImportReport) throws {
-        try inserter.add(row: item.row, state: item.state)
+        try inserter.add(row: item.row, record: item.record, state: item.state)
         report.added += 1
         if item.row.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += item.versions
@@ -431,7 +456,14 @@ extension Vault {
     /// passphrase of the vault that wrote it: same vault id, key wrapping
     /// and KDF parameters as the bundle's header, a new replica id, then
     /// the bundle imported. Nothing is left at `vaultPath` on failure.
-    public static func clone(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
+    ///
+    /// The bundle's Argon2id parameters are not authenticated until the
+    /// passphrase has run through them: unless `allowExpensiveKDF`, any
+    /// parameter above ``cloneKDFCeiling`` is refused first.
+    public static func clone(
+        bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
+        progress: ImportProgress? = nil
+    ) throws(CofferError) -> ImportReport {
         if FileManager.default.fileExists(atPath: vaultPath) {
             throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }
@@ -441,6 +473,7 @@ extension Vault {
         guard header.kind == .full else {
             throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", hint: "on the exporting machine run `coffer export --out FILE` without --since")
         }
+        if !allowExpensiveKDF { try checkCloneKDF(header.kdf, path: path) }
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(
@@ -491,7 +524,9 @@ extension Vault {
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
             wrappedMasterKey: header.wrappedMasterKey, createdAt: Clock.nowMillis())
         let vault: Vault = try CofferError.wrap {
-            let store = try VaultStore.create(path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host)
+            let store = try VaultStore.create(
+                path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host,
+                mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
         }
         return try vault.importRecords(from: reader, path: path, progress: progress)

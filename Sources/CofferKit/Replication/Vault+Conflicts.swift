@@ -94,8 +94,7 @@ extension Vault {
                 var out: [VaultConflict] = []
                 let ids = try Data.fetchAll(db, sql: "SELECT itemId FROM item WHERE isDeleted = 0 AND hasConflict = 1")
                 for id in ids.compactMap({ ItemID(bytes: $0) }) {
-                    guard let row = try Queries.itemRow(db, id: id) else { continue }
-                    let state = try Queries.itemState(db, id: row.id)
+                    guard let (row, state, _) = try loadItem(db, id: id) else { continue }
                     out += try itemConflicts(state, row: row, revealSecrets: revealSecrets)
                 }
                 out += try nameClashes(db)
@@ -196,11 +195,10 @@ extension Vault {
     @discardableResult
     public func resolve(_ name: String, field: String?, with resolution: Resolution) throws(CofferError) -> ResolveResult {
         try CofferError.wrap {
-            try store.writeImmediate { db in
-                try rebindIfCopied(db)
+            try write { db, mac in
+                try rebindIfCopied(db, mac)
                 let id = try resolve(db, name)
-                guard let oldRow = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
-                let old = try Queries.itemState(db, id: id)
+                guard let (oldRow, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 let open = try itemConflicts(old, row: oldRow, revealSecrets: true)
                 let itemName = try decode(old, row: oldRow).name
                 guard !open.isEmpty else {
@@ -233,7 +231,7 @@ extension Vault {
                             hint: "see the sides with `coffer conflicts`")
                     }
                     let side = try Self.side(n, of: conflict)
-                    let dot = try nextDot(db, item: id, policy: oldRow.policy)
+                    let dot = try nextDot(db, item: id, policy: oldRow.policy, mac: mac)
                     if side.action == .delete {
                         var vector = old.vector
                         vector[dot.replica] = dot.counter
@@ -287,11 +285,11 @@ extension Vault {
                         // was deleted concurrently.
                         changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                     }
-                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: oldRow.policy), at: now)
+                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: oldRow.policy, mac: mac), at: now)
                     result.value = (tombstone || payload.isSecret) ? nil : payload.text
                 }
                 let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
-                try Queries.saveItem(db, row: row, old: old, new: state, now: now)
+                try save(db, row: row, old: old, new: state, now: now, mac: mac)
                 return result
             }
         }
@@ -317,7 +315,7 @@ extension Vault {
     /// Safe to call any time; a fresh id only makes vectors one entry
     /// longer.
     @discardableResult
-    func rebindIfCopied(_ db: Database) throws -> ReplicaRebinding? {
+    func rebindIfCopied(_ db: Database, _ mac: VaultMAC) throws -> ReplicaRebinding? {
         let local = try Queries.localReplica(db)
         let host = MachineIdentity.host
         let inode = MachineIdentity.inode(of: path)
@@ -344,7 +342,7 @@ extension Vault {
         }
         guard let reason else { return nil }
         let new = ReplicaID.random()
-        try Queries.setLocalReplica(db, id: new, host: host, inode: inode)
+        try Queries.setLocalReplica(db, id: new, host: host, inode: inode, mac: mac)
         try refreshLocalOnlyWriters(db)
         return ReplicaRebinding(old: local.id, new: new, reason: reason)
     }
@@ -353,7 +351,7 @@ extension Vault {
     /// ``rebindIfCopied(_:)``) and takes a new one if not. Commands that
     /// write call it first so they can say what happened.
     public func claimReplica() throws(CofferError) -> ReplicaRebinding? {
-        try CofferError.wrap { try store.writeImmediate { db in try rebindIfCopied(db) } }
+        try CofferError.wrap { try write { db, mac in try rebindIfCopied(db, mac) } }
     }
 }
 
@@ -411,9 +409,9 @@ extension MachineIdentity {
 extension Vault {
     /// The next dot of this replica, after making sure the file still owns
     /// its replica id.
-    package func nextDot(_ db: Database) throws -> Dot {
-        try rebindIfCopied(db)
-        let dot = try Queries.nextDot(db)
+    package func nextDot(_ db: Database, _ mac: VaultMAC) throws -> Dot {
+        try rebindIfCopied(db, mac)
+        let dot = try Queries.nextDot(db, mac: mac)
         markWriteOnCommit(db, dot: dot)
         return dot
     }

@@ -19,12 +19,11 @@ extension Vault {
     /// Only writes no other replica has seen may be moved: the caller
     /// knows that every write of `from` above `floor` held here is unseen
     /// elsewhere (or is a different write under a reused dot).
-    func renumber(_ db: Database, items: [ItemID], from: ReplicaID, floor: UInt64, to: ReplicaID, base: UInt64) throws -> UInt64 {
+    func renumber(_ db: Database, items: [ItemID], from: ReplicaID, floor: UInt64, to: ReplicaID, base: UInt64, mac: VaultMAC) throws -> UInt64 {
         var states: [(ItemRow, ItemState)] = []
         var counters = Set<UInt64>()
         for id in items {
-            guard let row = try Queries.itemRow(db, id: id) else { continue }
-            let state = try Queries.itemState(db, id: id)
+            guard let (row, state, _) = try loadItem(db, id: id) else { continue }
             for versions in state.registers.values {
                 for v in versions where v.dot.replica == from && v.dot.counter > floor { counters.insert(v.dot.counter) }
             }
@@ -68,7 +67,7 @@ extension Vault {
             }
             guard changed else { continue }
             let derived = try derivedRow(for: new, policy: row.policy, createdAt: row.createdAt, updatedAt: row.updatedAt)
-            try Queries.saveItem(db, row: derived, old: old, new: new, now: now)
+            try save(db, row: derived, old: old, new: new, now: now, mac: mac)
         }
         return base + UInt64(moved.count)
     }
@@ -79,9 +78,9 @@ extension Vault {
     /// `policy`. A local-only item writes under its private writer id, so
     /// that no bundle this replica exports meanwhile claims the write; it
     /// reaches others with the item once the item syncs again.
-    func nextDot(_ db: Database, item id: ItemID, policy: SyncPolicy) throws -> Dot {
-        guard policy == .localOnly else { return try nextDot(db) }
-        try rebindIfCopied(db)
+    func nextDot(_ db: Database, item id: ItemID, policy: SyncPolicy, mac: VaultMAC) throws -> Dot {
+        guard policy == .localOnly else { return try nextDot(db, mac) }
+        try rebindIfCopied(db, mac)
         let writer: ReplicaID
         if let w = try Queries.localOnlyWriter(db, item: id) {
             writer = w
@@ -89,7 +88,7 @@ extension Vault {
             writer = .random()
             try Queries.setLocalOnlyWriter(db, item: id, replica: writer)
         }
-        return try Queries.nextDot(db, replica: writer)
+        return try Queries.nextDot(db, replica: writer, mac: mac)
     }
 
     /// Called in the write that changes an item's policy from `old` to
@@ -100,7 +99,7 @@ extension Vault {
     /// them while the item is left out. Turning it back to `sync` needs
     /// nothing: its versions keep their dots and travel in the next bundle
     /// like any others, as if the item had synced all along.
-    func changePolicy(_ db: Database, item id: ItemID, from old: SyncPolicy, to new: SyncPolicy) throws {
+    func changePolicy(_ db: Database, item id: ItemID, from old: SyncPolicy, to new: SyncPolicy, mac: VaultMAC) throws {
         guard old != new else { return }
         if new == .sync {
             try Queries.removeLocalOnlyWriter(db, item: id)
@@ -108,18 +107,26 @@ extension Vault {
             // carries it): the private writer's dots now get published, and
             // a copy of this file from before the switch is then behind its
             // write mark and behind the folder (docs/sync.md, "Limits").
-            _ = try nextDot(db)
+            _ = try nextDot(db, mac)
             return
         }
         let writer = ReplicaID.random()
         try Queries.setLocalOnlyWriter(db, item: id, replica: writer)
         let local = try Queries.localReplica(db)
-        let top = try renumber(db, items: [id], from: local.id, floor: try Queries.exportedCounter(db), to: writer, base: 0)
-        if top > 0 { try Queries.setSeen(db, replica: writer, counter: top) }
+        let top = try renumber(db, items: [id], from: local.id, floor: try Queries.exportedCounter(db), to: writer, base: 0, mac: mac)
+        if top > 0 { try Queries.setSeen(db, replica: writer, counter: top, mac: mac) }
     }
 }
 
 // MARK: Restored vault files
+
+/// Gathered before an adoption: the highest counter of this replica id
+/// the bundles claim, and the highest one they hold with the same
+/// ciphertext as this file (see ``Vault/adoptIfRestored(seen:bundles:)``).
+struct RestoreCheck {
+    var seen: UInt64
+    var shared: UInt64
+}
 
 /// A small file beside the vault, `.<vault name>.written`, holding the
 /// replica id and the highest counter any write through this path has
@@ -196,27 +203,37 @@ extension Vault {
     /// highest such dot keep their dots and do not come back as
     /// duplicates.
     func adoptIfRestored(seen: UInt64, bundles: [String] = []) throws(CofferError) -> ReplicaRebinding? {
-        // The usual case, decided without taking the write lock.
+        guard let check = try restoreCheck(seen: seen, bundles: bundles) else { return nil }
+        return try CofferError.wrap { try write { db, mac in try adopt(db, mac, check) } }
+    }
+
+    /// What ``adopt(_:_:_:)`` needs, gathered outside the write
+    /// transaction (reading bundles takes time); nil in the usual case
+    /// (nothing seen beyond what this file exported).
+    func restoreCheck(seen: UInt64, bundles: [String]) throws(CofferError) -> RestoreCheck? {
         let (exported, local) = try CofferError.wrap { try store.read { db in (try Queries.exportedCounter(db), try Queries.localReplica(db)) } }
         guard seen > exported else { return nil }
-        let shared = highestSharedOwnDot(in: bundles, replica: local.id, above: exported, upTo: local.counter)
-        return try CofferError.wrap {
-            try store.writeImmediate { db in
-                let local = try Queries.localReplica(db)
-                let exported = try Queries.exportedCounter(db)
-                guard seen > exported else { return nil }
-                let floor = max(exported, min(shared, local.counter))
-                let new = ReplicaID.random()
-                let moved = try renumber(
-                    db, items: try Queries.itemsWithVersions(db, replica: local.id, above: floor), from: local.id,
-                    floor: floor, to: new, base: 0)
-                try Queries.setSeen(db, replica: local.id, counter: floor)
-                try Queries.setLocalReplica(db, id: new, host: MachineIdentity.host, inode: MachineIdentity.inode(of: path))
-                try Queries.renumberLocalReplica(db, id: new, counter: moved)
-                try refreshLocalOnlyWriters(db)
-                return ReplicaRebinding(old: local.id, new: new, reason: .restored(moved: Int(moved)))
-            }
-        }
+        return RestoreCheck(
+            seen: seen, shared: highestSharedOwnDot(in: bundles, replica: local.id, above: exported, upTo: local.counter))
+    }
+
+    /// The restored-backup case of ``adoptIfRestored(seen:bundles:)``
+    /// inside a write transaction (the caller's: an import adopts in its
+    /// own transaction, so a refused bundle changes nothing).
+    func adopt(_ db: Database, _ mac: VaultMAC, _ check: RestoreCheck) throws -> ReplicaRebinding? {
+        let local = try Queries.localReplica(db)
+        let exported = try Queries.exportedCounter(db)
+        guard check.seen > exported else { return nil }
+        let floor = max(exported, min(check.shared, local.counter))
+        let new = ReplicaID.random()
+        let moved = try renumber(
+            db, items: try Queries.itemsWithVersions(db, replica: local.id, above: floor), from: local.id,
+            floor: floor, to: new, base: 0, mac: mac)
+        try Queries.setSeen(db, replica: local.id, counter: floor, mac: mac)
+        try Queries.setLocalReplica(db, id: new, host: MachineIdentity.host, inode: MachineIdentity.inode(of: path), mac: mac)
+        try Queries.renumberLocalReplica(db, id: new, counter: moved, mac: mac)
+        try refreshLocalOnlyWriters(db)
+        return ReplicaRebinding(old: local.id, new: new, reason: .restored(moved: Int(moved)))
     }
 
     /// The highest counter `k` in (`above`, `upTo`] such that a version

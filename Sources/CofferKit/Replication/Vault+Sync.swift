@@ -205,6 +205,9 @@ extension Vault {
     /// reported in ``SyncReport/failed`` and the others still merge. With
     /// `dryRun`, computes what would change and changes nothing.
     public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
+        // A vault edited outside coffer is refused before anything is
+        // merged or written, dry run included (docs/threat-model.md).
+        try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
         var rebinding = dryRun ? nil : try claimReplica()
         var (local, summary, exportable) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
@@ -381,6 +384,8 @@ extension Vault {
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 var changes: [MergePreview.ItemChange] = []
+                let rules = try ReceiverRules(header: header, path: path, db: db)
+                try rules.checkHeader(now: Clock.nowMillis())
                 // Versions the vault has seen change nothing (as in import).
                 let seen = try Queries.summary(db)
                 while true {
@@ -388,6 +393,7 @@ extension Vault {
                     do { next = try reader.next() } catch let e as BundleError { throw CofferError.bundle(e, path: path) }
                     guard let full = next else { break }
                     report.records += 1
+                    try rules.check(record: full)
                     // The same filter as a real import (Vault+Bundle.swift).
                     let incoming = Vault.unseenPart(of: full, seen: seen)
                     if incoming.registers.isEmpty {
@@ -397,12 +403,12 @@ extension Vault {
                     var o: Overlay
                     if let held = local[incoming.id] {
                         o = held
-                    } else if let row = try Queries.itemRow(db, id: incoming.id) {
-                        let s = try Queries.itemState(db, id: incoming.id)
+                    } else if let (row, s, _) = try loadItem(db, id: incoming.id) {
                         o = Overlay(row: row, original: s, state: s)
                     } else {
                         o = Overlay(row: nil, original: ItemState(id: incoming.id), state: ItemState(id: incoming.id))
                     }
+                    try rules.check(incoming: incoming, held: o.state)
                     let merged = o.state.merged(with: incoming)
                     if merged == o.state {
                         report.unchanged += 1
@@ -412,11 +418,7 @@ extension Vault {
                         let held = Set((o.state.registers[rid] ?? []).map(\.dot))
                         for v in versions where !held.contains(v.dot) {
                             report.versionsAdded += 1
-                            do { _ = try open(v, item: incoming.id, register: rid) } catch {
-                                throw CofferError(
-                                    .badData, "\(path) holds an item version that fails authentication under this vault's key",
-                                    hint: "the exporting vault is damaged; nothing was imported")
-                            }
+                            _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
                         }
                     }
                     if o.row == nil && o.state.registers.isEmpty { report.added += 1 } else { report.changed += 1 }

@@ -67,11 +67,15 @@ extension Vault {
     func sourceIndex() throws(CofferError) -> [String: [ItemID]] {
         try CofferError.wrap {
             try store.read { db in
-                let live = Set(try Queries.itemRows(db).map(\.id))
+                // From the item records (checked), not the field versions.
                 var out: [String: [ItemID]] = [:]
-                for (id, regs) in try Queries.versionsOfAllItems(db, registers: [.source]) where live.contains(id) {
-                    guard let v = Register.shown(regs[.source] ?? []), !v.isTombstone else { continue }
-                    out[try open(v, item: id, register: .source).text, default: []].append(id)
+                try keys.record.keepingReadable {
+                    for l in try Queries.listedItems(db) {
+                        let record = try openRecord(l.record, item: l.row.id, withVersions: false)
+                        try check(record, row: l.row)
+                        guard !record.isDeleted, let source = record.source else { continue }
+                        out[source, default: []].append(l.row.id)
+                    }
                 }
                 return out
             }
@@ -82,8 +86,8 @@ extension Vault {
     func item(id: ItemID) throws(CofferError) -> Item {
         try CofferError.wrap {
             try store.read { db in
-                guard let row = try Queries.itemRow(db, id: id) else { throw CofferError(.itemNotFound, "no item with id \(id.hex)") }
-                return try decode(try Queries.itemState(db, id: id), row: row)
+                guard let (row, state, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item with id \(id.hex)") }
+                return try decode(state, row: row)
             }
         }
     }

@@ -166,6 +166,10 @@ public enum Session {
             // Plain byte work, no Foundation and no generic collection
             // algorithms: this runs on every command.
             var bytes = Array(text.utf8)
+            // The token's bytes are a copy of its secret: wipe them when
+            // parsing ends (the String it came from cannot be wiped; see
+            // docs/threat-model.md, "Memory").
+            defer { bytes.withUnsafeMutableBytes { if let p = $0.baseAddress { Sodium.memzero(p, $0.count) } } }
             while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
             // "cs1." + 32 hex + "." + 43 base64url
             guard bytes.count == 4 + 32 + 1 + 43, bytes[0] == 0x63, bytes[1] == 0x73, bytes[2] == 0x31, bytes[3] == 0x2E,
@@ -292,6 +296,20 @@ public struct SessionDirectory: Sendable, Equatable {
         var tmp = environment["TMPDIR"] ?? "/tmp"
         if !tmp.hasPrefix("/") { tmp = "/tmp" }
         return SessionDirectory(path: tmp + "/coffer-\(PrivateFile.userID)")
+    }
+
+    /// Every folder a session of this user may be in: the one
+    /// ``resolve(environment:)`` picks, and the fallbacks used when
+    /// `XDG_RUNTIME_DIR` or `TMPDIR` were different (a cron job, an ssh
+    /// login without a runtime folder). `lock --all` ends sessions in each.
+    public static func allCandidates(environment: [String: String] = ProcessInfo.processInfo.environment) -> [SessionDirectory] {
+        var out = [resolve(environment: environment)]
+        var paths: [String] = []
+        if let r = environment["XDG_RUNTIME_DIR"], r.hasPrefix("/") { paths.append(r + "/coffer") }
+        if let t = environment["TMPDIR"], t.hasPrefix("/") { paths.append(t + "/coffer-\(PrivateFile.userID)") }
+        paths.append("/tmp/coffer-\(PrivateFile.userID)")
+        for p in paths where !out.contains(where: { $0.path == p }) { out.append(SessionDirectory(path: p)) }
+        return out
     }
 
     /// Creates the folder (0700) if missing and checks its owner and mode.

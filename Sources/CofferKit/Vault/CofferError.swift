@@ -91,9 +91,19 @@ extension CofferError {
             return CofferError(.cannotCreate, "cannot create \(path): \(reason)")
         case .busy(let path):
             return CofferError(.busy, "the vault \(path) is busy (another coffer is writing)", hint: "try again in a moment")
+        case .damaged(let what):
+            return .modifiedOutside(what)
         case .database(let message):
             return CofferError(.internalError, "vault database error: \(message)")
         }
+    }
+
+    /// The vault file fails an integrity check or holds what coffer never
+    /// writes (exit 65). `what` names the inconsistency, never a value.
+    package static func modifiedOutside(_ what: String) -> CofferError {
+        CofferError(
+            .badData, "vault file was modified outside coffer or is damaged: \(what)",
+            hint: "run `coffer verify` for details; restore the vault from a backup or clone it again from a bundle")
     }
 
     /// A file that could not be written: a full disk or another I/O error

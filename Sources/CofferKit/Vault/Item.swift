@@ -156,6 +156,27 @@ public struct ItemSummary: Sendable, Equatable {
     public var policy: SyncPolicy
     public var hasConflict: Bool
     public var updatedAt: Date
+    /// The shown `username` field, when the item has one.
+    public var username: String?
+    /// The shown `url` field, when the item has one.
+    public var url: String?
+
+    public init(
+        id: ItemID, name: String, type: ItemType, tags: [String], source: String?, expires: Day?, policy: SyncPolicy,
+        hasConflict: Bool, updatedAt: Date, username: String? = nil, url: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.type = type
+        self.tags = tags
+        self.source = source
+        self.expires = expires
+        self.policy = policy
+        self.hasConflict = hasConflict
+        self.updatedAt = updatedAt
+        self.username = username
+        self.url = url
+    }
 }
 
 /// A new item to store.

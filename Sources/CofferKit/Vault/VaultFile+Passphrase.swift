@@ -34,6 +34,9 @@ extension VaultFile {
         guard new.count > 0 else {
             throw CofferError(.usage, "the new passphrase is empty", hint: "choose a passphrase of several words")
         }
+        guard new.nfcNormalizedUTF8() != nil else {
+            throw CofferError(.usage, "the new passphrase is not valid UTF-8 text", hint: "type it in a UTF-8 terminal, or save the passphrase file as UTF-8")
+        }
         let wrapped: (salt: [UInt8], wrapped: [UInt8])
         do {
             wrapped = try KeyHierarchy.wrapMasterKey(vault.masterKey, passphrase: new, vault: header.vaultID, kdf: kdf)
@@ -49,13 +52,13 @@ extension VaultFile {
         beforeCommit()
         let expected = header
         try CofferError.wrap {
-            try store.writeImmediate { db in
+            try vault.write { db, mac in
                 // Another passwd may have run since this one read the header.
                 let now = try Queries.header(db)
                 guard now.wrappedMasterKey == expected.wrappedMasterKey, now.kdfSalt == expected.kdfSalt else {
                     throw CofferError(.busy, "the passphrase of \(path) was changed by another process meanwhile", hint: "run the command again with the newest passphrase")
                 }
-                try Queries.updateKeyWrapping(db, header: updated)
+                try Queries.updateKeyWrapping(db, header: updated, mac: mac)
             }
         }
         return updated

@@ -13,6 +13,14 @@ public struct VaultInfo: Sendable, Equatable {
     public var kdf: KDFParameters
     public var itemCount: Int
     public var createdAt: Date
+    /// This replica's write counter (its last write's dot).
+    public var counter: UInt64 = 0
+    /// The newest counter of this replica id known to the vault: its own
+    /// writes, or a higher one another replica's bundle claimed to have
+    /// seen. Higher than ``counter`` means the file is older than what
+    /// other replicas saw from it (restored or rolled back); the next write
+    /// takes a new replica id (docs/threat-model.md).
+    public var counterSeenElsewhere: UInt64 = 0
 }
 
 /// A vault file opened but not unlocked: its header can be read, nothing
@@ -51,6 +59,9 @@ public final class VaultFile: Sendable {
         guard passphrase.count > 0 else {
             throw CofferError(.usage, "the passphrase is empty", hint: "choose a passphrase of several words")
         }
+        guard passphrase.nfcNormalizedUTF8() != nil else {
+            throw CofferError(.usage, "the passphrase is not valid UTF-8 text", hint: "type it in a UTF-8 terminal, or save the passphrase file as UTF-8")
+        }
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         }
@@ -67,7 +78,9 @@ public final class VaultFile: Sendable {
             kdfIterations: kdf.iterations, kdfParallelism: kdf.parallelism, kdfSalt: wrapped.salt,
             wrappedMasterKey: wrapped.wrapped, createdAt: Clock.nowMillis())
         return try CofferError.wrap {
-            let store = try VaultStore.create(path: path, header: header, replica: .random(), host: MachineIdentity.host)
+            let store = try VaultStore.create(
+                path: path, header: header, replica: .random(), host: MachineIdentity.host,
+                mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
             let file = VaultFile(path: path, store: store, header: header)
             return try Vault(file: file, master: master)
         }
@@ -104,7 +117,8 @@ public final class VaultFile: Sendable {
                 return VaultInfo(
                     path: path, vaultID: header.vaultID, replicaID: local.id, formatVersion: header.formatVersion,
                     kdf: kdf, itemCount: try Queries.itemCount(db),
-                    createdAt: Date(timeIntervalSince1970: Double(header.createdAt) / 1000))
+                    createdAt: Date(timeIntervalSince1970: Double(header.createdAt) / 1000),
+                    counter: local.counter, counterSeenElsewhere: try Queries.summary(db)[local.id])
             }
         }
     }

@@ -1,0 +1,27 @@
+internal import CSodium
+import Foundation
+import Synchronization
+
+/// Whether guarded memory could be locked into RAM. `sodium_malloc` calls
+/// `mlock` but ignores a failure (RLIMIT_MEMLOCK too low, no privilege),
+/// so Coffer locks each allocation again itself — a no-op when sodium's
+/// succeeded — and remembers the first failure, which the CLI reports as
+/// a warning (docs/threat-model.md): keys could then reach swap.
+public enum SecretMemory {
+    private static let failure = Mutex<Int32>(0)
+
+    /// `errno` of the first `mlock` that failed in this process, or nil.
+    public static var lockFailure: Int32? {
+        let e = failure.withLock { $0 }
+        return e == 0 ? nil : e
+    }
+
+    /// Locks `count` bytes at `pointer` (already locked by libsodium when
+    /// that worked) and records a failure.
+    static func lock(_ pointer: UnsafeMutableRawPointer, _ count: Int) {
+        if mlock(pointer, count) != 0 {
+            let code = errno == 0 ? ENOMEM : errno
+            failure.withLock { if $0 == 0 { $0 = code } }
+        }
+    }
+}

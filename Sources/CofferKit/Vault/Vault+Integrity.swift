@@ -1,0 +1,190 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+
+extension Vault {
+    // MARK: Writes
+
+    /// Runs `body` in one immediate write transaction with an accumulator
+    /// for the vault MAC, folded into the stored MAC before commit. Every
+    /// write of the vault goes through here.
+    package func write<T>(_ body: (Database, VaultMAC) throws -> T) throws -> T {
+        try store.writeImmediate { db in
+            let mac = VaultMAC(key: keys.mac)
+            let result = try body(db, mac)
+            try Queries.commitMAC(db, mac)
+            return result
+        }
+    }
+
+    /// Stores an item's new state with a fresh record (MAC kept).
+    package func save(_ db: Database, row: ItemRow, old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC, shown: [RegisterID: FieldPayload] = [:]) throws {
+        let record = try sealRecord(state: new, row: row, shown: shown)
+        try Queries.saveItem(db, row: row, record: record, old: old, new: new, now: now, mac: mac)
+    }
+
+    // MARK: Format 2 upgrade
+
+    /// Builds the integrity records and the vault MAC of a format-1 vault
+    /// (the migration cannot: it has no key), in one transaction, and
+    /// marks the header format 2. A format-2 vault without its MAC is
+    /// refused: the MAC is never removed by coffer.
+    func ensureIntegrity() throws {
+        let present = try store.read { db in (try Queries.storedMAC(db) != nil, try Queries.header(db).formatVersion) }
+        if present.0 { return }
+        guard present.1 < 2 else {
+            throw StoreError.damaged("the vault MAC is missing from a format-\(present.1) vault")
+        }
+        try store.writeImmediate { db in
+            guard try Queries.storedMAC(db) == nil else { return }
+            var header = try Queries.header(db)
+            header.formatVersion = VaultStore.formatVersion
+            try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
+            try keys.item.keepingReadable {
+                try keys.record.keepingReadable {
+                    for listed in try Queries.listedItems(db) {
+                        let state = try Queries.cachedItemState(db, id: listed.row.id)
+                        let record = try sealRecord(state: state, row: listed.row)
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO itemRecord (itemId, record) VALUES (?, ?)",
+                            arguments: [Data(listed.row.id.bytes), Data(record)])
+                    }
+                }
+            }
+            let mac = VaultMAC(key: keys.mac)
+            try Queries.computeMAC(db, into: mac)
+            try Queries.setStoredMAC(db, mac.delta)
+        }
+    }
+
+    // MARK: Checking the whole vault
+
+    /// Recomputes the vault MAC and compares it with the stored one
+    /// (`export`, `import`, `sync` call this inside their transaction).
+    func checkVaultMAC(_ db: Database) throws {
+        guard let stored = try Queries.storedMAC(db) else { throw StoreError.damaged("the vault MAC is missing") }
+        let mac = VaultMAC(key: keys.mac)
+        try Queries.computeMAC(db, into: mac)
+        guard Self.constantTimeEqual(mac.delta, stored) else {
+            throw StoreError.damaged("the vault MAC does not match its rows (rows were added, removed or changed)")
+        }
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<a.count { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+
+    /// Checks everything `coffer verify` checks: the vault MAC; for every
+    /// item its record (present, authentic, matching the item's clear
+    /// columns, name hash and current versions); every current and history
+    /// version's authentication under the item key. Reads the whole vault;
+    /// changes nothing.
+    public func verify() throws(CofferError) -> VerifyReport {
+        try CofferError.wrap {
+            try store.read { db in
+                var report = VerifyReport()
+                let header = try Queries.header(db)
+                report.formatVersion = header.formatVersion
+                if let stored = try Queries.storedMAC(db) {
+                    let mac = VaultMAC(key: keys.mac)
+                    let cover = try Queries.computeMAC(db, into: mac)
+                    report.replicas = cover.replicas
+                    report.versions = cover.versions
+                    report.historyVersions = cover.history
+                    if !Self.constantTimeEqual(mac.delta, stored) {
+                        report.problems.append(
+                            VerifyReport.Problem(
+                                check: .vaultMAC, item: nil,
+                                message: "the vault MAC does not match: rows of the header, the replica table, items, versions or history were added, removed or changed outside coffer"))
+                    }
+                } else {
+                    report.problems.append(VerifyReport.Problem(check: .vaultMAC, item: nil, message: "the vault MAC is missing"))
+                }
+                try keys.item.keepingReadable {
+                    for listed in try Queries.listedItems(db) {
+                        let id = listed.row.id
+                        report.items += 1
+                        func problem(_ check: VerifyReport.Check, _ message: String) {
+                            report.problems.append(VerifyReport.Problem(check: check, item: id, message: message))
+                        }
+                        let state: ItemState
+                        do { state = try Queries.cachedItemState(db, id: id) } catch let e as StoreError {
+                            problem(.versions, "its versions cannot be read (\(CofferError.from(e).message))")
+                            continue
+                        }
+                        var authentic = true
+                        for (rid, versions) in state.registers {
+                            for v in versions {
+                                do { _ = try open(v, item: id, register: rid) } catch {
+                                    authentic = false
+                                }
+                            }
+                        }
+                        if !authentic { problem(.versions, "a current version fails authentication (changed or moved from another item or vault)") }
+                        do {
+                            for (rid, v, _) in try Queries.history(db, item: id) {
+                                do { _ = try open(v, item: id, register: rid) } catch {
+                                    problem(.history, "a history version fails authentication")
+                                    break
+                                }
+                            }
+                        } catch let e as StoreError {
+                            problem(.history, "its history cannot be read (\(CofferError.from(e).message))")
+                        }
+                        let record: ItemRecord
+                        do { record = try openRecord(listed.record, item: id) } catch let e as StoreError {
+                            problem(.record, CofferError.from(e).message)
+                            continue
+                        }
+                        do { try check(record, row: listed.row, state: state) } catch let e as StoreError {
+                            problem(.record, CofferError.from(e).message)
+                        }
+                        let expectedHash = record.isDeleted || record.name.isEmpty ? nil : KeyHierarchy.nameHash(record.name, nameKey: keys.nameIndex)
+                        if !record.isDeleted, listed.row.nameHash != expectedHash {
+                            problem(.nameIndex, "its name-index hash is not the hash of its name (swapped or changed)")
+                        }
+                    }
+                }
+                return report
+            }
+        }
+    }
+}
+
+/// What ``Vault/verify()`` found. `problems` is empty for a sound vault.
+public struct VerifyReport: Sendable, Equatable {
+    public enum Check: String, Sendable, Equatable, CaseIterable {
+        /// The vault-wide MAC over the header, replicas, items and versions.
+        case vaultMAC = "vault-mac"
+        /// An item's integrity record.
+        case record
+        /// The name index (an item's name hash).
+        case nameIndex = "name-index"
+        /// An item's current versions.
+        case versions
+        /// An item's history versions.
+        case history
+    }
+
+    public struct Problem: Sendable, Equatable {
+        public var check: Check
+        /// The item concerned, nil for vault-wide checks.
+        public var item: ItemID?
+        /// One line, never a value.
+        public var message: String
+    }
+
+    public var formatVersion = 0
+    public var items = 0
+    public var versions = 0
+    public var historyVersions = 0
+    public var replicas = 0
+    public var problems: [Problem] = []
+
+    public var isSound: Bool { problems.isEmpty }
+}

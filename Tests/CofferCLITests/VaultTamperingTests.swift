@@ -1,0 +1,235 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Edits of a vault file made with `sqlite3` alone, without any key, as an
+/// attacker with write access to the file would make them (issue 12). Each
+/// must be refused with exit 65 and "vault file was modified outside
+/// coffer", never serve another item's secret, and never end coffer with a
+/// signal. docs/threat-model.md lists which test shows what.
+@Suite("vault file tampering, black-box")
+struct VaultTamperingTests {
+    /// Runs SQL on a vault file with the sqlite3 program (no key).
+    static func sql(_ path: String, _ statements: String) {
+        let r = Spawn.run("/usr/bin/sqlite3", [path, statements], stdin: nil, fd3: nil, environment: [:], workDir: "/")
+        precondition(r.status == 0, "sqlite3 failed: \(r)")
+    }
+
+    static func expectModified(_ r: CLIResult, notShowing secrets: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(r.status == 65, "\(r)", sourceLocation: sourceLocation)
+        #expect(r.stderr.contains("vault file was modified outside coffer"), "\(r)", sourceLocation: sourceLocation)
+        for s in secrets {
+            #expect(!r.stdout.contains(s) && !r.stderr.contains(s), "a secret was printed: \(r)", sourceLocation: sourceLocation)
+        }
+    }
+
+    func home(_ items: [(String, String)], extra: [String] = []) -> TestHome {
+        let home = TestHome()
+        home.initVault()
+        for (name, secret) in items {
+            let r = home.unlocked(["add", name, "--type", "api-key", "--secret", "key"] + extra, stdin: secret + "\n")
+            #expect(r.status == 0, "add failed: \(r)")
+        }
+        return home
+    }
+
+    @Test func aSoundVaultVerifies() throws {
+        let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        #expect(home.unlocked(["edit", "a", "--secret", "key"], stdin: "SECRET-A2\n").status == 0)
+        #expect(home.unlocked(["rm", "b"]).status == 0)
+        let r = home.unlocked(["verify"])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("vault verified: 2 items"))
+        let j = home.unlocked(["verify", "--json"])
+        #expect(j.status == 0, "\(j)")
+        SchemaValidation.expectValid(j.stdout, schema: "verify.schema.json")
+        #expect(j.stdout.contains("\"sound\":true") || j.stdout.contains("\"sound\" : true"))
+    }
+
+    /// Swapping `item.nameHash` of two items made `get a` print b's secret.
+    @Test func swappedNameHashesAreRefused() throws {
+        let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        Self.sql(home.vaultPath, """
+            CREATE TEMP TABLE h AS SELECT itemId, nameHash FROM item;
+            UPDATE item SET nameHash = (SELECT h.nameHash FROM h WHERE h.itemId != item.itemId);
+            """)
+        Self.expectModified(home.unlocked(["get", "a"]), notShowing: ["SECRET-A", "SECRET-B"])
+        Self.expectModified(home.unlocked(["read", "coffer://b/key"]), notShowing: ["SECRET-A", "SECRET-B"])
+        let v = home.unlocked(["verify", "--json"])
+        #expect(v.status == 65)
+        SchemaValidation.expectValid(v.stdout, schema: "verify.schema.json")
+        #expect(v.stdout.contains("name-index"))
+    }
+
+    /// `UPDATE item SET policy='sync'` made the next export carry a
+    /// local-only item.
+    @Test func aLocalOnlyItemMadeSyncIsNotExported() throws {
+        let home = home([("device/key", "DEVICE-SECRET")], extra: ["--local-only"])
+        Self.sql(home.vaultPath, "UPDATE item SET policy = 'sync';")
+        let bundle = home.path("out.cb")
+        Self.expectModified(home.unlocked(["export", "--out", bundle]))
+        #expect(!FileManager.default.fileExists(atPath: bundle))
+        Self.expectModified(home.unlocked(["get", "device/key"]), notShowing: ["DEVICE-SECRET"])
+    }
+
+    /// Moving an old history row back into fieldVersion made `get` show a
+    /// rotated-out key.
+    @Test func aHistoryVersionMovedBackIsRefused() throws {
+        let home = home([("a", "OLD-KEY")])
+        #expect(home.unlocked(["edit", "a", "--secret", "key"], stdin: "NEW-KEY\n").status == 0)
+        Self.sql(home.vaultPath, """
+            DELETE FROM fieldVersion WHERE EXISTS (SELECT 1 FROM fieldHistory h
+              WHERE h.itemId = fieldVersion.itemId AND h.registerId = fieldVersion.registerId);
+            INSERT INTO fieldVersion SELECT itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldHistory;
+            DELETE FROM fieldHistory;
+            """)
+        Self.expectModified(home.unlocked(["get", "a"]), notShowing: ["OLD-KEY", "NEW-KEY"])
+        Self.expectModified(home.unlocked(["history", "a", "--show-secrets"]), notShowing: ["OLD-KEY", "NEW-KEY"])
+    }
+
+    /// Raising a replica's counter would make its later bundles import as
+    /// "unchanged" forever.
+    @Test func aRaisedReplicaCounterIsDetected() throws {
+        let home = home([("a", "SECRET-A")])
+        Self.sql(home.vaultPath, "UPDATE replica SET counter = counter + 1000;")
+        Self.expectModified(home.unlocked(["export", "--out", home.path("x.cb")]))
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 65)
+        #expect(v.stderr.contains("vault MAC does not match"))
+    }
+
+    /// Flipping `isDeleted` brought a deleted item back.
+    @Test func aFlippedDeletedFlagIsRefused() throws {
+        let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        #expect(home.unlocked(["rm", "a"]).status == 0)
+        Self.sql(home.vaultPath, "UPDATE item SET isDeleted = 0;")
+        Self.expectModified(home.unlocked(["get", "a"]), notShowing: ["SECRET-A"])
+        Self.expectModified(home.unlocked(["ls"]))
+    }
+
+    /// Deleting a current version, or a whole item.
+    @Test func deletedRowsAreDetected() throws {
+        let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        Self.sql(home.vaultPath, """
+            DELETE FROM fieldVersion WHERE itemId = (SELECT itemId FROM item LIMIT 1)
+              AND registerId = (SELECT registerId FROM fieldVersion WHERE itemId = (SELECT itemId FROM item LIMIT 1) LIMIT 1);
+            """)
+        let first = home.unlocked(["verify"])
+        #expect(first.status == 65, "\(first)")
+        #expect(first.stderr.contains("differ from its integrity record"))
+
+        let other = self.home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        Self.sql(other.vaultPath, """
+            CREATE TEMP TABLE gone AS SELECT itemId FROM item LIMIT 1;
+            DELETE FROM fieldVersion WHERE itemId IN (SELECT itemId FROM gone);
+            DELETE FROM itemRecord WHERE itemId IN (SELECT itemId FROM gone);
+            DELETE FROM item WHERE itemId IN (SELECT itemId FROM gone);
+            """)
+        Self.expectModified(other.unlocked(["export", "--out", other.path("x.cb")]))
+        #expect(other.unlocked(["verify"]).status == 65)
+    }
+
+    /// Rows copied from another replica of the same vault (same key, same
+    /// vault id) pass the per-item checks but not the vault MAC.
+    @Test func rowsCopiedFromAnotherReplicaAreDetected() throws {
+        let home = home([("a", "SECRET-A")])
+        #expect(home.unlocked(["export", "--out", home.path("full.cb")]).status == 0)
+        let b = home.path("b.coffer")
+        let cl = home.unlocked(["clone", home.path("full.cb"), "--vault", b])
+        #expect(cl.status == 0, "\(cl)")
+        #expect(home.unlocked(["add", "from-b", "--vault", b, "--secret", "key"], stdin: "SECRET-FROM-B\n").status == 0)
+        Self.sql(home.vaultPath, """
+            ATTACH '\(b)' AS b;
+            INSERT INTO item SELECT * FROM b.item WHERE itemId NOT IN (SELECT itemId FROM main.item);
+            INSERT INTO itemRecord SELECT * FROM b.itemRecord WHERE itemId NOT IN (SELECT itemId FROM main.itemRecord);
+            INSERT INTO fieldVersion SELECT * FROM b.fieldVersion WHERE itemId NOT IN (SELECT itemId FROM main.fieldVersion);
+            """)
+        Self.expectModified(home.unlocked(["export", "--out", home.path("x.cb")]))
+        #expect(home.unlocked(["verify"]).status == 65)
+        Self.expectModified(home.unlocked(["import", home.path("full.cb")]))
+    }
+
+    /// Schema edits and out-of-range numbers trapped GRDB's subscripts or
+    /// an integer conversion (SIGILL, exit 132).
+    @Test(arguments: [
+        "ALTER TABLE vault RENAME COLUMN formatVersion TO J;",
+        "UPDATE vault SET kdfIterations = 5000000000;",
+        "PRAGMA ignore_check_constraints = 1; UPDATE vault SET kdfMemoryKiB = -1;",
+        "PRAGMA ignore_check_constraints = 1; UPDATE localReplica SET counter = -5;",
+        "PRAGMA ignore_check_constraints = 1; UPDATE replica SET counter = -5;",
+        "UPDATE item SET createdAt = 'soon';",
+        "UPDATE item SET isDeleted = 7;",
+        "PRAGMA ignore_check_constraints = 1; UPDATE fieldVersion SET counter = 'x' WHERE isTombstone = 0;",
+        "ALTER TABLE item RENAME COLUMN isDeleted TO gone;",
+        "ALTER TABLE fieldVersion RENAME COLUMN payload TO p;",
+        "DROP TABLE vaultIntegrity;",
+        "DELETE FROM itemRecord;",
+        "UPDATE itemRecord SET record = zeroblob(200);",
+    ])
+    func schemaAndRangeEditsAreBadData(_ statement: String) throws {
+        let home = home([("a", "SECRET-A")])
+        Self.sql(home.vaultPath, statement)
+        // Commands that check the whole vault refuse it.
+        for args in [["verify"], ["export", "--out", home.path("x.cb")]] {
+            let r = home.unlocked(args)
+            #expect(r.status == 65, "\(statement) → \(args): \(r)")
+            #expect(r.stderr.contains("coffer: error: "), "\(r)")
+            #expect(!r.stdout.contains("SECRET-A") && !r.stderr.contains("SECRET-A"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: home.path("x.cb")))
+        // Reads refuse what they read that is damaged; an edit of rows they
+        // do not read (a counter, for `get`) leaves the authentic answer.
+        let get = home.unlocked(["get", "a"])
+        #expect(get.status == 65 || get.status == 66 || (get.status == 0 && get.out == "SECRET-A"), "\(statement): \(get)")
+        if get.status != 0 {
+            #expect(get.stderr.hasPrefix("coffer: error: ") && !get.stderr.contains("SECRET-A"), "\(get)")
+        }
+        let ls = home.unlocked(["ls"])
+        #expect(ls.status == 65 || (ls.status == 0 && ls.stdout.contains("a")), "\(statement): \(ls)")
+    }
+}
+
+extension VaultTamperingTests {
+    /// `sync` refuses a tampered vault before merging or writing anything
+    /// (its own bundle is not written; other bundles are not blamed).
+    @Test func syncRefusesATamperedVault() throws {
+        let home = home([("a", "SECRET-A")])
+        let dir = home.path("sync")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        Self.sql(home.vaultPath, "UPDATE replica SET counter = counter + 3;")
+        for args in [["sync", dir, "--dry-run"], ["sync", dir]] {
+            Self.expectModified(home.unlocked(args))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+}
+
+@Suite("passphrase normalisation, black-box")
+struct PassphraseNFCTests {
+    /// A vault made with "café" typed as e + combining accent opens with
+    /// the precomposed é, and the other way round.
+    @Test func cafeTypedEitherWayOpens() throws {
+        let home = TestHome()
+        home.passphrase = "cafe\u{301} au lait"
+        #expect(home.unlocked(["init"] + TestHome.fastKDF).status == 0)
+        home.passphrase = "caf\u{E9} au lait"
+        let r = home.unlocked(["ls"])
+        #expect(r.status == 0, "\(r)")
+        home.passphrase = "caf\u{E9} au lai"
+        #expect(home.unlocked(["ls"]).status == 77)
+    }
+
+    @Test func aPassphraseThatIsNotUTF8IsRefusedAtInit() throws {
+        let home = TestHome()
+        let file = home.path("pass")
+        try Data([0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: file))  // Latin-1 "café"
+        chmod(file, 0o600)
+        let r = home.run(["init", "--passphrase-file", file] + TestHome.fastKDF)
+        #expect(r.status == 64, "\(r)")
+        #expect(r.stderr.contains("not valid UTF-8"))
+        #expect(!FileManager.default.fileExists(atPath: home.vaultPath))
+    }
+}
