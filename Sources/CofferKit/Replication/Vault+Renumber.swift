@@ -278,6 +278,6 @@ extension Vault {
     /// later sync may take this file for a restored one and give its
     /// newest writes a new id, which loses nothing.
     func noteExported(replica: ReplicaID, counter: UInt64) {
-        _ = try? store.writeImmediate { db in try Queries.noteExported(db, replica: replica, counter: counter) }
+        _ = try? write { db, _ in try Queries.noteExported(db, replica: replica, counter: counter) }
     }
 }
