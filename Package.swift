@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
@@ -65,11 +66,21 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict),
+        // Other tools' formats (pass, KeePass XML/kdbx, Bitwarden, 1PUX,
+        // CSV, dotenv, Coffer JSON) read into and written from CofferKit's
+        // item model; their libraries stay here (docs/import-export.md).
+        .target(
+            name: "CofferInterop",
+            dependencies: [
+                "CofferKit", "CofferSystem", "CofferCrypto",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ],
+            swiftSettings: strict),
         // The command-line tool: argument parsing and output only.
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "CofferKit", "CofferSystem",
+                "CofferKit", "CofferSystem", "CofferInterop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -123,6 +134,10 @@ let package = Package(
             name: "CofferKitAPITests",
             dependencies: ["CofferKit"],
             swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
+        .testTarget(
+            name: "CofferInteropTests",
+            dependencies: ["CofferInterop", "CofferKit", "CofferCrypto"],
+            swiftSettings: strict),
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["coffer"],

@@ -5,12 +5,18 @@ import Foundation
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write an encrypted bundle for another machine.",
+        abstract: "Write an encrypted bundle for another machine (or, with --format, a plaintext export).",
         discussion: """
             Writes a bundle (docs/bundle-format.md) holding every item whose policy is `sync`; \
             `local-only` items never enter a bundle. With --since SUMMARY (a file written by \
             `coffer summary --out FILE` on the receiving machine) the bundle holds only what \
             that machine has not seen. The file is written atomically with mode 0600.
+
+            With --format json|csv|keepass-xml --plaintext, writes every item UNENCRYPTED instead \
+            (docs/import-export.md): json is Coffer's lossless format (`coffer import --from \
+            coffer-json` reads it back; --history adds earlier field values), keepass-xml is what \
+            `keepassxc-cli import` reads. Local-only items only with --include-local-only; never to a \
+            terminal without --force; the file is 0600.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -21,7 +27,17 @@ struct Export: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Summary file of the receiver: write a delta bundle.", valueName: "summary"))
     var since: String?
 
+    @OptionGroup var plain: PlaintextExportOptions
+
+    func validate() throws {
+        try PlaintextExportCommand.validate(plain, since: since)
+    }
+
     func run() throws {
+        if plain.format != nil {
+            try PlaintextExportCommand.run(plain, vaultOptions: options, out: out)
+            return
+        }
         let vault = try options.unlock()
         let sinceVector = try since.map { try vault.readSummary(at: $0).vector }
         let report = try vault.exportBundle(to: out, since: sinceVector)

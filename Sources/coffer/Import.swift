@@ -5,8 +5,21 @@ import Foundation
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Merge bundles from other replicas into this vault.",
+        abstract: "Merge bundles from other replicas, or import another tool's export (--from).",
         discussion: """
+            With --from FORMAT, imports another password manager's export instead (docs/import-export.md): \
+            pass (a password-store folder, default $PASSWORD_STORE_DIR or ~/.password-store, decrypted \
+            by your gpg), keepass-xml, kdbx (read through keepassxc-cli; its password from \
+            --source-passphrase-fd N, --source-passphrase-file F, or a no-echo prompt), bitwarden-json, \
+            1password-1pux, csv (Chrome, Firefox, Bitwarden, KeePassXC, LastPass detected; else \
+            --columns name=COL,username=COL,…), dotenv (one item named by --prefix or the file name) and \
+            coffer-json. All entries are stored in one transaction: a malformed file (exit 65, naming the \
+            line or entry) changes nothing. A name already holding an identical item is skipped, so \
+            importing a file twice changes nothing; a different item is kept beside it as 'NAME (2)' \
+            (--on-conflict keep-both), left alone (skip) or edited (overwrite: old values stay in its \
+            history). --dry-run lists what would be added, changed and skipped, by name only. \
+            The source file is read, never copied or deleted.
+
             Each bundle is merged in one transaction: either all of it is applied or, on any error \
             (truncated, corrupted, modified, foreign or newer bundle), none of it. Concurrent edits \
             of one field are all kept as a conflict. Bundles are applied in the order given; \
@@ -15,17 +28,25 @@ struct Import: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: ArgumentHelp("Bundle files written by `coffer export`.", valueName: "file"))
-    var files: [String]
+    @Argument(help: ArgumentHelp("Bundle files written by `coffer export` (with --from: the file or folder to import).", valueName: "file"))
+    var files: [String] = []
+
+    @OptionGroup var interchange: InterchangeImportOptions
 
     @Flag(help: "Show item by item and field by field what merging would change; change nothing.")
     var dryRun = false
 
     func validate() throws {
+        try InterchangeImportCommand.validate(interchange, files: files)
+        if interchange.from != nil { return }
         guard !files.isEmpty else { throw ValidationError("give at least one bundle file") }
     }
 
     func run() throws {
+        if interchange.from != nil {
+            try InterchangeImportCommand.run(interchange, vaultOptions: options, files: files, dryRun: dryRun)
+            return
+        }
         if dryRun {
             let vault = try options.unlock()
             let (reports, preview) = try vault.previewImport(paths: files)

@@ -1,0 +1,135 @@
+import CofferKit
+import Foundation
+
+/// Coffer's own plaintext JSON (docs/import-export.md#coffer-json,
+/// Schemas/coffer-export.schema.json): every item with its type, fields
+/// (value and secrecy), tags, source, expiry, sync policy, variable names
+/// and, with `--history`, the earlier states of its fields. Lossless:
+/// importing it back with `--from coffer-json` gives the same items.
+public enum CofferJSON {
+    public static let formatName = "coffer-json"
+    public static let version = 1
+
+    struct File: Codable {
+        var format: String
+        var version: Int
+        var exportedAt: String
+        var items: [Item]
+    }
+
+    struct Item: Codable {
+        var name: String
+        var type: String
+        var fields: [FieldValue]
+        var tags: [String]
+        var source: String?
+        var expires: String?
+        var policy: String
+        var env: [String: String]
+        var history: [Version]?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(name, forKey: .name)
+            try c.encode(type, forKey: .type)
+            try c.encode(fields, forKey: .fields)
+            try c.encode(tags, forKey: .tags)
+            try c.encode(source, forKey: .source)
+            try c.encode(expires, forKey: .expires)
+            try c.encode(policy, forKey: .policy)
+            try c.encode(env, forKey: .env)
+            try c.encodeIfPresent(history, forKey: .history)
+        }
+    }
+
+    struct FieldValue: Codable {
+        var name: String
+        var value: String
+        var secret: Bool
+    }
+
+    struct Version: Codable {
+        var writtenAt: String?
+        var fields: [FieldValue]
+    }
+
+    static func iso(_ d: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: d)
+    }
+
+    public static func write(_ entries: [InterchangeEntry], history: Bool, now: Date = Date()) throws(CofferError) -> Data {
+        let file = File(
+            format: formatName, version: version, exportedAt: iso(now),
+            items: entries.map { e in
+                Item(
+                    name: e.name, type: e.type.rawValue,
+                    fields: e.fields.map { FieldValue(name: $0.name, value: $0.value, secret: $0.isSecret) },
+                    tags: e.tags, source: e.source, expires: e.expires?.description, policy: e.policy.rawValue, env: e.env,
+                    history: history
+                        ? e.history.map { v in
+                            Version(writtenAt: v.writtenAt.map(iso), fields: v.fields.map { FieldValue(name: $0.name, value: $0.value, secret: $0.isSecret) })
+                        } : nil)
+            })
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        do {
+            return try enc.encode(file) + Data("\n".utf8)
+        } catch {
+            throw CofferError(.internalError, "cannot encode the export: \(error)")
+        }
+    }
+
+    public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
+        let root = try JSONObject(JSONObject.parse(data, file: file), file: file, place: "top level")
+        guard try root.string("format") == formatName else {
+            throw ImportError.bad(file, nil, "not a Coffer JSON export (\"format\" is not \"coffer-json\")", hint: "write one with `coffer export --format json --plaintext --out FILE`")
+        }
+        guard let v = try root.int("version"), v <= version else {
+            throw ImportError.bad(file, nil, "Coffer JSON version \(try root.int("version").map(String.init) ?? "missing") is not supported (this coffer reads version \(version))", hint: "upgrade coffer")
+        }
+        var out = ImportedFile()
+        for (i, item) in try root.objects("items").enumerated() {
+            let place = "items[\(i)]"
+            guard let name = try item.string("name") else { throw ImportError.bad(file, place, "the item has no \"name\"") }
+            let where_ = "\(place) ('\(name)')"
+            guard let type = ItemType(rawValue: try item.string("type") ?? "") else {
+                throw ImportError.bad(file, where_, "unknown type '\(try item.string("type") ?? "")'")
+            }
+            func fields(_ list: [JSONObject]) throws(CofferError) -> [Field] {
+                var out: [Field] = []
+                for f in list {
+                    guard let n = try f.string("name"), let value = try f.string("value") else {
+                        throw ImportError.bad(file, where_, "a field needs \"name\" and \"value\"")
+                    }
+                    out.append(Field(name: n, value: value, isSecret: try f.bool("secret") ?? type.defaultSecrecy(of: n)))
+                }
+                return out
+            }
+            var e = InterchangeEntry(name: name, type: type, origin: "\(file): \(where_)")
+            e.fields = try fields(try item.objects("fields"))
+            e.tags = try item.strings("tags")
+            e.source = try item.string("source")
+            if let x = try item.string("expires") {
+                guard let d = Day(x) else { throw ImportError.bad(file, where_, "expires '\(x)' is not a date YYYY-MM-DD") }
+                e.expires = d
+            }
+            if let p = try item.string("policy") {
+                guard let policy = Swift.type(of: e.policy).init(rawValue: p) else { throw ImportError.bad(file, where_, "unknown policy '\(p)' (sync or local-only)") }
+                e.policy = policy
+            }
+            if let env = try item.object("env") {
+                for (k, _) in env.dict {
+                    guard let variable = try env.string(k) else { continue }
+                    e.env[k] = variable
+                }
+            }
+            for version in try item.objects("history") {
+                e.history.append(InterchangeVersion(fields: try fields(try version.objects("fields")), writtenAt: VendorDate.parse(try version.string("writtenAt"))))
+            }
+            out.entries.append(e)
+        }
+        return out
+    }
+}

@@ -1,0 +1,323 @@
+import CofferKit
+import Foundation
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// KeePass 2 XML, as `keepassxc-cli export --format xml` and KeePass write it
+/// (docs/import-export.md#keepass-xml). Read with the platform's streaming
+/// (SAX) parser: the document is never held as a tree.
+public enum KeePassXML {
+    /// Reads the XML in `data`; `file` names it in messages.
+    public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
+        try read(stream: InputStream(data: data), file: file)
+    }
+
+    /// Reads the XML file at `path` in chunks: it is never all in memory.
+    public static func read(path: String) throws(CofferError) -> ImportedFile {
+        try ImportError.checkReadable(path)
+        guard let stream = InputStream(fileAtPath: path) else {
+            throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
+        }
+        return try read(stream: stream, file: path)
+    }
+
+    static func read(stream: InputStream, file: String) throws(CofferError) -> ImportedFile {
+        // Fed to libxml2 in chunks (a stream): a whole buffer of more than
+        // about 10 MB in one piece trips its "huge input" limit.
+        let parser = XMLParser(stream: stream)
+        let reader = Reader(file: file)
+        parser.delegate = reader
+        parser.shouldResolveExternalEntities = false
+        let ok = parser.parse()
+        if let failure = reader.failure { throw failure }
+        guard ok, parser.parserError == nil, reader.sawRoot, reader.closed else {
+            let why = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "not a KeePass XML file"
+            let line = parser.lineNumber
+            if !reader.sawKeePassFile || (ok && parser.parserError == nil && reader.closed) {
+                throw ImportError.bad(file, nil, "not a KeePass XML file (no <KeePassFile><Root>)", hint: "export the database with `keepassxc-cli export --format xml`")
+            }
+            if ok && parser.parserError == nil { throw ImportError.bad(file, "line \(line)", "the XML ends before </KeePassFile> (truncated file?)") }
+            throw ImportError.bad(file, "line \(line)", "malformed XML (\(why))")
+        }
+        return reader.result
+    }
+
+    /// Maps a KeePass string key to a Coffer field name.
+    static func fieldName(_ key: String) -> String {
+        switch key {
+        case "UserName": return "username"
+        case "Password": return "password"
+        case "URL": return "url"
+        case "Notes": return "notes"
+        case "otp": return "totp"
+        default:
+            if key == "KP2A_URL" || key.hasPrefix("KP2A_URL_") { return "url" }
+            return key
+        }
+    }
+
+    final class EntryBuilder {
+        var strings: [(key: String, value: String, protected: Bool)] = []
+        var tags: [String] = []
+        var expires = false
+        var expiryTime: String?
+        var modified: String?
+        var binaries: [String] = []
+        var history: [EntryBuilder] = []
+        var line: Int
+        init(line: Int) { self.line = line }
+
+        var title: String { strings.first(where: { $0.key == "Title" })?.value ?? "" }
+    }
+
+    final class Reader: NSObject, XMLParserDelegate {
+        let file: String
+        var result = ImportedFile()
+        var failure: CofferError?
+        var sawKeePassFile = false
+        var sawRoot = false
+        var closed = false
+        var recycleBin: String?
+        /// Names of the groups we are in (the outermost is the database's root).
+        var groups: [(name: String, uuid: String)] = []
+        var entries: [EntryBuilder] = []
+        var path: [String] = []
+        var text = ""
+        var key = ""
+        var value = ""
+        var valueProtected = false
+        var inRecycleBin: Int?
+        var skippedInBin = 0
+        var entryNumber = 0
+
+        init(file: String) { self.file = file }
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            path.append(name)
+            text = ""
+            switch name {
+            case "KeePassFile": if path.count == 1 { sawKeePassFile = true }
+            case "Root": if path.count == 2 && sawKeePassFile { sawRoot = true }
+            case "Group":
+                if entries.isEmpty { groups.append(("", "")) }
+            case "Entry":
+                if path.dropLast().last == "History", let owner = entries.last {
+                    let h = EntryBuilder(line: parser.lineNumber)
+                    owner.history.append(h)
+                    entries.append(h)
+                } else {
+                    entries.append(EntryBuilder(line: parser.lineNumber))
+                }
+            case "Value":
+                valueProtected = (attributes["Protected"] ?? attributes["ProtectInMemory"] ?? "").lowercased() == "true"
+            default: break
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            defer { path.removeLast(); text = "" }
+            let parent = path.count >= 2 ? path[path.count - 2] : ""
+            switch name {
+            case "KeePassFile" where path.count == 1:
+                closed = true
+            case "RecycleBinUUID" where parent == "Meta":
+                recycleBin = text
+            case "Name" where parent == "Group" && entries.isEmpty:
+                groups[groups.count - 1].name = text
+            case "UUID" where parent == "Group" && entries.isEmpty:
+                groups[groups.count - 1].uuid = text
+                if inRecycleBin == nil, let bin = recycleBin, !bin.isEmpty, text == bin, bin != "AAAAAAAAAAAAAAAAAAAAAA==" {
+                    inRecycleBin = groups.count
+                }
+            case "Group" where entries.isEmpty:
+                if inRecycleBin == groups.count { inRecycleBin = nil }
+                groups.removeLast()
+            case "Key" where parent == "String" || parent == "Binary":
+                key = text
+            case "Value" where parent == "String":
+                value = text
+            case "String" where !entries.isEmpty && parent == "Entry":
+                entries.last!.strings.append((key, value, valueProtected))
+                key = ""; value = ""; valueProtected = false
+            case "Binary" where !entries.isEmpty && parent == "Entry":
+                entries.last!.binaries.append(key)
+            case "Tags" where parent == "Entry" && !entries.isEmpty:
+                entries.last!.tags = text.split(whereSeparator: { $0 == ";" || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            case "Expires" where parent == "Times" && !entries.isEmpty:
+                entries.last!.expires = text.lowercased() == "true"
+            case "ExpiryTime" where parent == "Times" && !entries.isEmpty:
+                entries.last!.expiryTime = text
+            case "LastModificationTime" where parent == "Times" && !entries.isEmpty:
+                entries.last!.modified = text
+            case "Entry":
+                guard let e = entries.popLast() else { return }
+                if path.count >= 2 && path[path.count - 2] == "History" { return }
+                if inRecycleBin != nil {
+                    skippedInBin += 1
+                    return
+                }
+                entryNumber += 1
+                finish(e)
+            case "Root":
+                if skippedInBin > 0 {
+                    result.warnings.append(InterchangeWarning(entry: "", "\(skippedInBin) entr\(skippedInBin == 1 ? "y" : "ies") in the recycle bin were not imported"))
+                }
+            default: break
+            }
+        }
+
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {}
+
+        func fields(of e: EntryBuilder, name: String, warn: Bool) -> [Field] {
+            var entry = InterchangeEntry(name: name, type: .login)
+            let order = ["UserName", "Password", "URL", "Notes"]
+            let sorted = e.strings.filter { $0.key != "Title" }.sorted { a, b in
+                (order.firstIndex(of: a.key) ?? Int.max) < (order.firstIndex(of: b.key) ?? Int.max)
+            }
+            for s in sorted {
+                let field = KeePassXML.fieldName(s.key)
+                let secret = s.key == "Password" || s.key == "otp" || s.protected
+                entry.append(field, s.value, secret: secret)
+            }
+            if warn {
+                for b in e.binaries {
+                    result.warnings.append(InterchangeWarning(entry: name, "attachment '\(b)' was not imported (Coffer does not store binary attachments yet); it is still in the KeePass database"))
+                }
+            }
+            return entry.fields
+        }
+
+        func finish(_ e: EntryBuilder) {
+            let groupPath = groups.dropFirst().map(\.name)
+            let title = e.title.isEmpty ? "untitled" : e.title.replacingOccurrences(of: "/", with: "∕")
+            let name = (groupPath.map { $0.replacingOccurrences(of: "/", with: "∕") } + [title]).joined(separator: "/")
+            var entry = InterchangeEntry(name: name, type: .login, origin: "line \(e.line) (entry '\(name)')")
+            entry.fields = fields(of: e, name: name, warn: true)
+            let names = Set(entry.fields.map(\.name))
+            if names.isSubset(of: ["notes"]) && !names.isEmpty { entry.type = .note; entry.fields = entry.fields.map { Field(name: $0.name, value: $0.value, isSecret: true) } }
+            entry.tags = e.tags
+            if e.expires, let t = e.expiryTime, let d = KeePassXML.date(t) { entry.expires = Day(d) }
+            entry.history = e.history.map { h in
+                InterchangeVersion(fields: fields(of: h, name: name, warn: false), writtenAt: h.modified.flatMap(KeePassXML.date))
+            }.filter { !$0.fields.isEmpty }
+            result.entries.append(entry)
+        }
+    }
+
+    /// KeePass times: ISO 8601 (`2024-05-01T10:00:00Z`) in XML exports, or
+    /// base64 of a little-endian count of seconds since 0001-01-01 (KDBX 4).
+    static func date(_ text: String) -> Date? {
+        let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let f = ISO8601DateFormatter()
+        if let d = f.date(from: t) { return d }
+        if let data = Data(base64Encoded: t), data.count == 8 {
+            var seconds: Int64 = 0
+            for (i, b) in data.enumerated() { seconds |= Int64(b) << (8 * Int64(i)) }
+            // 0001-01-01 to 1970-01-01 is 62,135,596,800 s.
+            let unix = seconds &- 62_135_596_800
+            guard unix > -62_135_596_800, unix < 253_402_300_800 else { return nil }
+            return Date(timeIntervalSince1970: TimeInterval(unix))
+        }
+        return nil
+    }
+
+    // MARK: Writing
+
+    /// KeePass 2 XML that `keepassxc-cli import` accepts: item names become
+    /// groups and a title, fields become the standard strings (`username` →
+    /// UserName, `password` → Password, `url` → URL, `notes` → Notes,
+    /// `totp` → otp) or custom strings (secret ones protected).
+    public static func write(_ entries: [InterchangeEntry]) -> Data {
+        final class Group {
+            var name: String
+            var groups: [String: Group] = [:]
+            var order: [String] = []
+            var entries: [(String, InterchangeEntry)] = []
+            init(_ name: String) { self.name = name }
+        }
+        let root = Group("Root")
+        for e in entries {
+            let parts = e.name.split(separator: "/").map(String.init)
+            var g = root
+            for p in parts.dropLast() {
+                if let next = g.groups[p] { g = next } else {
+                    let n = Group(p)
+                    g.groups[p] = n
+                    g.order.append(p)
+                    g = n
+                }
+            }
+            g.entries.append((parts.last ?? e.name, e))
+        }
+        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n"
+        out += "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n\t</Meta>\n\t<Root>\n"
+        func uuid() -> String { withUnsafeBytes(of: UUID().uuid) { Data($0).base64EncodedString() } }
+        let iso = ISO8601DateFormatter()
+        let now = iso.string(from: Date())
+        func emit(_ g: Group, depth: Int) {
+            let pad = String(repeating: "\t", count: depth)
+            out += "\(pad)<Group>\n\(pad)\t<UUID>\(uuid())</UUID>\n\(pad)\t<Name>\(escape(g.name))</Name>\n"
+            for (title, e) in g.entries {
+                out += "\(pad)\t<Entry>\n\(pad)\t\t<UUID>\(uuid())</UUID>\n"
+                if !e.tags.isEmpty { out += "\(pad)\t\t<Tags>\(escape(e.tags.joined(separator: ";")))</Tags>\n" }
+                out += "\(pad)\t\t<Times>\n\(pad)\t\t\t<LastModificationTime>\(now)</LastModificationTime>\n"
+                if let d = e.expires {
+                    out += "\(pad)\t\t\t<ExpiryTime>\(iso.string(from: d.date))</ExpiryTime>\n\(pad)\t\t\t<Expires>True</Expires>\n"
+                } else {
+                    out += "\(pad)\t\t\t<Expires>False</Expires>\n"
+                }
+                out += "\(pad)\t\t</Times>\n"
+                var strings: [(String, String, Bool)] = [("Title", title, false)]
+                for f in e.fields {
+                    let key: String
+                    switch f.name {
+                    case "username": key = "UserName"
+                    case "password": key = "Password"
+                    case "url": key = "URL"
+                    case "notes": key = "Notes"
+                    case "totp": key = "otp"
+                    case "Title", "UserName", "Password", "URL", "Notes", "otp": key = f.name + " (coffer)"
+                    default: key = f.name
+                    }
+                    strings.append((key, f.value, f.isSecret))
+                }
+                for (k, v, secret) in strings {
+                    out += "\(pad)\t\t<String>\n\(pad)\t\t\t<Key>\(escape(k))</Key>\n"
+                    out += secret ? "\(pad)\t\t\t<Value ProtectInMemory=\"True\">\(escape(v))</Value>\n" : "\(pad)\t\t\t<Value>\(escape(v))</Value>\n"
+                    out += "\(pad)\t\t</String>\n"
+                }
+                out += "\(pad)\t</Entry>\n"
+            }
+            for name in g.order { emit(g.groups[name]!, depth: depth + 1) }
+            out += "\(pad)</Group>\n"
+        }
+        emit(root, depth: 2)
+        out += "\t</Root>\n</KeePassFile>\n"
+        return Data(out.utf8)
+    }
+
+    /// XML text escaping; characters XML 1.0 cannot hold at all are dropped.
+    static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for u in s.unicodeScalars {
+            switch u {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "\r": out += "&#13;"
+            default:
+                let v = u.value
+                if v == 0x9 || v == 0xA || (v >= 0x20 && v <= 0xD7FF) || (v >= 0xE000 && v <= 0xFFFD) || v >= 0x10000 {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out
+    }
+}

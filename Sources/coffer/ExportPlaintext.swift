@@ -1,0 +1,92 @@
+import ArgumentParser
+import CofferInterop
+import CofferKit
+import CofferSystem
+import Foundation
+
+/// `coffer export --format json|csv|keepass-xml --plaintext` options.
+struct PlaintextExportOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Write a PLAINTEXT export instead of a bundle: json (Coffer's lossless format), csv or keepass-xml (for `keepassxc-cli import`). Needs --plaintext.",
+        valueName: "format"))
+    var format: String?
+
+    @Flag(name: .long, help: "Confirm that the export holds every secret unencrypted.")
+    var plaintext = false
+
+    @Flag(name: .long, help: "Include local-only items in a plaintext export.")
+    var includeLocalOnly = false
+
+    @Flag(name: .long, help: "--format json: include the earlier values of each item's fields.")
+    var history = false
+
+    @Flag(name: .long, help: "Allow a plaintext export to a terminal (--out - on a terminal).")
+    var force = false
+}
+
+/// The plaintext path of `coffer export` (docs/import-export.md#export):
+/// its own writing code, through CofferSystem's AtomicFile (0600, atomic,
+/// following symbolic links), never through the bundle writer.
+enum PlaintextExportCommand {
+    static func validate(_ o: PlaintextExportOptions, since: String?) throws {
+        guard let f = o.format else {
+            if o.plaintext || o.includeLocalOnly || o.history || o.force {
+                throw ValidationError("--plaintext, --include-local-only, --history and --force apply only with --format json|csv|keepass-xml")
+            }
+            return
+        }
+        guard let format = ExportFormat(rawValue: f) else {
+            throw ValidationError("unknown format '\(f)'; use json, csv or keepass-xml (a bundle is written without --format)")
+        }
+        if since != nil { throw ValidationError("--since applies to bundles, not to --format \(f)") }
+        if o.history && format != .json { throw ValidationError("--history applies only to --format json") }
+    }
+
+    static func run(_ o: PlaintextExportOptions, vaultOptions: VaultOptions, out: String) throws {
+        guard let f = o.format, let format = ExportFormat(rawValue: f) else { return }
+        guard o.plaintext else {
+            throw CofferError(
+                .usage, "--format \(f) writes every secret unencrypted; refusing without --plaintext",
+                hint: "add --plaintext if that is what you want, or export an encrypted bundle (no --format)")
+        }
+        let toStdout = out == "-"
+        if toStdout && Output.stdoutIsTerminal && !o.force {
+            throw CofferError(.usage, "refusing to print a plaintext export to the terminal", hint: "write it to a file with --out FILE, or add --force")
+        }
+        if !toStdout && isatty(out) && !o.force {
+            throw CofferError(.usage, "refusing to write a plaintext export to the terminal \(out)", hint: "write it to a file, or add --force")
+        }
+        let vault = try vaultOptions.unlock()
+        let selection = try vault.exportEntries(includeLocalOnly: o.includeLocalOnly, history: o.history)
+        let data = try Exporter.write(format, entries: selection.entries, history: o.history)
+        if toStdout {
+            Output.stdout(data)
+        } else {
+            do {
+                try AtomicFile.writeAtomically(data, to: out)
+            } catch {
+                throw CofferError(error)
+            }
+        }
+        let n = selection.entries.count
+        Output.note("wrote \(n) item\(n == 1 ? "" : "s") to \(toStdout ? "standard output" : out) as \(format.rawValue)")
+        if !selection.leftOutLocalOnly.isEmpty {
+            Output.note("left out \(selection.leftOutLocalOnly.count) local-only item\(selection.leftOutLocalOnly.count == 1 ? "" : "s") (add --include-local-only): \(selection.leftOutLocalOnly.joined(separator: ", "))")
+        }
+        if !selection.conflicted.isEmpty {
+            Output.warn("\(selection.conflicted.joined(separator: ", ")) \(selection.conflicted.count == 1 ? "has" : "have") unresolved conflicts; the shown values were exported (see `coffer conflicts`)")
+        }
+        if format == .csv {
+            Output.note("CSV keeps no secrecy flags or history; use --format json for a lossless copy")
+        }
+        Output.warn("\(toStdout ? "the output" : out) holds your secrets unencrypted: keep it safe and delete it (e.g. `shred -u`) when done")
+    }
+
+    /// Whether `path` is a terminal device.
+    static func isatty(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return Glibc.isatty(fd) == 1
+    }
+}
