@@ -98,7 +98,7 @@ public enum BundleValidation {
 
     /// Checks one decoded item record against the header.
     public static func check(record state: ItemState, header h: BundleHeader) throws(BundleError) {
-        let item = state.id.hex.prefix(8)
+        var item: Substring { state.id.hex.prefix(8) }  // only for messages
         for (rid, versions) in state.registers {
             for v in versions {
                 let dot = v.dot
@@ -172,22 +172,23 @@ public enum BundleValidation {
     public static func check(
         payload p: FieldPayload, version v: FieldVersion, register rid: RegisterID, item: ItemID, fieldIDKey: SecretBytes
     ) throws(BundleError) {
-        let where_ = "item \(item.hex.prefix(8))…, version \(v.dot)"
+        // Built only for an error: formatting ids costs more than the checks.
+        func where_() -> String { "item \(item.hex.prefix(8))…, version \(v.dot)" }
         if rid.isMetadata {
             guard let expected = metadataNames[rid] else {
-                throw .ruleBroken(.registerName, "\(where_) uses the unknown metadata register \(rid.low)")
+                throw .ruleBroken(.registerName, "\(where_()) uses the unknown metadata register \(rid.low)")
             }
             guard p.name == expected else {
-                throw .ruleBroken(.registerName, "\(where_): metadata register \(rid.low) holds a payload named \(p.name.debugDescription)")
+                throw .ruleBroken(.registerName, "\(where_()): metadata register \(rid.low) holds a payload named \(p.name.debugDescription)")
             }
         } else if KeyHierarchy.registerID(field: p.name, item: item, fieldIDKey: fieldIDKey) != rid {
-            throw .ruleBroken(.registerName, "\(where_): the register id is not the one of the field name in the payload")
+            throw .ruleBroken(.registerName, "\(where_()): the register id is not the one of the field name in the payload")
         }
         if v.isTombstone && !p.value.isEmpty {
-            throw .ruleBroken(.emptyTombstone, "\(where_) is a tombstone with a \(p.value.count)-byte value")
+            throw .ruleBroken(.emptyTombstone, "\(where_()) is a tombstone with a \(p.value.count)-byte value")
         }
         guard String(validating: p.value, as: UTF8.self) != nil else {
-            throw .ruleBroken(.textValue, "\(where_) holds a value that is not UTF-8")
+            throw .ruleBroken(.textValue, "\(where_()) holds a value that is not UTF-8")
         }
     }
 

@@ -233,3 +233,58 @@ struct PassphraseNFCTests {
         #expect(!FileManager.default.fileExists(atPath: home.vaultPath))
     }
 }
+
+@Suite("rollback of the whole file, black-box")
+struct VaultRollbackTests {
+    /// A whole-file rollback is authentic and cannot be detected locally;
+    /// once another replica's bundle says it saw more of this replica, the
+    /// import says so and the file takes a new replica id (no dot is ever
+    /// stamped twice); `coffer status` shows the counters.
+    @Test func statusShowsWhatOtherReplicasSawAfterARestore() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "a", "--secret", "key"], stdin: "1\n").status == 0)
+        let backup = home.vaultBytes()
+        #expect(home.unlocked(["add", "b", "--secret", "key"], stdin: "2\n").status == 0)
+        #expect(home.unlocked(["add", "c", "--secret", "key"], stdin: "3\n").status == 0)
+        #expect(home.unlocked(["export", "--out", home.path("a.cb")]).status == 0)
+        let b = home.path("b.coffer")
+        #expect(home.unlocked(["clone", home.path("a.cb"), "--vault", b]).status == 0)
+        #expect(home.unlocked(["export", "--vault", b, "--out", home.path("b.cb")]).status == 0)
+        // Restore the old file in place (same inode), then hear from b.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: home.vaultPath))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: backup)
+        try handle.close()
+        let fresh = home.run(["status", "--json"])
+        #expect(fresh.status == 0)
+        SchemaValidation.expectValid(fresh.stdout, schema: "status.schema.json")
+        #expect(!fresh.stderr.contains("older than what other replicas saw"))
+        #expect(fresh.stdout.contains("\"counter\" : 1") || fresh.stdout.contains("\"counter\":1"), "\(fresh)")
+        let imported = home.unlocked(["import", home.path("b.cb")])
+        #expect(imported.status == 0, "\(imported)")
+        #expect(imported.stderr.contains("now writes as replica"), "\(imported)")
+        let s = home.run(["status"])
+        #expect(s.status == 0, "\(s)")
+        #expect(s.stdout.contains("writes:         counter 0, highest known 0"), "\(s)")
+        #expect(home.unlocked(["get", "c"]).out == "3")
+        let j = home.run(["status", "--json"])
+        SchemaValidation.expectValid(j.stdout, schema: "status.schema.json")
+        #expect(home.unlocked(["verify"]).status == 0)
+    }
+}
+
+extension VaultTamperingTests {
+    /// Imports of other tools' exports (bulk rows, history, overwrite)
+    /// keep the vault MAC and the item records: the vault verifies after.
+    @Test func plaintextImportsKeepTheVaultVerifiable() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "GitHub", "--type", "login", "--field", "username=me"], stdin: "mine").status == 0)
+        #expect(home.unlocked(["import", "--from", "bitwarden-json", InterchangeCLITests.fixture("bitwarden.json")]).status == 0)
+        #expect(home.unlocked(["import", "--from", "csv", InterchangeCLITests.fixture("chrome.csv"), "--on-conflict", "overwrite"]).status == 0)
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 0, "\(v)")
+        #expect(home.unlocked(["export", "--out", home.path("all.cb")]).status == 0)
+    }
+}

@@ -296,6 +296,8 @@ extension Vault {
                 // finds its username and url registers, the MAC key hashes
                 // every row: all kept readable too (no mprotect pair per use).
                 try keys.item.keepingReadable {
+                  // The field-id key checks every user field's register
+                  // id (rule register-name) and derives new items' ids.
                   try keys.record.keepingReadable {
                   try keys.fieldID.keepingReadable {
                   try mac.keepingReadable {
