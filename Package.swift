@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
+        // HMAC-SHA-1 for TOTP (libsodium has no SHA-1); CofferCrypto only.
+        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
@@ -36,10 +38,10 @@ let package = Package(
             providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CCofferSys"),
 
-        // Keys, AEAD, KDF, secretstream, guarded memory. Nothing else.
+        // Keys, AEAD, KDF, secretstream, guarded memory, HMAC. Nothing else.
         .target(
             name: "CofferCrypto",
-            dependencies: ["CSodium", "CArgon2"],
+            dependencies: ["CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         // The POSIX layer: child processes, private and atomic files,
         // terminal and passphrase input, process hardening.
@@ -65,6 +67,10 @@ let package = Package(
                 "CofferCrypto", "CofferSystem", "CofferSync", "CofferStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
+            // The EFF long wordlist for `coffer generate --words`, compiled
+            // into the binary so an installed coffer needs no resource folder.
+            exclude: ["Resources/README.md"],
+            resources: [.embedInCode("Resources/eff_large_wordlist.txt")],
             swiftSettings: strict),
         // Other tools' formats (pass, KeePass XML/kdbx, Bitwarden, 1PUX,
         // CSV, dotenv, Coffer JSON) read into and written from CofferKit's

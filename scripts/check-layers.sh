@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 # target: allowed modules (besides the platform: Foundation, FoundationEssentials, Glibc, Musl, Dispatch).
 declare -A ALLOWED=(
-  [CofferCrypto]="CSodium CArgon2"
+  [CofferCrypto]="CSodium CArgon2 Crypto"
   [CofferSystem]="CofferCrypto CCofferSys SystemPackage"
   [CofferSync]="CofferCrypto"
   [CofferStore]="CofferSync CofferCrypto GRDB SQLite3 GRDBSQLite"

@@ -18,3 +18,12 @@ public enum Random {
         return randombytes_uniform(upperBound)
     }
 }
+
+extension Random {
+    /// A uniformly random element of a non-empty collection (at most
+    /// 2^32 elements), through `randombytes_uniform`: no modulo bias.
+    public static func element<C: RandomAccessCollection>(of c: C) -> C.Element where C.Index == Int {
+        let i = Int(uniform(UInt32(truncatingIfNeeded: c.count)))
+        return c[c.startIndex + i]
+    }
+}

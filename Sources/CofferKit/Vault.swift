@@ -91,10 +91,13 @@ public final class Vault: Sendable {
         }
         switch ids.count {
         case 0:
-            if let near = Suggestion.closest(to: normalized, among: try itemNames(db)) {
-                throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "did you mean `\(near)`? (list items with `coffer ls`)")
-            }
-            throw CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            // No "did you mean" here: lookups that expect a miss (an
+            // existence check, a reference's NAME/FIELD split) go through
+            // this too. ``suggestion(forMissing:)`` is for the error a
+            // person reads.
+            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            missing.missingName = normalized
+            throw missing
         case 1:
             return ids[0]
         default:
@@ -158,8 +161,10 @@ public final class Vault: Sendable {
         var env: [String: String] = [:]
         var fields: [Field] = []
         var conflicts: [FieldConflict] = []
+        var last: FieldVersion?
         for (rid, versions) in state.registers {
             guard let shown = Register.shown(versions) else { continue }
+            if let l = last, (l.writtenAt, l.dot.counter) >= (shown.writtenAt, shown.dot.counter) {} else { last = shown }
             let payload = try open(shown, item: state.id, register: rid)
             if versions.count > 1 && rid != .deleted {
                 var sides: [ConflictSide] = []
@@ -190,7 +195,7 @@ public final class Vault: Sendable {
             case .deleted: break
             default:
                 if rid.isMetadata { continue }
-                fields.append(Field(name: payload.name, value: payload.text, isSecret: payload.isSecret))
+                fields.append(Field(name: payload.name, bytes: payload.value, isSecret: payload.isSecret, isFile: payload.isFile))
             }
         }
         let declared = type.fields.map(\.name)
@@ -202,7 +207,8 @@ public final class Vault: Sendable {
         return Item(
             id: state.id, name: name, type: type, fields: fields, tags: tags, source: source, expires: expires,
             policy: row.policy, env: env, createdAt: Clock.date(row.createdAt), updatedAt: Clock.date(row.updatedAt),
-            vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict)
+            vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict,
+            lastWrittenBy: last?.dot.replica)
     }
 
     /// The clear-text columns derived from an item's state.
@@ -242,6 +248,25 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Refuses a value above ``Field/maxValueBytes`` (16 MiB).
+    static func checkSizes(_ fields: [Field], of item: String) throws(CofferError) {
+        for f in fields where f.bytes.count > Field.maxValueBytes {
+            throw CofferError(
+                .usage, "field '\(f.name)' of '\(item)' is \(f.bytes.count) bytes; a value may be at most 16 MiB (\(Field.maxValueBytes) bytes)",
+                hint: "store a smaller file, or keep the file elsewhere and its key in coffer")
+        }
+    }
+
+    /// Refuses an item whose values together exceed ``Field/maxItemBytes``.
+    static func checkItemSize(_ fields: [Field], of item: String) throws(CofferError) {
+        let total = fields.reduce(0) { $0 + $1.bytes.count }
+        guard total <= Field.maxItemBytes else {
+            throw CofferError(
+                .usage, "the values of '\(item)' would total \(total) bytes; an item may hold at most 28 MiB (\(Field.maxItemBytes) bytes)",
+                hint: "put large files in items of their own")
+        }
+    }
+
     static func tagsText(_ tags: [String]) -> String { Array(Set(tags)).sorted().joined(separator: "\n") }
 
     static func checkTag(_ t: String) throws(CofferError) {
@@ -275,6 +300,8 @@ public final class Vault: Sendable {
             let name = try Vault.normalizeName(draft.name)
             if !allowReserved { try Vault.checkNotReserved(name) }
             for i in draft.fields.indices { draft.fields[i].name = try Vault.normalizeFieldName(draft.fields[i].name) }
+            try Vault.checkSizes(draft.fields, of: name)
+            try Vault.checkItemSize(draft.fields, of: name)
             for t in draft.tags { try Vault.checkTag(t) }
             let names = draft.fields.map(\.name)
             if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
@@ -316,7 +343,7 @@ public final class Vault: Sendable {
             changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
         }
         for f in draft.fields {
-            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         var state = ItemState(id: id)
         apply(changes, to: &state, dot: dot, at: now)
@@ -356,18 +383,12 @@ public final class Vault: Sendable {
         try listIncludingReserved().filter { !Vault.isReserved($0.name) }
     }
 
-    /// The names of all items that are not reserved (for suggestions).
-    func itemNames(_ db: Database) throws -> [String] {
-        let live = Set(try Queries.itemRows(db).map(\.id))
-        let all = try Queries.versionsOfAllItems(db, registers: [.name])
-        var names: [String] = []
-        for (id, registers) in all where live.contains(id) {
-            guard let v = Register.shown(registers[.name] ?? []), !v.isTombstone,
-                let name = try? open(v, item: id, register: .name).text, !Vault.isReserved(name)
-            else { continue }
-            names.append(name)
-        }
-        return names
+    /// The nearest live item name to `name` (a likely typo), for the hint
+    /// of an `itemNotFound` error (``CofferError/missingName``). Reads every
+    /// item's sealed record: call it only when a person will read it.
+    public func suggestion(forMissing name: String) -> String? {
+        guard let names = try? list().map(\.name) else { return nil }
+        return Suggestion.closest(to: name, among: names)
     }
 
     /// `list()` including reserved items.
@@ -407,6 +428,7 @@ public final class Vault: Sendable {
         guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
         if let n = newName { try Vault.checkNotReserved(n) }
+        try Vault.checkSizes(edit.setFields, of: name)
         for t in edit.addTags { try Vault.checkTag(t) }
         return try CofferError.wrap {
             try write { db, mac in
@@ -418,6 +440,13 @@ public final class Vault: Sendable {
                 try changePolicy(db, item: id, from: oldRow.policy, to: policy, mac: mac)
                 guard let (_, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 let current = try decode(old, row: oldRow)
+                if !edit.setFields.isEmpty {
+                    var after: [String: Field] = [:]
+                    for f in current.fields { after[f.name] = f }
+                    for f in edit.setFields { after[f.name] = f }
+                    for n in edit.unsetFields { after[n] = nil }
+                    try Vault.checkItemSize(Array(after.values), of: current.name)
+                }
                 var changes: [Change] = []
                 if let n = newName, n != current.name {
                     let others = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(n, nameKey: keys.nameIndex)).filter { $0 != id }
@@ -430,7 +459,7 @@ public final class Vault: Sendable {
                     changes.append(Change(register: .type, payload: FieldPayload(name: "@type", value: Array(t.rawValue.utf8), isSecret: false), tombstone: false))
                 }
                 for f in edit.setFields {
-                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
                 }
                 for f in edit.unsetFields {
                     guard current.field(f) != nil else {

@@ -14,11 +14,18 @@ public final class VaultStore: Sendable {
 
     public let path: String
     let queue: DatabaseQueue
+    /// A descriptor holding an exclusive `flock` on a file this process is
+    /// creating (-1 for an opened vault): a temporary vault being built is
+    /// never swept as litter (docs/reliability.md).
+    private let lockFD: Int32
 
-    private init(path: String, queue: DatabaseQueue) {
+    private init(path: String, queue: DatabaseQueue, lockFD: Int32 = -1) {
         self.path = path
         self.queue = queue
+        self.lockFD = lockFD
     }
+
+    deinit { if lockFD >= 0 { close(lockFD) } }
 
     static func configuration() -> Configuration {
         var config = Configuration()
@@ -41,7 +48,10 @@ public final class VaultStore: Sendable {
     /// runs migrations only when the file is older than this build.
     public static func open(path: String) throws(StoreError) -> VaultStore {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw .notFound(path: path) }
+        guard stat(path, &st) == 0 else {
+            if errno == EACCES { throw .permissionDenied(path: path, reason: "a folder on its path cannot be searched by this user") }
+            throw .notFound(path: path)
+        }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw .notAVault(path: path, reason: "not a regular file")
         }
@@ -59,13 +69,35 @@ public final class VaultStore: Sendable {
                 }
                 try Migrations.migrator.migrate(queue)
             }
+            removeStaleJournal(queue, path: path)
             return VaultStore(path: path, queue: queue)
         } catch let e as StoreError {
             throw e
         } catch let e as DatabaseError {
-            throw translate(e, path: path)
+            throw translate(e, path: path).naming(path)
         } catch {
             throw .database(String(describing: error))
+        }
+    }
+
+    /// A writer killed before its journal was complete leaves a journal
+    /// that is not "hot": SQLite ignores it and removes it only at the
+    /// next write. Removes it now (docs/reliability.md), under a RESERVED
+    /// lock: no other writer can be using it, and taking the lock already
+    /// rolled back a hot one. Costs one `access` when there is none;
+    /// failures (a read-only vault, a live writer: never waited for) leave it
+    /// for later.
+    static func removeStaleJournal(_ queue: DatabaseQueue, path: String) {
+        let journal = path + "-journal"
+        guard access(journal, F_OK) == 0 else { return }
+        try? queue.inDatabase { db in
+            // Never wait: a live writer's journal is its own business.
+            try db.execute(sql: "PRAGMA busy_timeout = 0")
+            defer { try? db.execute(sql: "PRAGMA busy_timeout = 5000") }
+            try db.inTransaction(.immediate) {
+                if access(journal, F_OK) == 0 { unlink(journal) }
+                return .commit
+            }
         }
     }
 
@@ -85,7 +117,7 @@ public final class VaultStore: Sendable {
             throw .cannotCreate(path: path, reason: String(cString: strerror(errno)))
         }
         fchmod(fd, 0o600)
-        close(fd)
+        _ = flock(fd, LOCK_EX | LOCK_NB)
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration())
             try Migrations.migrator.migrate(queue)
@@ -113,8 +145,9 @@ public final class VaultStore: Sendable {
                 mac.toggle(IntegrityTerm.replica(replica, counter: 0))
                 try Queries.setStoredMAC(db, mac.delta)
             }
-            return VaultStore(path: path, queue: queue)
+            return VaultStore(path: path, queue: queue, lockFD: fd)
         } catch {
+            close(fd)
             unlink(path)
             if let e = error as? DatabaseError { throw translate(e, path: path) }
             throw .database(String(describing: error))
@@ -152,7 +185,17 @@ public final class VaultStore: Sendable {
             return .damaged("a row breaks the vault schema's rules (\(e.message ?? "constraint"))")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return .busy(path: path)
-        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+        case .SQLITE_FULL:
+            return .diskFull(path: path)
+        case .SQLITE_IOERR:
+            if FileDiagnosis.diskIsFull(path) { return .diskFull(path: path) }
+            return .io(path: path, reason: e.message ?? "disk I/O error")
+        case .SQLITE_READONLY:
+            return .readOnly(path: path, reason: FileDiagnosis.whyReadOnly(path))
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
+            if let why = FileDiagnosis.whyUnreadable(path) { return .permissionDenied(path: path, reason: why) }
+            if let why = FileDiagnosis.whyUnwritable(path) { return .readOnly(path: path, reason: why) }
+            if FileDiagnosis.diskIsFull(path) { return .diskFull(path: path) }
             return .cannotCreate(path: path, reason: e.message ?? "cannot open")
         default:
             return .database(e.message ?? "SQLite error \(e.resultCode.rawValue)")
@@ -161,14 +204,16 @@ public final class VaultStore: Sendable {
 
     /// Runs `body` in a read transaction.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, path: path).naming(path) } catch let e as StoreError {
+            throw e.naming(path)
+        }
     }
 
     /// Runs `body` in one write transaction: all of it is committed or none.
     public func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try queue.write(body)
-        } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path).naming(path) } catch let e as StoreError { throw e.naming(path) }
     }
 
     /// Runs `body` inside an immediate transaction, for read-modify-write
@@ -183,6 +228,6 @@ public final class VaultStore: Sendable {
                 }
                 return result!
             }
-        } catch let e as DatabaseError { throw Self.translate(e, path: path) }
+        } catch let e as DatabaseError { throw Self.translate(e, path: path).naming(path) } catch let e as StoreError { throw e.naming(path) }
     }
 }

@@ -187,8 +187,15 @@ public enum BundleValidation {
         if v.isTombstone && !p.value.isEmpty {
             throw .ruleBroken(.emptyTombstone, "\(where_()) is a tombstone with a \(p.value.count)-byte value")
         }
-        guard String(validating: p.value, as: UTF8.self) != nil else {
-            throw .ruleBroken(.textValue, "\(where_()) holds a value that is not UTF-8")
+        if p.isFile {
+            // An attachment (flag bit 2) holds a file's bytes; metadata never does.
+            guard !rid.isMetadata else {
+                throw .ruleBroken(.textValue, "\(where_()): metadata register \(rid.low) is marked as an attachment")
+            }
+        } else {
+            guard String(validating: p.value, as: UTF8.self) != nil else {
+                throw .ruleBroken(.textValue, "\(where_()) holds a value that is not UTF-8")
+            }
         }
     }
 

@@ -5,20 +5,28 @@ import CofferCrypto
 /// optionally padded. Flag bit 0: the field is secret. Flag bit 1: the
 /// whole plaintext is padded (ISO/IEC 7816-4, libsodium's `sodium_pad`) to
 /// a multiple of ``padBlock`` bytes, so a stored or exported payload does
-/// not give its name's and value's exact lengths. Other bits are reserved
-/// and must be 0.
+/// not give its name's and value's exact lengths. Flag bit 2: the value is
+/// a file's bytes (an attachment), not text. Other bits are reserved and
+/// must be 0.
 public struct FieldPayload: Sendable, Equatable {
     /// The field's name (`key`, `password`) or the metadata name (`@name`).
     public var name: String
     /// The value; empty for a tombstone.
     public var value: [UInt8]
     public var isSecret: Bool
+    /// The value is a file's bytes (an attachment), not UTF-8 text.
+    public var isFile: Bool
 
-    public init(name: String, value: [UInt8], isSecret: Bool) {
+    public init(name: String, value: [UInt8], isSecret: Bool, isFile: Bool = false) {
         self.name = name
         self.value = value
         self.isSecret = isSecret
+        self.isFile = isFile
     }
+
+    static let secretFlag: UInt8 = 1
+    static let paddedFlag: UInt8 = 2
+    static let fileFlag: UInt8 = 4
 
     /// Block size of padded payloads (flag bit 1).
     public static let padBlock = 64
@@ -26,13 +34,13 @@ public struct FieldPayload: Sendable, Equatable {
     /// The padded encoding (flag bit 1), as the vault stores it.
     public var paddedEncoding: [UInt8] {
         var plain = encoded
-        plain[0] |= 2
+        plain[0] |= FieldPayload.paddedFlag
         return Padding.pad(plain, blockSize: Self.padBlock)
     }
 
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 7 + name.utf8.count + value.count)
-        w.u8(isSecret ? 1 : 0)
+        w.u8((isSecret ? FieldPayload.secretFlag : 0) | (isFile ? FieldPayload.fileFlag : 0))
         w.blob16(Array(name.utf8))
         w.blob32(value)
         return w.data
@@ -40,23 +48,26 @@ public struct FieldPayload: Sendable, Equatable {
 
     public init(decoding raw: [UInt8]) throws(FormatError) {
         var bytes = raw
-        if let first = raw.first, first & 2 != 0 {
+        if let first = raw.first, first & FieldPayload.paddedFlag != 0 {
             do { bytes = try Padding.unpad(raw, blockSize: Self.padBlock) } catch {
                 throw .malformed("malformed field payload padding")
             }
         }
         var r = ByteReader(bytes)
         let flags = try r.u8()
-        guard flags & ~3 == 0 else { throw .malformed("reserved payload flags set") }
+        guard flags & ~(FieldPayload.secretFlag | FieldPayload.paddedFlag | FieldPayload.fileFlag) == 0 else {
+            throw .malformed("reserved payload flags set")
+        }
         guard let n = String(validating: try r.blob16(), as: UTF8.self) else {
             throw .malformed("field name is not UTF-8")
         }
         name = n
         value = try r.blob32()
-        isSecret = flags & 1 == 1
+        isSecret = flags & FieldPayload.secretFlag != 0
+        isFile = flags & FieldPayload.fileFlag != 0
         guard r.isAtEnd else { throw .malformed("trailing bytes in field payload") }
     }
 
-    /// The value as text (values are UTF-8 text in this version).
+    /// The value as text (every value but an attachment's is UTF-8 text).
     public var text: String { String(decoding: value, as: UTF8.self) }
 }

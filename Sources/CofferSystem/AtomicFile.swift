@@ -29,11 +29,17 @@ public enum AtomicFile {
     ///
     /// A symbolic link at `path` is written through, not replaced: the
     /// file it points to (which need not exist yet) is the one renamed
-    /// over, in its own folder. A `path` that exists and is not a regular
-    /// file (a folder, a FIFO, a device…) is refused with
-    /// ``CofferError/Kind/cannotCreate`` (exit 73).
+    /// over, in its own folder. `-`, `/dev/stdout` and the other names of
+    /// an open descriptor, character devices and FIFOs are written as
+    /// streams (``OutputDestination``). A folder or a socket is refused
+    /// with ``CofferError/Kind/cannotCreate`` (exit 73).
     public static func writeAtomically(_ data: Data, to path: String) throws(FileWriteFailure) {
-        let target = try resolve(path)
+        let destination = try OutputDestination.of(path)
+        if let stream = try StreamWriter.open(path: path, destination: destination) {
+            try stream.write(Array(data))
+            return
+        }
+        guard case .file(let target) = destination else { return }
         let url = URL(fileURLWithPath: target)
         let dir = url.deletingLastPathComponent().path
         let tmp = dir + "/." + url.lastPathComponent + ".coffer-" + UUID().uuidString.prefix(8) + ".tmp"
@@ -42,18 +48,20 @@ public enum AtomicFile {
             let code = errno
             throw FileWriteFailure(path: path, message: "cannot create \(path): \(String(cString: strerror(code)))", hint: "check that the folder \(dir) exists and is writable", errno: code)
         }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        TempFiles.lock(fd: fd)
+        // The umask may have cleared bits, never added them; make sure.
+        fchmod(fd, 0o600)
+        var failure: FileWriteFailure?
         do {
-            // The umask may have cleared bits, never added them; make sure.
-            fchmod(fd, 0o600)
-            try handle.write(contentsOf: data)
-            try handle.synchronize()
-            try handle.close()
+            try StreamWriter.open(path: path, destination: .descriptor(fd))?.write(Array(data))
+            if fsync(fd) != 0 { failure = .writing(path: path, errno: errno) }
         } catch {
-            try? handle.close()
+            failure = error
+        }
+        close(fd)
+        if let failure {
             unlink(tmp)
-            let code = (error as NSError).domain == NSPOSIXErrorDomain ? Int32((error as NSError).code) : 0
-            throw FileWriteFailure(path: path, message: "cannot write \(path): \(error.localizedDescription)", errno: code)
+            throw failure
         }
         guard rename(tmp, target) == 0 else {
             let code = errno

@@ -46,7 +46,9 @@ public enum PrivateFile {
     /// The bytes and modification time (ms since 1970) of `path`; nil when
     /// it does not exist.
     public static func read(path: String, maxSize: Int) throws(Failure) -> (bytes: [UInt8], modifiedMillis: Int64)? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO (or device) put where a session file should
+        // be must not hang the open; the type check below refuses it.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             if errno == ELOOP { throw .notPrivate }
@@ -78,7 +80,11 @@ public enum PrivateFile {
     /// Returns whether a file was removed.
     @discardableResult
     public static func wipeAndRemove(path: String, maxSize: Int) -> Bool {
-        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        // Only regular files: a FIFO, device or folder in their place is
+        // not ours to open (a FIFO would block) or remove.
+        var lst = stat()
+        guard lstat(path, &lst) == 0, (lst.st_mode & S_IFMT) == S_IFREG else { return false }
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         if fd >= 0 {
             var st = stat()
             if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0, st.st_size <= maxSize {
@@ -89,6 +95,13 @@ public enum PrivateFile {
             close(fd)
         }
         return unlink(path) == 0
+    }
+
+    /// Whether `path` exists and is something other than a regular file
+    /// (a FIFO, device, socket, folder or link); false when it is missing.
+    public static func isIrregular(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG
     }
 
     /// Whether `path` is a directory (not a link) owned by this user with

@@ -13,6 +13,10 @@ struct Add: ParsableCommand {
             Examples:
               printf %s "$KEY" | coffer add work/openai --type api-key --source openai
               coffer add github --type login --field username=me --secret password
+              coffer add github --type login --field username=me --generate --totp-uri -
+            --generate stores a generated main secret without printing it (see `coffer generate` \
+            for --length, --chars, --words); --totp-uri - reads an otpauth:// URI (or base32 \
+            secret) for `coffer otp` from stdin or a prompt.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -50,6 +54,17 @@ struct Add: ParsableCommand {
     @Flag(help: "Store the value even if it fails its source's format rule.")
     var force = false
 
+    @Flag(help: "Generate the type's main secret (password, key) instead of reading it; it is never printed.")
+    var generate = false
+
+    @Option(help: ArgumentHelp("Generate this field's value (repeatable).", valueName: "field"))
+    var generateField: [String] = []
+
+    @OptionGroup(title: "Generation (with --generate)") var generation: GenerateOptions
+
+    @Option(help: ArgumentHelp("The TOTP secret for `coffer otp`: '-' reads an otpauth:// URI or base32 secret from stdin or a prompt.", valueName: "-"))
+    var totpUri: String?
+
     func run() throws {
         var draft = ItemDraft(name: name, type: type, tags: tags, source: source, policy: localOnly ? .localOnly : .sync)
         if let expires {
@@ -63,12 +78,34 @@ struct Add: ParsableCommand {
         _ = try Vault.normalizeName(name)
         var fieldList = try ItemInput.parseAssignments(fields, type: type)
         if let url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
+        if generation.isUsed && !generate && generateField.isEmpty {
+            throw CofferError(.usage, "--length, --chars, --words, --separator and --no-ambiguous need --generate or --generate-field")
+        }
+        _ = try generation.recipe()
+        if let totpUri, totpUri != "-" {
+            _ = try TOTP.parse(totpUri)
+            Output.warn("the TOTP secret was given on the command line, where other processes and shell history can see it; prefer --totp-uri - and pipe it in")
+            fieldList.append(Field(name: "totp", value: totpUri, isSecret: true))
+        }
+        var generated = generateField
+        if generate {
+            guard let main = type.primaryFieldName else {
+                throw CofferError(.usage, "a custom item has no main secret to generate", hint: "name the field with --generate-field FIELD")
+            }
+            generated.insert(main, at: 0)
+        }
         let manifest = try CredentialGate.loadManifest(requirements)
         let vault = try options.unlockForWriting()
         if try vault.contains(name) {
             throw CofferError(.duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
         }
         var stdinUsed = options.passphraseFd == 0
+        for key in generated {
+            fieldList.append(Field(name: key, value: try generation.generate(), isSecret: true))
+        }
+        if totpUri == "-" {
+            fieldList.append(try ItemInput.readTOTP(stdinUsed: &stdinUsed))
+        }
         for key in secrets {
             fieldList.append(Field(name: key, value: try ItemInput.readSecret(named: key, stdinUsed: &stdinUsed), isSecret: true))
         }

@@ -33,6 +33,22 @@ struct Clone: ParsableCommand {
 
     func run() throws {
         let path = options.path
+        VaultFile.sweepStaleTemporaries(forVaultAt: path)
+        if sources == ["-"] {
+            // A bundle on standard input: it can be read only once, so the
+            // clone itself checks it.
+            if FileManager.default.fileExists(atPath: path) {
+                throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
+            }
+            let passphrase = try options.passphrase()
+            defer { Progress.clear() }
+            let r = try Vault.clone(bundleAt: "-", to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing("-"))
+            Progress.clear()
+            let info = try VaultFile.open(path: path).info()
+            Output.note("created vault \(path) from -: \(r.added) item\(r.added == 1 ? "" : "s")")
+            Output.note("vault id \(info.vaultID.hex), replica id \(info.replicaID.hex)")
+            return
+        }
         // Headers only (no passphrase yet): which bundles, of which vault.
         var bundles: [BundleInfo] = []
         for s in sources {

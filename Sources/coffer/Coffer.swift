@@ -16,7 +16,8 @@ struct Coffer: ParsableCommand {
         discussion: """
             The vault is one encrypted SQLite file: --vault PATH, else $COFFER_VAULT, else \
             $XDG_DATA_HOME/coffer/vault.coffer. Exit codes: 0 success, 64 usage, 65 bad data, \
-            66 not found, 73 cannot create, 74 I/O error (a full disk), 75 busy, 77 wrong passphrase or locked \
+            66 not found, 73 cannot create, 74 I/O error (a full disk), 75 busy, 77 wrong passphrase, \
+            locked or permission denied \
             (docs/exit-codes.md); `coffer check` exits 1 when a required source is not ready.
             """,
         version: CofferVersion.string,
@@ -28,6 +29,15 @@ struct Coffer: ParsableCommand {
             Export.self, Import.self, Clone.self, Inspect.self, Summary.self,
             Conflicts.self, Resolve.self, Sync.self, Replicas.self,
             Verify.self,
+            Generate.self,
+            Show.self,
+            Find.self,
+            Clip.self,
+            ClipClear.self,
+            Otp.self,
+            Move.self,
+            Copy.self,
+            Attach.self,
         ])
 
     static func main() {
@@ -43,7 +53,7 @@ struct Coffer: ParsableCommand {
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {
-            Output.fail(error)
+            Output.fail(UnlockedVault.withSuggestion(error))
         } catch {
             exit(withError: error)
         }

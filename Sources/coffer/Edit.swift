@@ -15,11 +15,18 @@ struct Edit: ParsableCommand {
               coffer edit github --unset url --expires 90d
               coffer edit work/openai --policy local-only   # stop syncing it
               coffer edit work/openai --env-var key=OPENAI_API_KEY   # for `coffer env`
+              coffer edit github --generate --words 6          # new password, never printed
+              coffer edit github --totp                        # otpauth:// URI from stdin
+              coffer edit github                               # open it in $VISUAL/$EDITOR
+            With no change options the item opens in $VISUAL or $EDITOR as text: line 1 the main \
+            secret, then `field: value` lines, then an empty line and notes (docs/user-guide.md). \
+            The file is 0600 in a 0700 folder under $XDG_RUNTIME_DIR (--unsafe-tmp allows a shared \
+            temporary folder) and is wiped afterwards.
             """)
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "Item name, or id:HEX.")
+    @Argument(help: "Item name, or id:HEX.", completion: .custom(Completion.itemNames))
     var name: String
 
     @Option(help: "New name.")
@@ -73,7 +80,36 @@ struct Edit: ParsableCommand {
     @Flag(help: "Store values even if they fail their source's format rule.")
     var force = false
 
+    @Flag(help: "Set the type's main secret (password, key) to a generated one, never printed.")
+    var generate = false
+
+    @Option(help: ArgumentHelp("Set this field to a generated secret instead (repeatable).", valueName: "field"))
+    var generateField: [String] = []
+
+    @OptionGroup(title: "Generation (with --generate)") var generation: GenerateOptions
+
+    @Flag(help: "Set the totp field from stdin or a no-echo prompt (an otpauth:// URI or base32 secret).")
+    var totp = false
+
+    @Flag(help: "With no change options: allow the editor's file in a shared temporary folder when $XDG_RUNTIME_DIR is not usable.")
+    var unsafeTmp = false
+
+    /// No change option given: the item opens in the editor.
+    var changesNothing: Bool {
+        rename == nil && fields.isEmpty && secrets.isEmpty && unset.isEmpty && tags.isEmpty && untags.isEmpty
+            && source == nil && !noSource && expires == nil && !noExpires && type == nil && policy == nil && url == nil
+            && envVars.isEmpty && noEnvVars.isEmpty && !generate && generateField.isEmpty && !totp && !generation.isUsed
+    }
+
     func run() throws {
+        if changesNothing {
+            try EditInEditor.run(options: options, name: name, unsafeTmp: unsafeTmp, requirements: requirements, force: force)
+            return
+        }
+        if generation.isUsed && !generate && generateField.isEmpty {
+            throw CofferError(.usage, "--length, --chars, --words, --separator and --no-ambiguous need --generate or --generate-field")
+        }
+        _ = try generation.recipe()
         var envChanges: [(field: String, variable: String?)] = []
         for a in envVars {
             guard let eq = a.firstIndex(of: "="), eq != a.startIndex, EnvNaming.isValidOverride(String(a[a.index(after: eq)...])),
@@ -110,6 +146,19 @@ struct Edit: ParsableCommand {
         var stdinUsed = options.passphraseFd == 0
         for key in secrets {
             set.append(Field(name: key, value: try ItemInput.readSecret(named: key, stdinUsed: &stdinUsed), isSecret: true))
+        }
+        if totp {
+            set.append(try ItemInput.readTOTP(stdinUsed: &stdinUsed))
+        }
+        var generated = generateField
+        if generate {
+            guard let main = (type ?? current.type).primaryFieldName ?? current.primaryField?.name else {
+                throw CofferError(.usage, "'\(current.name)' has no main secret field to generate", hint: "name one with --generate-field FIELD")
+            }
+            generated.insert(main, at: 0)
+        }
+        for key in generated {
+            set.append(Field(name: key, value: try generation.generate(), isSecret: true))
         }
         // A field keeps its secrecy unless it is re-entered with --secret.
         set = set.map { f in

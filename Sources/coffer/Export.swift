@@ -21,7 +21,7 @@ struct Export: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Option(name: .long, help: ArgumentHelp("Bundle file to write (replaced atomically).", valueName: "file"))
+    @Option(name: .long, help: ArgumentHelp("Bundle file to write (replaced atomically; `-` for standard output).", valueName: "file"))
     var out: String
 
     @Option(name: .long, help: ArgumentHelp("Summary file of the receiver: write a delta bundle.", valueName: "summary"))
@@ -38,9 +38,10 @@ struct Export: ParsableCommand {
             try PlaintextExportCommand.run(plain, vaultOptions: options, out: out)
             return
         }
+        try OutputFiles.refuseBinaryToTerminal(out, what: "a bundle")
         let vault = try options.unlock()
         let sinceVector = try since.map { try vault.readSummary(at: $0).vector }
         let report = try vault.exportBundle(to: out, since: sinceVector)
-        Output.note("wrote \(report.kind.name) bundle \(out): \(report.items) item\(report.items == 1 ? "" : "s"), \(report.bytes) bytes")
+        Output.note("wrote \(report.kind.name) bundle \(OutputFiles.name(out)): \(report.items) item\(report.items == 1 ? "" : "s"), \(report.bytes) bytes")
     }
 }

@@ -10,12 +10,26 @@ import CofferKit
 enum FastPath {
     /// Runs the command and returns true when it applies; false otherwise.
     static func run(_ args: [String]) throws -> Bool {
-        guard args.count == 2, args[0] == "get", let name = args.last, !name.hasPrefix("-"),
-            let token = SessionEnvironment.token
+        guard args.count == 2, let name = args.last, !name.hasPrefix("-"), let token = SessionEnvironment.token
         else { return false }
+        // The daily verbs with a session and no options take the same
+        // path (docs/benchmarks.md, "Daily verbs").
+        switch args[0] {
+        case "get", "show", "otp", "clip": break
+        default: return false
+        }
+        // clip checks for a clipboard tool before unlocking, as Clip.run does.
+        let tool = args[0] == "clip" ? try ClipboardTool.detect() : nil
         let file = try VaultFile.open(path: VaultLocation.resolve(explicit: nil))
         let vault = try Session.unlock(file: file, token: token, directory: .resolve())
-        try Get.show(vault: vault, name: name, field: nil, json: false)
+        UnlockedVault.current = vault
+        switch args[0] {
+        case "show": try Show.execute(vault: vault, name: name, reveal: false, json: false)
+        case "otp": try Otp.execute(vault: vault, name: name, field: "totp", at: nil, json: false)
+        case "clip":
+            if let tool { try Clip.execute(vault: vault, name: name, field: nil, tool: tool, seconds: 45) }
+        default: try Get.show(vault: vault, name: name, field: nil, json: false)
+        }
         return true
     }
 }

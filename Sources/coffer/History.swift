@@ -9,7 +9,7 @@ struct History: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "Item name, or id:HEX.")
+    @Argument(help: "Item name, or id:HEX.", completion: .custom(Completion.itemNames))
     var name: String
 
     @Flag(help: "Show secret values (hidden by default).")

@@ -27,6 +27,8 @@ struct Init: ParsableCommand {
         let kdf = try KDFOptions.parameters(memory: kdfMemory, iterations: kdfIterations, parallelism: kdfParallelism, base: .default)
         let path = options.path
         // Before asking anything: an existing vault is never replaced.
+        // What a killed init left beside the path (docs/reliability.md).
+        VaultFile.sweepStaleTemporaries(forVaultAt: path)
         if VaultLocation.exists(path) {
             throw CofferError(.vaultExists, "a vault already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         }

@@ -29,6 +29,7 @@ struct Inject: ParsableCommand {
     var output: String?
 
     func run() throws {
+        let input = self.input == "-" ? nil : self.input  // `-i -`: standard input
         let source = input ?? "<stdin>"
         let text: String
         if let input {
@@ -44,7 +45,7 @@ struct Inject: ParsableCommand {
         let rendered = Data(template.render(values).utf8)
         if let output {
             do { try AtomicFile.writeAtomically(rendered, to: output) } catch { throw CofferError(error) }
-            Output.note("wrote \(output) (\(template.references.count) reference\(template.references.count == 1 ? "" : "s"))")
+            Output.note("wrote \(OutputFiles.name(output)) (\(template.references.count) reference\(template.references.count == 1 ? "" : "s"))")
         } else {
             Output.stdout(rendered)
         }

@@ -55,4 +55,12 @@ enum ItemInput {
         }
         return text
     }
+
+    /// Reads a TOTP secret (otpauth:// URI or base32) and checks it
+    /// (exit 65 naming the bad part) before anything is stored.
+    static func readTOTP(stdinUsed: inout Bool) throws(CofferError) -> Field {
+        let text = try readSecret(named: "totp", stdinUsed: &stdinUsed).trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try TOTP.parse(text)
+        return Field(name: "totp", value: text, isSecret: true)
+    }
 }

@@ -40,7 +40,8 @@ struct ItemJSON: Encodable {
         id = item.id.hex
         name = item.name
         type = item.type.rawValue
-        fields = item.fields.map { FieldJSON(name: $0.name, value: ($0.isSecret && !showSecrets) ? nil : $0.value, secret: $0.isSecret) }
+        // An attachment's bytes are not text: read them with `get --field F --out FILE`.
+        fields = item.fields.map { FieldJSON(name: $0.name, value: ($0.isFile || ($0.isSecret && !showSecrets)) ? nil : $0.value, secret: $0.isSecret) }
         tags = item.tags
         source = item.source
         expires = item.expires?.description

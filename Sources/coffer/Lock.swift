@@ -21,7 +21,10 @@ struct Lock: ParsableCommand {
 
     func run() throws {
         let directory = SessionDirectory.resolve()
-        defer { directory.sweep() }
+        defer {
+            directory.sweep()
+            SessionFolderWarnings.report(directory)
+        }
         if all {
             let file = try options.openFile()
             // Also the fallback folders (under $TMPDIR or /tmp) that a

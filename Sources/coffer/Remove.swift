@@ -13,7 +13,7 @@ struct Remove: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "Item name, or id:HEX.")
+    @Argument(help: "Item name, or id:HEX.", completion: .custom(Completion.itemNames))
     var name: String
 
     @Flag(name: [.short, .long], help: "Do not ask for confirmation on a terminal.")

@@ -34,6 +34,7 @@ struct Status: ParsableCommand {
             }
         }
         directory.sweep()
+        SessionFolderWarnings.report(directory)
         let others = directory.sessions().filter { $0.vaultID == info.vaultID && $0.expiresAt > Date() }.count
         if json {
             try Output.json(

@@ -14,12 +14,13 @@ struct Summary: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Option(name: .long, help: ArgumentHelp("Summary file to write.", valueName: "file"))
+    @Option(name: .long, help: ArgumentHelp("Summary file to write (`-` for standard output).", valueName: "file"))
     var out: String
 
     func run() throws {
+        try OutputFiles.refuseBinaryToTerminal(out, what: "a summary")
         let vault = try options.unlock()
         try vault.writeSummary(to: out)
-        Output.note("wrote summary \(out)")
+        Output.note("wrote summary \(OutputFiles.name(out))")
     }
 }

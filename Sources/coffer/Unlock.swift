@@ -66,6 +66,7 @@ struct Unlock: ParsableCommand {
         if syntax != .json && Output.stdoutIsTerminal {
             Output.warn("the session was printed, not set; run it as  eval \"$(coffer unlock)\"  (and `coffer lock` this one)")
         }
+        SessionFolderWarnings.report(.resolve())
         Output.note("session started for \(file.path): ends after \(SessionDuration.format(idle)) unused, at \(ISO8601.string(info.lifetimeEndsAt)) at the latest")
     }
 

@@ -39,10 +39,14 @@ struct VaultOptions: ParsableArguments {
 
     /// Unlocks an already opened vault file, the same way as ``unlock()``.
     func unlock(_ file: VaultFile) throws(CofferError) -> Vault {
+        let vault: Vault
         if passphraseFd == nil, passphraseFile == nil, let token = SessionEnvironment.token {
-            return try Session.unlock(file: file, token: token, directory: .resolve())
+            vault = try Session.unlock(file: file, token: token, directory: .resolve())
+        } else {
+            vault = try file.unlock(passphrase: try passphrase())
         }
-        return try file.unlock(passphrase: try passphrase())
+        UnlockedVault.current = vault
+        return vault
     }
 
     /// Opens and unlocks the vault for a command that writes: first makes
@@ -52,6 +56,23 @@ struct VaultOptions: ParsableArguments {
         let vault = try unlock()
         if let change = try vault.claimReplica() { Output.note(change.message) }
         return vault
+    }
+}
+
+/// The vault this run unlocked, if any: when a command fails because an
+/// item name is unknown, `Coffer.main` asks it for the nearest name.
+enum UnlockedVault {
+    nonisolated(unsafe) static var current: Vault?
+
+    /// `error` with "did you mean …?" in its hint when it is about an unknown
+    /// item name and a live item has a name close to it.
+    static func withSuggestion(_ error: CofferError) -> CofferError {
+        guard error.kind == .itemNotFound, let missing = error.missingName, let vault = current,
+            let near = vault.suggestion(forMissing: missing)
+        else { return error }
+        var e = error
+        e.hint = "did you mean `\(near)`? (list items with `coffer ls`)"
+        return e
     }
 }
 

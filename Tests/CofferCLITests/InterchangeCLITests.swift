@@ -68,6 +68,8 @@ import Glibc
         #expect(get(home, "GitHub", "password") == "p,ss\"word")
         #expect(home.unlocked(["history", "GitHub", "--json", "--show-secrets"]).stdout.contains("\"mine\""))
         #expect(!names(home).contains("GitHub (3)"))
+        let verified = home.unlocked(["verify"])
+        #expect(verified.status == 0, "\(verified)")
     }
 
     @Test func dryRunNamesWhatWouldHappenAndChangesNothing() {
@@ -106,6 +108,24 @@ import Glibc
         #expect(lines.count <= 2)
         #expect(home.vaultBytes() == before)
         #expect(names(home) == ["keep"])
+    }
+
+    /// 1,000 entries or more into an empty vault take the bulk path (indexes
+    /// rebuilt at the end): names must resolve afterwards as usual.
+    @Test func bulkLoadIntoAnEmptyVault() throws {
+        let home = TestHome()
+        home.initVault()
+        var csv = "name,url,username,password\n"
+        for i in 0..<1200 { csv += "site\(i),https://s\(i).example,user\(i),pw\(i)\n" }
+        let path = write(home, "many.csv", csv)
+        let first = home.unlocked(["import", "--from", "csv", path])
+        #expect(first.status == 0 && first.stderr.contains("1200 added"), "\(first)")
+        #expect(get(home, "site777", "password") == "pw777")
+        let again = home.unlocked(["import", "--from", "csv", path])
+        #expect(again.stderr.contains("0 added") && again.stderr.contains("1200 identical"), "\(again)")
+        #expect(home.unlocked(["add", "site5", "--type", "api-key"], stdin: "x").status == 73)
+        let verified = home.unlocked(["verify"])
+        #expect(verified.status == 0, "\(verified)")
     }
 
     @Test func usageErrors() {
@@ -207,6 +227,7 @@ import Glibc
         let a = try items(file), b = try items(again)
         #expect(NSArray(array: a).isEqual(to: b), "\(a)\n\(b)")
         #expect(other.unlocked(["history", "work/openai", "--json", "--show-secrets"]).stdout.contains("sk-one"))
+        #expect(other.unlocked(["verify"]).status == 0)
         let second = other.unlocked(["import", "--from", "coffer-json", file, "--json"])
         #expect(second.stdout.contains("\"added\" : 0"), "\(second)")
     }

@@ -49,9 +49,16 @@ struct ReviewFixesCLITests {
         let link = try FileManager.default.destinationOfSymbolicLink(atPath: home.path("app.env"))
         #expect(link == "real.env")
 
+        // A FIFO is written as a stream (issue 15), never replaced.
         #expect(mkfifo(home.path("fifo"), 0o600) == 0)
-        let refused = home.coffer(["inject", "-i", "t.tpl", "-o", "fifo"])
+        let streamed = home.shell("cat fifo > got.txt & \"$COFFER\" inject -i t.tpl -o fifo --passphrase-file \"$PW\"; s=$?; wait; exit $s", timeout: 30)
+        #expect(streamed.status == 0, "\(streamed)")
+        #expect(try String(contentsOfFile: home.path("got.txt"), encoding: .utf8) == "key=sk-test-2\n")
+        #expect(home.fileType(home.path("fifo")) == S_IFIFO)
+        // A folder is refused.
+        try FileManager.default.createDirectory(atPath: home.path("folder"), withIntermediateDirectories: true)
+        let refused = home.coffer(["inject", "-i", "t.tpl", "-o", "folder"])
         #expect(refused.status == 73, "\(refused)")
-        #expect(refused.stderr.contains("not a regular file"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("is a folder"), "\(refused.stderr)")
     }
 }

@@ -35,7 +35,7 @@ enum VaultFuzz {
         "PRAGMA ignore_check_constraints = 1; UPDATE fieldVersion SET counter = 9223372036854775807 WHERE isTombstone = 0;",
         "UPDATE fieldVersion SET vector = x'00';",
         "UPDATE fieldVersion SET writtenAt = 'late';",
-        "UPDATE item SET policy = 'elsewhere';",
+        "PRAGMA ignore_check_constraints = 1; UPDATE item SET policy = 'elsewhere';",
         "UPDATE item SET nameHash = x'00';",
         "UPDATE fieldHistory SET supersededAt = x'01';",
         "ALTER TABLE replica RENAME COLUMN counter TO c;",

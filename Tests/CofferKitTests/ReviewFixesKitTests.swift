@@ -126,21 +126,29 @@ struct ReviewFixesKitTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["dangling", "link", "real.txt", "sub"])
     }
 
-    @Test func atomicWriteRefusesWhatIsNotARegularFile() throws {
+    @Test func atomicWriteStreamsToFIFOsAndRefusesFolders() throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(mkfifo(dir + "/fifo", 0o600) == 0)
         try FileManager.default.createDirectory(atPath: dir + "/folder", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: dir + "/to-fifo", withDestinationPath: "fifo")
-        for target in ["fifo", "folder", "to-fifo"] {
-            do {
-                try AtomicFile.writeAtomically(Data("x".utf8), to: dir + "/" + target)
-                Issue.record("writing over \(target) was accepted")
-            } catch {
-                let e = CofferError(error)
-                #expect(e.kind == .cannotCreate && e.exitCode == 73)
-                #expect(error.message.contains("not a regular file"), "\(error.message)")
-            }
+        // A FIFO (directly or through a link) is written as a stream
+        // (issue 15): a reader gets the bytes, the FIFO stays.
+        for target in ["fifo", "to-fifo"] {
+            let reader = open(dir + "/fifo", O_RDONLY | O_NONBLOCK)
+            #expect(reader >= 0)
+            try AtomicFile.writeAtomically(Data("x".utf8), to: dir + "/" + target)
+            var byte: UInt8 = 0
+            #expect(read(reader, &byte, 1) == 1 && byte == UInt8(ascii: "x"))
+            close(reader)
+        }
+        do {
+            try AtomicFile.writeAtomically(Data("x".utf8), to: dir + "/folder")
+            Issue.record("writing over a folder was accepted")
+        } catch {
+            let e = CofferError(error)
+            #expect(e.kind == .cannotCreate && e.exitCode == 73)
+            #expect(error.message.contains("is a folder"), "\(error.message)")
         }
         #expect(Self.isSymlink(dir + "/to-fifo"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["fifo", "folder", "to-fifo"])

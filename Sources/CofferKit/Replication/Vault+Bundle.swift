@@ -124,7 +124,7 @@ extension Vault {
     public func writeSummary(to path: String) throws(CofferError) {
         let s = try summaryFile()
         let out = try AtomicFileOutput(path: path)
-        do { try out.writeBytes(s.encoded) } catch { throw CofferError(.cannotCreate, "cannot write \(path): \(error)") }
+        do { try out.writeBytes(s.encoded) } catch { throw out.error("\(error)") }
         try out.commit()
     }
 
@@ -209,7 +209,7 @@ extension Vault {
                     }
                     return ExportReport(path: path, kind: header.kind, items: count, bytes: writer.bytesWritten)
                 } catch let e as BundleError {
-                    throw CofferError(.cannotCreate, "cannot write \(path): \(e)")
+                    throw out.error("\(e)")
                 }
             }
         }
@@ -466,6 +466,7 @@ extension Vault {
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
         progress: ImportProgress? = nil
     ) throws(CofferError) -> ImportReport {
+        NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
             throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
         }
@@ -489,35 +490,11 @@ extension Vault {
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master)) } catch {
             throw .bundle(error, path: path)
         }
-        let dir = (vaultPath as NSString).deletingLastPathComponent
-        let tempPath = (dir.isEmpty ? "" : dir + "/") + ".\((vaultPath as NSString).lastPathComponent).clone-\(Hex.encode(Random.bytes(6)))"
-        func removeTemp() {
-            for suffix in ["", "-journal", "-wal", "-shm"] { unlink(tempPath + suffix) }
+        // Built under a temporary name, linked into place when complete
+        // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
+        return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
+            try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress)
         }
-        let report: ImportReport
-        do {
-            report = try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress)
-        } catch {
-            removeTemp()
-            throw error
-        }
-        // The database is closed (every reference released): publish it
-        // without ever replacing a file that appeared meanwhile.
-        guard link(tempPath, vaultPath) == 0 else {
-            let code = errno
-            removeTemp()
-            if code == EEXIST {
-                throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path")
-            }
-            throw CofferError(.cannotCreate, "cannot create \(vaultPath): \(String(cString: strerror(code)))")
-        }
-        removeTemp()
-        let dfd = Glibc.open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 {
-            fsync(dfd)
-            close(dfd)
-        }
-        return report
     }
 
     private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {

@@ -209,6 +209,11 @@ extension Vault {
         // merged or written, dry run included (docs/threat-model.md).
         try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
         var rebinding = dryRun ? nil : try claimReplica()
+        if !dryRun {
+            // Bundles whose writer was killed before the rename (here or on
+            // a machine that replicates this folder) are litter (issue 13).
+            AtomicFileOutput.sweepStale(dir: dir) { $0.hasSuffix(".coffer-bundle") }
+        }
         var (local, summary, exportable) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db)) }
         }

@@ -380,11 +380,19 @@ public struct SessionDirectory: Sendable, Equatable {
         return names.filter { $0.hasSuffix(Session.suffix) }.sorted().compactMap { info(name: $0) }
     }
 
+    /// Names ending in `.session` that are not regular files (a FIFO, a
+    /// device, a link, a folder): never opened or removed, reported by
+    /// `status`, `lock` and `unlock` so the user can remove them.
+    public func irregularEntries() -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
+        return names.filter { $0.hasSuffix(Session.suffix) && PrivateFile.isIrregular(path + "/" + $0) }.sorted()
+    }
+
     /// Wipes the files of sessions that are over (any vault).
     public func sweep(now: Date = Date()) {
         guard (try? checkFolder()) != nil, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         let nowMs = Session.millis(now)
-        for name in names where name.hasSuffix(Session.suffix) {
+        for name in names where name.hasSuffix(Session.suffix) && !PrivateFile.isIrregular(path + "/" + name) {
             guard let stored = try? read(name: name) else { continue }
             var r = ByteReader(stored.bytes)
             if let h = try? SessionHeader(reading: &r) {

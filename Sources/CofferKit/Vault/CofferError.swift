@@ -43,6 +43,9 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case invalidCredential
         /// An internal failure (a bug, or a broken environment).
         case internalError
+        /// The vault or a file cannot be read or written by this user: no
+        /// permission, or read-only (file, folder or file system).
+        case permissionDenied
     }
 
     public var kind: Kind
@@ -50,6 +53,9 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
     public var message: String
     /// What to do about it, when there is something to say.
     public var hint: String?
+    /// For ``Kind/itemNotFound``: the item name that was looked up, so a
+    /// caller can add "did you mean …?" (``Vault/suggestion(forMissing:)``).
+    public var missingName: String?
 
     public init(_ kind: Kind, _ message: String, hint: String? = nil) {
         self.kind = kind
@@ -67,7 +73,7 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case .vaultExists, .duplicateName, .cannotCreate: return 73
         case .ioError: return 74
         case .busy: return 75
-        case .wrongPassphrase, .locked: return 77
+        case .wrongPassphrase, .locked, .permissionDenied: return 77
         }
     }
 
@@ -91,6 +97,14 @@ extension CofferError {
             return CofferError(.cannotCreate, "cannot create \(path): \(reason)")
         case .busy(let path):
             return CofferError(.busy, "the vault \(path) is busy (another coffer is writing)", hint: "try again in a moment")
+        case .permissionDenied(let path, let reason):
+            return CofferError(.permissionDenied, "cannot read the vault \(path): \(reason)", hint: "check the owner and mode of the file and its folders (ls -l), or pass --vault PATH")
+        case .readOnly(let path, let reason):
+            return CofferError(.permissionDenied, "cannot write the vault \(path): \(reason)", hint: "make it writable (or remount the disk read-write) and run the command again; nothing was changed")
+        case .diskFull(let path):
+            return CofferError(.ioError, "no space left on \(Disk.describe(holding: path))", hint: "free some space and run the command again; nothing was changed")
+        case .io(let path, let reason):
+            return CofferError(.ioError, "cannot read or write the vault \(path): \(reason)", hint: "check the disk (dmesg); the vault is unchanged unless a write completed")
         case .damaged(let what):
             return .modifiedOutside(what)
         case .database(let message):
@@ -111,7 +125,7 @@ extension CofferError {
     public init(_ failure: FileWriteFailure) {
         switch failure.errno {
         case ENOSPC, EDQUOT:
-            self.init(.ioError, "no space left on the disk that holds \(failure.path)", hint: "free some space and run the command again; nothing was changed")
+            self.init(.ioError, "no space left on \(Disk.describe(holding: failure.path))", hint: "free some space and run the command again; nothing was changed")
         case EIO:
             self.init(.ioError, failure.message, hint: failure.hint)
         default:

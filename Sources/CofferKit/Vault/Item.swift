@@ -1,17 +1,43 @@
 import CofferSync
 import Foundation
 
-/// One named value of an item.
+/// One named value of an item: UTF-8 text, or for an attachment
+/// (``isFile``) a file's bytes.
 public struct Field: Sendable, Equatable, Hashable {
     public var name: String
-    public var value: String
+    /// The value's bytes: UTF-8 text, or a file's bytes when ``isFile``.
+    public var bytes: [UInt8]
     public var isSecret: Bool
+    /// An attachment (`coffer attach`): binary-safe, never printed to a
+    /// terminal, listed by `coffer show` with its size.
+    public var isFile: Bool
 
     public init(name: String, value: String, isSecret: Bool) {
         self.name = name
-        self.value = value
+        self.bytes = Array(value.utf8)
         self.isSecret = isSecret
+        self.isFile = false
     }
+
+    public init(name: String, bytes: [UInt8], isSecret: Bool, isFile: Bool) {
+        self.name = name
+        self.bytes = bytes
+        self.isSecret = isSecret
+        self.isFile = isFile
+    }
+
+    /// The value as text (an attachment's bytes that are not UTF-8 show
+    /// as U+FFFD; read those through ``bytes``).
+    public var value: String {
+        get { String(decoding: bytes, as: UTF8.self) }
+        set { bytes = Array(newValue.utf8) }
+    }
+
+    /// The largest value a field may hold (an attachment's size limit).
+    public static let maxValueBytes = 16 * 1024 * 1024
+    /// The largest total of an item's values: with every field in a two-way
+    /// conflict an item still fits a bundle record (64 MiB).
+    public static let maxItemBytes = 28 * 1024 * 1024
 }
 
 /// A calendar day (`YYYY-MM-DD`), the resolution of expiry dates.
@@ -128,6 +154,8 @@ public struct Item: Sendable, Equatable {
     public var conflicts: [FieldConflict]
     /// Deleted on one replica while edited concurrently on another.
     public var hasDeleteConflict: Bool
+    /// The replica that made the latest shown write.
+    public var lastWrittenBy: ReplicaID? = nil
 
     /// The field `coffer get NAME` prints: the type's primary field, or for
     /// `custom` items the field `value` (what ``Coffer/Kind/generic(fields:)``

@@ -53,7 +53,8 @@ public final class VaultFile: Sendable {
 
     /// Creates a vault: new vault id, new replica id, a random master key
     /// wrapped under `passphrase`. The file is created 0600 in a 0700
-    /// folder; on any failure no file is left behind.
+    /// folder, under a temporary name linked into place when complete; on
+    /// any failure (or a kill) no file is left at `path`.
     public static func create(path: String, passphrase: SecretBytes, kdf: KDFParameters = .default) throws(CofferError) -> Vault {
         do { try kdf.validate() } catch { throw CofferError(.usage, "invalid KDF parameters: \(error)") }
         guard passphrase.count > 0 else {
@@ -62,6 +63,7 @@ public final class VaultFile: Sendable {
         guard passphrase.nfcNormalizedUTF8() != nil else {
             throw CofferError(.usage, "the passphrase is not valid UTF-8 text", hint: "type it in a UTF-8 terminal, or save the passphrase file as UTF-8")
         }
+        sweepStaleTemporaries(forVaultAt: path)
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
         }
@@ -77,13 +79,27 @@ public final class VaultFile: Sendable {
             formatVersion: VaultStore.formatVersion, vaultID: vaultID, kdfMemoryKiB: kdf.memoryKiB,
             kdfIterations: kdf.iterations, kdfParallelism: kdf.parallelism, kdfSalt: wrapped.salt,
             wrappedMasterKey: wrapped.wrapped, createdAt: Clock.nowMillis())
-        return try CofferError.wrap {
-            let store = try VaultStore.create(
-                path: path, header: header, replica: .random(), host: MachineIdentity.host,
-                mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
-            let file = VaultFile(path: path, store: store, header: header)
-            return try Vault(file: file, master: master)
+        // Built under a temporary name and linked into place when
+        // complete: a killed `init` leaves no half-made vault (issue 13).
+        try NewVaultFile.build(at: path, kind: "init") { (temp: String) throws(CofferError) in
+            try CofferError.wrap {
+                _ = try VaultStore.create(
+                    path: temp, header: header, replica: .random(), host: MachineIdentity.host,
+                    mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
+            }
         }
+        return try CofferError.wrap {
+            let store = try VaultStore.open(path: path)
+            return try Vault(file: VaultFile(path: path, store: store, header: header), master: master)
+        }
+    }
+
+    /// Removes what `init`s and `clone`s of `path` killed part-way left
+    /// beside it (unlocked, older than five minutes; docs/reliability.md).
+    /// `init` and `clone` do it themselves; returns the names removed.
+    @discardableResult
+    public static func sweepStaleTemporaries(forVaultAt path: String) -> [String] {
+        NewVaultFile.sweepStale(for: path)
     }
 
     /// Unlocks with the passphrase (runs Argon2id).

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private X server (Xvfb) for the clipboard tests.
+final class XServer: @unchecked Sendable {
+    let display: String
+    let process: Process
+
+    init() throws {
+        // A display number unlikely to be taken; retried on collision.
+        for _ in 0..<5 {
+            let n = 100 + Int.random(in: 0..<800)
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
+            p.arguments = [":\(n)", "-nolisten", "tcp", "-screen", "0", "320x240x16"]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            // Ready when its socket exists.
+            for _ in 0..<100 where p.isRunning {
+                if FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)") {
+                    display = ":\(n)"
+                    process = p
+                    return
+                }
+                usleep(50_000)
+            }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        }
+        throw XServerFailure()
+    }
+
+    struct XServerFailure: Error {}
+
+    deinit {
+        // SIGKILL: the test runner's threads may block SIGTERM, and a
+        // child inherits that mask. Ends the xclip that served the
+        // selection too (it loses its display).
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// What the CLIPBOARD selection holds (xclip -o), nil when empty.
+    func clipboard() -> String? {
+        let r = Spawn.run("/usr/bin/env", ["DISPLAY=\(display)", "xclip", "-selection", "clipboard", "-out"], stdin: nil, fd3: nil,
+                          environment: ProcessInfo.processInfo.environment, workDir: "/")
+        return r.status == 0 && !r.stdout.isEmpty ? r.stdout : nil
+    }
+
+    func setClipboard(_ text: String) {
+        _ = Spawn.run("/usr/bin/env", ["DISPLAY=\(display)", "xclip", "-selection", "clipboard", "-in"], stdin: text, fd3: nil,
+                      environment: ProcessInfo.processInfo.environment, workDir: "/")
+    }
+}
+
+/// Every process's command line, to check that no secret is in argv.
+private func allCommandLines() -> [String] {
+    let procs = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return procs.filter { $0.allSatisfy(\.isNumber) }.compactMap { pid in
+        (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))).map { String(decoding: $0, as: UTF8.self) }
+    }
+}
+
+@Suite("coffer clip with a real X clipboard (Xvfb, xclip)", .enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
+struct ClipInteropTests {
+    func home(_ x: XServer) -> TestHome {
+        let home = TestHome()
+        home.environment["DISPLAY"] = x.display
+        home.initVault()
+        #expect(home.unlocked(["add", "svc/api", "--source", "x"], stdin: "clip-SECRET-4711").status == 0)
+        #expect(home.unlocked(["add", "svc/login", "--type", "login", "--field", "username=octo", "--secret", "password"], stdin: "pw-SECRET-0815").status == 0)
+        return home
+    }
+
+    @Test func copiesThroughAPipeAndClearsAfterTheDelay() throws {
+        let x = try XServer()
+        let home = home(x)
+        let r = home.unlocked(["clip", "svc/api", "--clear-after", "2s"])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.contains("xclip") && r.stderr.contains("2s"))
+        #expect(x.clipboard() == "clip-SECRET-4711")
+        // Never in any process's argv (xclip serving the selection, the
+        // detached clearer).
+        #expect(!allCommandLines().contains { $0.contains("clip-SECRET") })
+        #expect(allCommandLines().contains { $0.contains("clip-clear") })
+        var cleared = false
+        for _ in 0..<60 where !cleared {
+            usleep(100_000)
+            cleared = x.clipboard() == nil
+        }
+        #expect(cleared, "the clipboard still holds the value")
+        // A field by name.
+        #expect(home.unlocked(["clip", "svc/login", "--field", "username", "--clear-after", "0"]).status == 0)
+        #expect(x.clipboard() == "octo")
+    }
+
+    @Test func leavesSomethingCopiedSinceAlone() throws {
+        let x = try XServer()
+        let home = home(x)
+        #expect(home.unlocked(["clip", "svc/login", "--clear-after", "2"]).status == 0)
+        #expect(x.clipboard() == "pw-SECRET-0815")
+        x.setClipboard("something else")
+        sleep(4)
+        #expect(x.clipboard() == "something else")
+    }
+}
+
+@Suite("coffer clip errors")
+struct ClipErrorTests {
+    @Test func noToolOrNoDisplayIsOneClearLine() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "svc/api"], stdin: "v").status == 0)
+        var env = home.environment
+        env["DISPLAY"] = ":4711"
+        env["PATH"] = home.path("empty-bin")
+        let noTool = Spawn.run(CofferBinary.path, ["clip", "svc/api", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase + "\n", environment: env, workDir: home.root.path)
+        #expect(noTool.status == 66)
+        #expect(noTool.stderr.contains("wl-copy") && noTool.stderr.contains("xclip") && noTool.stderr.contains("xsel"), "\(noTool)")
+        let noDisplay = home.unlocked(["clip", "svc/api"])
+        #expect(noDisplay.status == 66)
+        #expect(noDisplay.stderr.contains("DISPLAY"), "\(noDisplay)")
+        #expect(home.unlocked(["clip", "svc/api", "--clear-after", "soon"]).status == 64)
+        #expect(home.unlocked(["clip", "svc/api", "--clear-after", "25h"]).status == 64)
+    }
+}
