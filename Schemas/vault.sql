@@ -105,6 +105,24 @@ CREATE TABLE vaultIntegrity (
     mac BLOB NOT NULL CHECK (length(mac) = 32)
 );
 
+-- One row: the highest counter of this file's replica id that this file
+-- has put in a bundle (export or sync). A bundle that has seen more of
+-- this replica id was written by another file: a restored backup or a
+-- copy (docs/sync.md, "Restored vault files").
+CREATE TABLE localExport (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+    counter INTEGER NOT NULL CHECK (counter >= 0)
+);
+
+-- The private writer id of each local-only item: writes to it take dots
+-- of this id, which no bundle claims until the item syncs again
+-- (docs/sync.md, "Local-only items").
+CREATE TABLE localOnlyWriter (
+    itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
+    replicaId BLOB NOT NULL CHECK (length(replicaId) = 16)
+) WITHOUT ROWID;
+
 -- Format 3. The version of the passphrase wrapping (docs/sync.md,
 -- "Passphrase changes"): vector || changed-by replica id || i64 changed at,
 -- as in a format-2 bundle header. No row: the initial wrapping of `init`.

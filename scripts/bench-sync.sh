@@ -16,7 +16,8 @@
 # does not dominate; the default KDF adds its own memory and time to every
 # command that unlocks (sync with nothing new does not unlock at all).
 # Before each timed run, A's vault is restored with `cat backup > vault`,
-# which keeps the inode (a `cp` would be taken for a copied vault).
+# which keeps the inode (a `cp` would be taken for a copied vault), and A's
+# bundle in DIR with it (else A would be taken for a restored backup).
 set -euo pipefail
 COFFER="${1:?usage: bench-sync.sh path/to/coffer [items] [changed] [overlap]}"
 BENCH="$(dirname "$COFFER")/coffer-bench"
@@ -62,8 +63,12 @@ A="$D/a.coffer"; B="$D/b.coffer"
 "$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null          # B's bundle now holds its changes
 BID=$("$COFFER" replicas --vault "$B" --json | python3 -c 'import json,sys; print([r["id"] for r in json.load(sys.stdin)["replicas"] if r["local"]][0])')
 BB="$D/dir/$BID.coffer-bundle"
+AID=$("$COFFER" replicas --vault "$A" --json | python3 -c 'import json,sys; print([r["id"] for r in json.load(sys.stdin)["replicas"] if r["local"]][0])')
 cp "$A" "$D/a.bak"
-RESTORE="cat $D/a.bak > $A"
+cp "$D/dir/$AID.coffer-bundle" "$D/a-bundle.bak"
+# A's bundle in DIR goes back too: a vault restored behind its own bundle in
+# the folder is a restored backup (docs/sync.md) and would take a new id.
+RESTORE="cat $D/a.bak > $A && cp $D/a-bundle.bak $D/dir/$AID.coffer-bundle"
 
 t_import=$(hf import "$RESTORE" "$COFFER import --vault $A $BB")
 m_import=$(rss "$RESTORE" "$COFFER" import --vault "$A" "$BB")

@@ -327,7 +327,7 @@ public final class Vault: Sendable {
 
     private func insert(_ db: Database, name: String, draft: ItemDraft, mac: VaultMAC) throws -> Item {
         let id = ItemID.random()
-        let dot = try nextDot(db, mac)
+        let dot = try nextDot(db, item: id, policy: draft.policy, mac: mac)
         let now = Clock.nowMillis()
         var changes = [
             Change(register: .name, payload: FieldPayload(name: "@name", value: Array(name.utf8), isSecret: false), tombstone: false),
@@ -433,7 +433,12 @@ public final class Vault: Sendable {
         return try CofferError.wrap {
             try write { db, mac in
                 let id = try resolve(db, name)
-                guard let (oldRow, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                guard let (oldRow, _, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
+                let policy = edit.policy ?? oldRow.policy
+                // Before this write's own changes (docs/sync.md,
+                // "Local-only items").
+                try changePolicy(db, item: id, from: oldRow.policy, to: policy, mac: mac)
+                guard let (_, old, _) = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 let current = try decode(old, row: oldRow)
                 if !edit.setFields.isEmpty {
                     var after: [String: Field] = [:]
@@ -485,18 +490,11 @@ public final class Vault: Sendable {
                     // Editing an item that was deleted concurrently keeps it.
                     changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                 }
-                let policy = edit.policy ?? oldRow.policy
-                if oldRow.policy == .localOnly && policy == .sync {
-                    // Versions written while local-only carry dots other
-                    // replicas' summaries already cover; re-stamp them so
-                    // that bundles (and sync's skip test) carry the item.
-                    changes += try restampChanges(old, skipping: Set(changes.map(\.register)))
-                }
                 if changes.isEmpty && policy == oldRow.policy { return current }
                 var state = old
                 let now = Clock.nowMillis()
                 if !changes.isEmpty {
-                    apply(changes, to: &state, dot: try nextDot(db, mac), at: now)
+                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: policy, mac: mac), at: now)
                 }
                 let row = try derivedRow(for: state, policy: policy, createdAt: oldRow.createdAt, updatedAt: now)
                 try save(db, row: row, old: old, new: state, now: now, mac: mac)
@@ -513,7 +511,7 @@ public final class Vault: Sendable {
             try write { db, mac in
                 let id = try resolve(db, name)
                 guard let (oldRow, old, _) = try loadItem(db, id: id) else { return }
-                let dot = try nextDot(db, mac)
+                let dot = try nextDot(db, item: id, policy: oldRow.policy, mac: mac)
                 let now = Clock.nowMillis()
                 var vector = old.vector
                 vector[dot.replica] = dot.counter

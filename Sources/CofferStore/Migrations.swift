@@ -14,6 +14,14 @@ enum Migrations {
             try db.execute(sql: v2Integrity)
             try db.execute(sql: "PRAGMA user_version = 2")
         }
+        // Part of format 3 (its tables were added beside the keys' one in
+        // the same release; format 3 is reached by the migration after it).
+        m.registerMigration("sync-replica-bookkeeping") { db in
+            try db.execute(sql: syncReplicaBookkeeping)
+            // An existing vault is taken to have published every write
+            // it made (the safe assumption for restore detection).
+            try db.execute(sql: "INSERT OR IGNORE INTO localExport (singleton, replicaId, counter) SELECT 1, replicaId, counter FROM localReplica")
+        }
         m.registerMigration("v3-keys-wrapping") { db in
             try db.execute(sql: v3KeysWrapping)
             try db.execute(sql: "PRAGMA user_version = 3")
@@ -45,6 +53,22 @@ enum Migrations {
             singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
             version BLOB NOT NULL
         );
+        """
+
+    /// Issue 14 (docs/sync.md, "Restored vault files" and "Local-only
+    /// items"): the highest own counter this file has put in a bundle, and
+    /// the private writer id of each local-only item.
+    static let syncReplicaBookkeeping = """
+        CREATE TABLE localExport (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            replicaId BLOB NOT NULL CHECK (length(replicaId) = 16),
+            counter INTEGER NOT NULL CHECK (counter >= 0)
+        );
+
+        CREATE TABLE localOnlyWriter (
+            itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
+            replicaId BLOB NOT NULL CHECK (length(replicaId) = 16)
+        ) WITHOUT ROWID;
         """
 
     /// Format version 1 (Schemas/vault.sql).

@@ -5,41 +5,102 @@ import Foundation
 struct Clone: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clone",
-        abstract: "Create this machine's vault from a full bundle.",
+        abstract: "Create this machine's vault from a sync folder or full bundles.",
         discussion: """
-            Creates a new replica of the vault that exported FILE (same vault and passphrase, a new \
-            replica id) at --vault PATH (default: the usual vault path), then imports the bundle. \
-            Asks for the passphrase of the exporting vault. Refuses a bundle asking Argon2id for more \
-            than 1 GiB, 10 passes or 8 lanes (exit 65) unless --allow-expensive-kdf. Refuses to replace an existing file \
-            (exit 73); on any failure no vault file is left behind.
+            Creates a new replica of the vault that exported the bundles (same vault and passphrase, a \
+            new replica id) at --vault PATH (default: the usual vault path). SOURCE is a sync folder \
+            (its newest full bundle is used) or one or more bundle files (`coffer clone \
+            ~/Sync/coffer/*.coffer-bundle`): the newest full bundle makes the vault, and the others of \
+            the same vault are merged into it. Asks for the passphrase of the exporting vault. Refuses \
+            a bundle asking Argon2id for more than 1 GiB, 10 passes or 8 lanes (exit 65) unless \
+            --allow-expensive-kdf. Refuses \
+            to replace an existing file (exit 73), bundles of several vaults or no full bundle (exit \
+            65) and a folder without bundles (exit 66); on a failure of the first bundle no vault file is left \
+            behind. A later bundle that cannot be merged is reported (exit 65); the vault stays.
             """)
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: ArgumentHelp("A full bundle written by `coffer export`.", valueName: "file"))
-    var file: String
+    @Argument(help: ArgumentHelp("A sync folder, or full bundles written by `coffer export` or `coffer sync`.", valueName: "source"))
+    var sources: [String] = []
 
     @Flag(help: "Run Argon2id with the bundle's parameters even above the local ceiling (1 GiB, 10 passes, 8 lanes).")
     var allowExpensiveKdf = false
 
+    func validate() throws {
+        if sources.isEmpty { throw ValidationError("give a sync folder or a bundle file to clone from") }
+    }
+
     func run() throws {
         let path = options.path
-        // Checked again inside clone; here they spare asking for a passphrase.
-        // (Standard input can be read only once: the clone checks it.)
-        if file != "-" {
-            let bundle = try Vault.inspectBundle(at: file)
-            if !allowExpensiveKdf { try Vault.checkCloneKDF(bundle.header.kdf, path: file) }
-        }
         VaultFile.sweepStaleTemporaries(forVaultAt: path)
+        if sources == ["-"] {
+            // A bundle on standard input: it can be read only once, so the
+            // clone itself checks it.
+            if FileManager.default.fileExists(atPath: path) {
+                throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
+            }
+            let passphrase = try options.passphrase()
+            defer { Progress.clear() }
+            let r = try Vault.clone(bundleAt: "-", to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing("-"))
+            Progress.clear()
+            let info = try VaultFile.open(path: path).info()
+            Output.note("created vault \(path) from -: \(r.added) item\(r.added == 1 ? "" : "s")")
+            Output.note("vault id \(info.vaultID.hex), replica id \(info.replicaID.hex)")
+            return
+        }
+        // Headers only (no passphrase yet): which bundles, of which vault.
+        var bundles: [BundleInfo] = []
+        for s in sources {
+            if Vault.isFolder(s) {
+                let found = try Vault.bundlesInFolder(s)
+                if found.isEmpty {
+                    throw CofferError(.fileNotFound, "\(s) holds no Coffer bundle", hint: "on a machine that has the vault, run `coffer sync \(s)` first (it writes its bundle there)")
+                }
+                bundles += found
+            } else {
+                bundles.append(try Vault.inspectBundle(at: s))
+            }
+        }
+        let vaults = Set(bundles.map(\.header.vaultID))
+        if vaults.count > 1 {
+            throw CofferError(
+                .badData, "the bundles belong to \(vaults.count) different vaults (\(vaults.sorted().map { $0.hex.prefix(8) + "…" }.joined(separator: ", ")))",
+                hint: "give the bundles of one vault; `coffer inspect FILE` shows a bundle's vault id")
+        }
+        guard let base = Vault.newestFullBundle(bundles) else {
+            throw CofferError(.badData, "\(bundles.count == 1 ? "\(bundles[0].path) is a delta bundle" : "no full bundle among \(sources.joined(separator: " "))"); a clone needs a full bundle", hint: "on a machine that has the vault run `coffer sync DIR` or `coffer export --out FILE` (without --since)")
+        }
+        if !allowExpensiveKdf { try Vault.checkCloneKDF(base.header.kdf, path: base.path) }
         if FileManager.default.fileExists(atPath: path) {
-            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
+            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or merge the bundles into that vault with `coffer sync` or `coffer import`")
         }
         let passphrase = try options.passphrase()
         defer { Progress.clear() }
-        let r = try Vault.clone(bundleAt: file, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(file))
+        let r = try Vault.clone(bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path))
         Progress.clear()
-        let info = try VaultFile.open(path: path).info()
-        Output.note("created vault \(path) from \(file): \(r.added) item\(r.added == 1 ? "" : "s")")
+        let file = try VaultFile.open(path: path)
+        Output.note("created vault \(path) from \(base.path): \(r.added) item\(r.added == 1 ? "" : "s")")
+        let rest = bundles.filter { $0.path != base.path }
+        var failed = 0
+        if !rest.isEmpty {
+            let vault = try file.unlock(passphrase: passphrase)
+            for b in rest {
+                do {
+                    let m = try vault.importBundle(at: b.path, progress: Progress.importing(b.path))
+                    Progress.clear()
+                    Output.note("merged \(b.path): \(m.added) added, \(m.changed) changed, \(m.unchanged) unchanged")
+                } catch {
+                    Progress.clear()
+                    failed += 1
+                    Output.warn("skipped \(b.path): \(error.message)")
+                }
+            }
+        }
+        let info = try file.info()
         Output.note("vault id \(info.vaultID.hex), replica id \(info.replicaID.hex)")
+        if failed > 0 {
+            throw CofferError(.badData, "\(failed) bundle\(failed == 1 ? "" : "s") could not be merged (see the warnings above); the vault was created from the others", hint: "run `coffer sync DIR` later to merge what is missing")
+        }
     }
 }

@@ -75,6 +75,7 @@ struct Import: ParsableCommand {
             }
             done.append(file)
             Progress.clear()
+            if let change = r.rebinding { Output.note(change.message) }
             var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
             if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
             Output.note(line)

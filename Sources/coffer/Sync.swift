@@ -17,7 +17,14 @@ struct Sync: ParsableCommand {
             nothing the second time; when there is nothing to do, no passphrase is asked. \
             --dry-run shows item by item and field by field what merging would change, and changes \
             nothing. Exit status: 0; 65 when a bundle could not be merged (the others were, and this \
-            replica's bundle was written); 66 DIR missing; 77 wrong passphrase (docs/sync.md).
+            replica's bundle was written, or DIR holds only another vault's bundles and nothing was \
+            written); 66 no vault (when DIR holds bundles, the hint says `coffer clone DIR`); 73 DIR \
+            cannot be created; 77 wrong passphrase (docs/sync.md). A missing DIR is created (mode \
+            0700) and sync says so. With --git, DIR is a clone of a repository every machine \
+            pushes to: sync commits this replica's bundle if it changed, pulls with a rebase, \
+            merges, and pushes, retrying up to 5 times when another machine pushed first (exit 74 \
+            fetch or push failed, 75 still rejected); it works with an empty remote and with \
+            nothing to commit.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -28,8 +35,30 @@ struct Sync: ParsableCommand {
     @Flag(help: "Show what would change; change nothing.")
     var dryRun = false
 
+    @Flag(help: "DIR is a git work tree: commit this replica's bundle, pull --rebase, merge, push (retried when another machine pushed first).")
+    var git = false
+
+    @Option(help: ArgumentHelp("With --git: the remote to pull from and push to (default: the branch's upstream, else origin).", valueName: "name"))
+    var remote: String?
+
+    func validate() throws {
+        if git && dryRun { throw ValidationError("--dry-run cannot be combined with --git (a dry run changes nothing, a git sync commits and pushes)") }
+        if remote != nil && !git { throw ValidationError("--remote needs --git") }
+    }
+
     func run() throws {
-        let file = try options.openFile()
+        let file = try openVaultOrSuggestClone()
+        if !git && !Vault.isFolder(dir) && !FileManager.default.fileExists(atPath: dir) {
+            guard !dryRun else {
+                throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "a sync without --dry-run creates it (mode 0700)")
+            }
+            try Vault.createSyncFolder(dir)
+            Output.note("created the sync folder \(dir) (mode 0700)")
+        }
+        try Vault.checkSyncFolder(dir, file: file)
+        if git {
+            return try runGit(file)
+        }
         if !dryRun, try Vault.syncIsNoop(file: file, dir: dir) {
             Output.note("nothing new in \(dir); this replica's bundle is current")
             return
@@ -77,7 +106,62 @@ struct Sync: ParsableCommand {
         }
         if !report.failed.isEmpty {
             let n = report.failed.count
+            let foreign = report.failed.filter { $0.error.message.contains("a bundle of a different vault") }.count
+            let hint: String
+            if foreign == n {
+                hint = "the folder holds bundles of a different vault: keep one vault's bundles per sync folder (move them to that vault's folder)"
+            } else {
+                hint = "remove or replace the damaged file; its replica writes a fresh bundle on its next sync"
+            }
             throw CofferError(.badData, "\(n) file\(n == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced",
+                hint: hint)
+        }
+    }
+}
+
+extension Sync {
+    /// Opens the vault; on a machine without one, when DIR already holds
+    /// a vault's bundles, the hint says `coffer clone DIR` (not init).
+    func openVaultOrSuggestClone() throws(CofferError) -> VaultFile {
+        let result: Result<VaultFile, CofferError>
+        do { result = .success(try options.openFile()) } catch { result = .failure(error) }
+        switch result {
+        case .success(let f):
+            return f
+        case .failure(var e):
+            if e.kind == .vaultNotFound, Vault.isFolder(dir), let first = (try? Vault.bundlesInFolder(dir))?.first {
+                e.hint = "\(dir) holds bundles of a vault (vault id \(first.header.vaultID.hex.prefix(8))…): make this machine one of its replicas with `coffer clone \(dir)`, not `coffer init`"
+            }
+            throw e
+        }
+    }
+
+    /// `sync DIR --git`: every round of merging is reported like a plain
+    /// sync, then what git did.
+    func runGit(_ file: VaultFile) throws {
+        let vault = try options.unlock(file)
+        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) })
+        let base = { (p: String) in (p as NSString).lastPathComponent }
+        var failed: [String: CofferError] = [:]
+        for round in report.rounds {
+            if let r = round.rebinding { Output.note(r.message) }
+            for r in round.merged {
+                var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
+                if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }
+                Output.note(line)
+            }
+            for c in round.newConflicts { Output.note("new conflict: \(c.item) field \(c.field)") }
+            for f in round.failed { failed[f.path] = f.error }
+        }
+        if report.rounds.contains(where: { !$0.newConflicts.isEmpty }) { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
+        let own = base(report.rounds.last?.ownBundle ?? "")
+        Output.note(report.commits > 0 ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))" : "nothing to commit; \(own) is current")
+        Output.note("pushed to \(report.remote)/\(report.branch)" + (report.attempts > 1 ? " after \(report.attempts) attempts" : ""))
+        for (path, e) in failed.sorted(by: { $0.key < $1.key }) {
+            Output.warn("skipped \(base(path)): \(e.message)")
+        }
+        if !failed.isEmpty {
+            throw CofferError(.badData, "\(failed.count) file\(failed.count == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced and pushed",
                 hint: "remove or replace the damaged file; its replica writes a fresh bundle on its next sync")
         }
     }

@@ -266,10 +266,12 @@ struct SyncCLITests {
     @Test func syncErrorsAreClear() {
         let a = TestHome()
         a.initVault()
-        let missing = a.run(["sync", a.path("nope")])
-        #expect(missing.status == 66, "\(missing)")
-        #expect(missing.stderr.contains("no such folder"))
         _ = FileManager.default.createFile(atPath: a.path("file"), contents: Data())
+        // A missing folder is created (SecondMachineTests); one that
+        // cannot be is exit 73.
+        let missing = a.run(["sync", a.path("file/nope")])
+        #expect(missing.status == 73, "\(missing)")
+        #expect(missing.stderr.contains("cannot create the sync folder"))
         let notDir = a.run(["sync", a.path("file")])
         #expect(notDir.status == 64, "\(notDir)")
     }

@@ -42,6 +42,9 @@ public struct ImportReport: Sendable, Equatable {
     /// A passphrase change the bundle brought (docs/sync.md §Passphrase
     /// changes); nil when the vault's wrapping stayed as it was.
     public var passphraseChange: PassphraseChange?
+    /// The bundle showed this file to be a restored backup: it took a new
+    /// replica id before merging (docs/sync.md, "Restored vault files").
+    public var rebinding: ReplicaRebinding?
 }
 
 /// Called during an import with the records read so far and the total
@@ -172,6 +175,7 @@ extension Vault {
 
     func exportBundle(to path: String, since: VersionVector?, streamHeader: [UInt8]?, createdAt: Int64?) throws(CofferError) -> ExportReport {
         let out = try AtomicFileOutput(path: path)
+        var exported: (ReplicaID, UInt64)?
         let report: ExportReport = try CofferError.wrap {
             try store.read { db in
                 // Nothing leaves a vault whose file was edited outside
@@ -180,6 +184,8 @@ extension Vault {
                 // The wrapping as stored now: an import earlier in this
                 // process (sync) may have adopted another replica's.
                 let h = try Queries.header(db)
+                let me = try Queries.localReplica(db)
+                exported = (me.id, me.counter)
                 let count = try Queries.exportItemCount(db, since: since)
                 let header = BundleHeader(
                     vaultID: vaultID, replicaID: try Queries.localReplica(db).id, kind: since == nil ? .full : .delta,
@@ -215,6 +221,7 @@ extension Vault {
             }
         }
         try out.commit()
+        if let (id, counter) = exported { noteExported(replica: id, counter: counter) }
         return report
     }
 
@@ -242,14 +249,19 @@ extension Vault {
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
             throw .bundle(error, path: path)
         }
-        return try importRecords(from: reader, path: path, progress: progress)
+        // A bundle that saw more of this replica id than this file ever
+        // exported shows a restored backup (docs/sync.md): settled in the
+        // import's own transaction, so a refused bundle changes nothing.
+        let restore = try restoreCheck(seen: header.summary[try replicaID()], bundles: [path])
+        return try importRecords(from: reader, path: path, progress: progress, restore: restore)
     }
 
-    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
+    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
             try write { db, mac in
                 try checkVaultMAC(db)
+                let rebinding = try restore.flatMap { try adopt(db, mac, $0) }
                 if header.kind == .delta {
                     let summary = try Queries.summary(db)
                     guard header.since.isDominated(by: summary) else {
@@ -259,6 +271,7 @@ extension Vault {
                     }
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
+                report.rebinding = rebinding
                 let now = Clock.nowMillis()
                 let rules = try ReceiverRules(header: header, path: path, db: db)
                 try rules.checkHeader(now: now)

@@ -139,7 +139,10 @@ extension Vault {
         for (rid, versions) in state.registers where rid != .deleted {
             for v in versions where !seen.contains(v.dot) { edits.append((rid, v)) }
         }
-        edits.sort { ($0.1.writtenAt, $0.1.dot) < ($1.1.writtenAt, $1.1.dot) }
+        // One write may change several registers (same dot, same time):
+        // the register id settles the tie, so the numbering is total and
+        // the same on every replica and every run (`resolve --keep N`).
+        edits.sort { ($0.1.writtenAt, $0.1.dot, $0.0) < ($1.1.writtenAt, $1.1.dot, $1.0) }
         for (rid, v) in edits {
             let p = try open(v, item: state.id, register: rid)
             sides.append(
@@ -228,7 +231,7 @@ extension Vault {
                             hint: "see the sides with `coffer conflicts`")
                     }
                     let side = try Self.side(n, of: conflict)
-                    let dot = try nextDot(db, mac)
+                    let dot = try nextDot(db, item: id, policy: oldRow.policy, mac: mac)
                     if side.action == .delete {
                         var vector = old.vector
                         vector[dot.replica] = dot.counter
@@ -282,7 +285,7 @@ extension Vault {
                         // was deleted concurrently.
                         changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                     }
-                    apply(changes, to: &state, dot: try nextDot(db, mac), at: now)
+                    apply(changes, to: &state, dot: try nextDot(db, item: id, policy: oldRow.policy, mac: mac), at: now)
                     result.value = (tombstone || payload.isSecret) ? nil : payload.text
                 }
                 let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
@@ -327,6 +330,11 @@ extension Vault {
             reason = .otherMachine
         } else if let bound = local.boundInode, let inode, bound != inode {
             reason = .otherFile
+        } else if isBehindWriteMark(local) {
+            // Replaced in place by an older copy of itself (`cp backup
+            // vault.coffer` keeps the inode): the writes it lost used the
+            // dots it would take next.
+            reason = .restoredInPlace
         } else if try Queries.summary(db)[local.id] > local.counter {
             // A bundle carried writes under this id that this file never
             // made: another file writes as this replica.
@@ -335,6 +343,7 @@ extension Vault {
         guard let reason else { return nil }
         let new = ReplicaID.random()
         try Queries.setLocalReplica(db, id: new, host: host, inode: inode, mac: mac)
+        try refreshLocalOnlyWriters(db)
         return ReplicaRebinding(old: local.id, new: new, reason: reason)
     }
 
@@ -356,6 +365,14 @@ public struct ReplicaRebinding: Sendable, Equatable {
         /// A merged bundle held writes under this replica id that this file
         /// never made (a copy that was not detected, or a restored backup).
         case reusedElsewhere
+        /// The file's counter is below the one recorded beside it after
+        /// its last write: it was replaced in place by an older copy.
+        case restoredInPlace
+        /// Bundles in the sync folder (or the imported bundle) have seen
+        /// more of this replica id than this file ever exported: it is a
+        /// restored backup. `moved` writes it made since its last export
+        /// were moved to the new id.
+        case restored(moved: Int)
     }
     public var old: ReplicaID
     public var new: ReplicaID
@@ -368,6 +385,10 @@ public struct ReplicaRebinding: Sendable, Equatable {
         case .otherMachine: why = "was copied from another machine"
         case .otherFile: why = "was copied or replaced (its inode changed)"
         case .reusedElsewhere: why = "shares its replica id with another vault file (a bundle holds writes under it that this file never made)"
+        case .restoredInPlace: why = "was restored from an older copy (its write counter went back)"
+        case .restored(let moved):
+            why = "was restored from a backup (the sync folder has seen more of its writes than it ever exported)"
+                + (moved > 0 ? "; its \(moved) write\(moved == 1 ? "" : "s") since its last export now carry the new id" : "")
         }
         return "this vault file \(why); it now writes as replica \(new.hex.prefix(8)) (was \(old.hex.prefix(8))) so that the two copies never reuse one replica id"
     }
@@ -390,6 +411,8 @@ extension Vault {
     /// its replica id.
     package func nextDot(_ db: Database, _ mac: VaultMAC) throws -> Dot {
         try rebindIfCopied(db, mac)
-        return try Queries.nextDot(db, mac: mac)
+        let dot = try Queries.nextDot(db, mac: mac)
+        markWriteOnCommit(db, dot: dot)
+        return dot
     }
 }

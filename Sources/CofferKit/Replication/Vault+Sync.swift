@@ -104,6 +104,13 @@ public struct SyncReport: Sendable {
     /// The replica id changed (a copied vault, or its id seen in a bundle
     /// written elsewhere).
     public var rebinding: ReplicaRebinding?
+    /// The highest counter of this replica id any bundle in `dir` claims
+    /// to have seen.
+    var seenOwn: UInt64 = 0
+    /// Bundles of this vault in `dir` (any replica, this one included).
+    var ownVaultBundles = 0
+    /// Vault ids of the bundles of other vaults in `dir`.
+    var foreignVaults: Set<VaultID> = []
 }
 
 /// A bundle file in a sync folder, header read.
@@ -161,11 +168,14 @@ extension Vault {
                 continue
             }
             guard header.vaultID == vaultID else {
+                report.foreignVaults.insert(header.vaultID)
                 report.failed.append(.init(path: path, error: CofferError(
-                    .badData, "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                    hint: "keep one vault's bundles per sync folder")))
+                    .badData, "\(path) is a bundle of a different vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
+                    hint: "keep one vault's bundles per sync folder: move it to that vault's folder")))
                 continue
             }
+            report.ownVaultBundles += 1
+            report.seenOwn = max(report.seenOwn, header.summary[replica])
             if header.replicaID == replica {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
@@ -198,19 +208,37 @@ extension Vault {
         // A vault edited outside coffer is refused before anything is
         // merged or written, dry run included (docs/threat-model.md).
         try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
-        let rebinding = dryRun ? nil : try claimReplica()
+        var rebinding = dryRun ? nil : try claimReplica()
         if !dryRun {
             // Bundles whose writer was killed before the rename (here or on
             // a machine that replicates this folder) are litter (issue 13).
             AtomicFileOutput.sweepStale(dir: dir) { $0.hasSuffix(".coffer-bundle") }
         }
-        let (local, summary, exportable, wrapping) = try CofferError.wrap {
+        var (local, summary, exportable, wrapping) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
-        let ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
+        var ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
+        var candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
+        // A folder that has seen more of this replica id than this file
+        // ever exported shows a restored backup: take a new id (and move
+        // the writes since the last export to it) before merging or
+        // writing anything, then look at the folder again.
+        if !dryRun, let r = try adoptIfRestored(seen: report.seenOwn, bundles: Vault.syncFiles(in: dir)) {
+            rebinding = r
+            (local, summary, exportable, wrapping) = try CofferError.wrap {
+                try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+            }
+            ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
+            report = SyncReport(dir: dir, ownBundle: ownPath)
+            candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
+        }
         report.rebinding = rebinding
-        let candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
+        // Never put this vault's bundle into another vault's folder: every
+        // machine of that vault would warn about it on every sync.
+        if report.ownVaultBundles == 0, let other = report.foreignVaults.sorted().first {
+            throw Vault.foreignFolder(dir: dir, other: other, vaultID: vaultID, vaultPath: path)
+        }
 
         if dryRun {
             var overlay: [ItemID: Overlay] = [:]
@@ -264,6 +292,23 @@ extension Vault {
         return report
     }
 
+    static func foreignFolder(dir: String, other: VaultID, vaultID: VaultID, vaultPath: String) -> CofferError {
+        CofferError(
+            .badData,
+            "\(dir) holds the bundles of a different vault (vault id \(other.hex.prefix(8))…; this vault is \(vaultID.hex.prefix(8))…); nothing was written",
+            hint: "to make this machine a replica of that vault, move \(vaultPath) aside and run `coffer clone \(dir)`; to sync this vault, use another folder")
+    }
+
+    /// Refuses, without the passphrase, a sync folder that holds bundles
+    /// of other vaults and none of this one (see ``sync(dir:dryRun:)``).
+    public static func checkSyncFolder(_ dir: String, file: VaultFile) throws(CofferError) {
+        let bundles = try bundlesInFolder(dir)
+        guard !bundles.contains(where: { $0.header.vaultID == file.header.vaultID }),
+            let other = bundles.map(\.header.vaultID).sorted().first
+        else { return }
+        throw foreignFolder(dir: dir, other: other, vaultID: file.header.vaultID, vaultPath: file.path)
+    }
+
     /// Checks, without the passphrase, whether `sync dir` has anything to
     /// do for the vault at `file`: true when every other replica's bundle
     /// is covered by the vault's summary, this replica's own bundle is
@@ -275,9 +320,12 @@ extension Vault {
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
         if summary[local.id] > local.counter { return false }
+        if let mark = WriteMark.read(vault: file.path, replica: local.id), mark > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
         let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
+        let exported = try CofferError.wrap { try file.store.read { db in try Queries.exportedCounter(db) } }
+        if report.seenOwn > exported { return false }
         let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
         return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
     }
@@ -489,18 +537,5 @@ struct ConflictKey: Hashable {
         item = c.itemID
         field = c.field
         sides = c.sides.count
-    }
-}
-
-extension Vault {
-    /// Rewrites of every single-version register of `state` (same payload,
-    /// a new dot): used when a local-only item starts to sync.
-    func restampChanges(_ state: ItemState, skipping: Set<RegisterID>) throws -> [Change] {
-        var out: [Change] = []
-        for (rid, versions) in state.registers where !skipping.contains(rid) && versions.count == 1 {
-            let v = versions[0]
-            out.append(Change(register: rid, payload: try open(v, item: state.id, register: rid), tombstone: v.isTombstone))
-        }
-        return out.sorted { $0.register < $1.register }
     }
 }
