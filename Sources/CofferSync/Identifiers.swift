@@ -16,6 +16,10 @@ public struct Identifier16: Hashable, Comparable, Sendable, CustomStringConverti
         self.low = low
     }
 
+    // Inlinable so that each caller gets a version specialized for its
+    // collection type: unspecialized, the generic byte loop cost ~7,000
+    // instructions per id (a `coffer ls` of 10,000 items spent 74 M in it).
+    @inlinable
     public init?(bytes: some Collection<UInt8>) {
         guard let (h, l) = Halves.load(bytes) else { return nil }
         high = h
@@ -44,7 +48,9 @@ public struct Identifier16: Hashable, Comparable, Sendable, CustomStringConverti
 }
 
 /// Packing 16 bytes into two big-endian 64-bit halves.
+@usableFromInline
 enum Halves {
+    @inlinable
     static func load(_ bytes: some Collection<UInt8>) -> (UInt64, UInt64)? {
         guard bytes.count == 16 else { return nil }
         var h: UInt64 = 0, l: UInt64 = 0
