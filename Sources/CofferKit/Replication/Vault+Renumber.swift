@@ -157,10 +157,33 @@ enum WriteMark {
         let tmp = p + ".tmp-\(Hex.encode(Random.bytes(4)))"
         let fd = Glibc.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
+        // Held until the rename: a temporary nobody holds belongs to a
+        // writer that died (``sweep(vault:)``).
+        _ = flock(fd, LOCK_EX)
         let line = Array("\(replica.hex) \(counter)\n".utf8)
         let ok = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == line.count
-        close(fd)
         if !ok || rename(tmp, p) != 0 { unlink(tmp) }
+        close(fd)
+    }
+
+    /// Removes temporaries of the write mark left by a writer killed before
+    /// its rename (issue 13: no litter survives the next command). One that
+    /// another process still holds locked is left alone. Called whenever a
+    /// vault is opened; costs one listing of the vault's folder.
+    static func sweep(vault: String) {
+        let dir = (vault as NSString).deletingLastPathComponent
+        let prefix = "." + (vault as NSString).lastPathComponent + ".written.tmp-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let p = (dir.isEmpty ? "" : dir + "/") + name
+            let fd = Glibc.open(p, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            var st = stat()
+            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 {
+                unlink(p)
+            }
+            close(fd)
+        }
     }
 }
 

@@ -47,6 +47,7 @@ public final class VaultFile: Sendable {
         try CofferError.wrap {
             let store = try VaultStore.open(path: path)
             let header = try store.read { db in try Queries.header(db) }
+            WriteMark.sweep(vault: path)
             return VaultFile(path: path, store: store, header: header)
         }
     }
