@@ -45,7 +45,8 @@ struct Clone: ParsableCommand {
             let r = try Vault.clone(bundleAt: "-", to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing("-"))
             Progress.clear()
             let info = try VaultFile.open(path: path).info()
-            Output.note("created vault \(path) from -: \(r.added) item\(r.added == 1 ? "" : "s")")
+            let n = r.listedItems ?? r.added
+            Output.note("created vault \(path) from -: \(n) item\(n == 1 ? "" : "s")")
             Output.note("vault id \(info.vaultID.hex), replica id \(info.replicaID.hex)")
             return
         }
@@ -80,7 +81,8 @@ struct Clone: ParsableCommand {
         let r = try Vault.clone(bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path))
         Progress.clear()
         let file = try VaultFile.open(path: path)
-        Output.note("created vault \(path) from \(base.path): \(r.added) item\(r.added == 1 ? "" : "s")")
+        let n = r.listedItems ?? r.added
+        Output.note("created vault \(path) from \(base.path): \(n) item\(n == 1 ? "" : "s")")
         let rest = bundles.filter { $0.path != base.path }
         var failed = 0
         if !rest.isEmpty {

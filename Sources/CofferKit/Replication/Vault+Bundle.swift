@@ -29,6 +29,9 @@ public struct ImportReport: Sendable, Equatable {
     public var records: Int = 0
     /// Items this vault did not hold before.
     public var added: Int = 0
+    /// For a clone: the items `coffer ls` of the new vault lists (live,
+    /// not the vault's own reserved ones); nil for an import.
+    public var listedItems: Int?
     /// Items that gained at least one version.
     public var changed: Int = 0
     /// Items whose merge changed nothing (already seen).
@@ -516,6 +519,10 @@ extension Vault {
                 mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
         }
-        return try vault.importRecords(from: reader, path: path, progress: progress)
+        var report = try vault.importRecords(from: reader, path: path, progress: progress)
+        // What `coffer ls` of the new vault will show (deleted items and
+        // the vault's own reserved items are records, not items to list).
+        report.listedItems = try vault.list().count
+        return report
     }
 }
