@@ -34,12 +34,13 @@ extension Vault {
         /// The first write checks that this file still owns its replica id
         /// (``nextDot(_:)``); the following counters are handed out here
         /// and stored once at the end (``Queries/storeLocalCounter(_:_:)``).
-        // Set for a real import (a write transaction): the vault MAC
-        // accumulator every write goes through. A dry run only reads.
-        var mac: VaultMAC?
+        // The vault MAC accumulator every write goes through: the write
+        // transaction's own for a real import; for a dry run, which writes
+        // nothing, one that is never committed.
+        var mac = VaultMAC(key: keys.mac)
         func dot(_ db: Database) throws -> Dot {
             guard let previous = last else {
-                let first = try nextDot(db, mac!)
+                let first = try nextDot(db, mac)
                 last = first
                 return first
             }
@@ -53,9 +54,9 @@ extension Vault {
             // An empty vault has no names to look up: every name taken is
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
-            var rows = NewItemRows(mac: mac ?? VaultMAC(key: keys.mac))
+            var rows = NewItemRows(mac: mac)
             func flush(_ pending: [PendingInsert]) throws {
-                let inserter = NewItemInserter(db, mac: mac!)
+                let inserter = NewItemInserter(db, mac: mac)
                 for p in pending { try inserter.execute(p) }
             }
             for (i, (base, entry)) in prepared.enumerated() {
@@ -68,7 +69,7 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac!) }
+                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac) }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -81,7 +82,7 @@ extension Vault {
                         }
                         if options.onConflict == .overwrite {
                             taken.insert(candidate)
-                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot, mac: mac!) }
+                            if !options.dryRun { try overwrite(db, row: row, state: state, item: item, with: entry, dot: dot, mac: mac) }
                             report.lines.append(.init(entry: base, name: candidate, action: .overwritten, origin: entry.origin))
                             break
                         }
@@ -95,7 +96,7 @@ extension Vault {
             }
             if !options.dryRun {
                 try flush(rows.finish())
-                if let last { try Queries.storeLocalCounter(db, last, mac: mac!) }
+                if let last { try Queries.storeLocalCounter(db, last, mac: mac) }
             }
             progress?(prepared.count, prepared.count)
             return report
