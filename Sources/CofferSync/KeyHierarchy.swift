@@ -8,7 +8,8 @@ import CofferCrypto
 /// KEK ──XChaCha20-Poly1305 unwrap(AD = wrapAD)──▶ master key (32 random bytes)
 /// master ──crypto_kdf(id, "coffer01")──▶ item key (1), name-index key (2),
 ///                                        field-id key (3), bundle key (4),
-///                                        item-record key (16), vault-MAC key (17)
+///                                        item-record key (16), vault-MAC key (17),
+///                                        listing-cache key (24)
 /// ```
 public enum KeyHierarchy {
     public enum SubKeyID: UInt64, Sendable {
@@ -20,6 +21,9 @@ public enum KeyHierarchy {
         case itemRecord = 16
         /// Keys the vault-wide MAC of a vault file (format 2).
         case vaultMAC = 17
+        /// Seals a shell session's listing cache (never stored in a vault
+        /// file or a bundle).
+        case listingCache = 24
     }
 
     /// Associated data of the wrapped master key: binds it to the vault

@@ -26,7 +26,12 @@ struct Find: ParsableCommand {
 
     func run() throws {
         guard !term.isEmpty else { throw CofferError(.usage, "the search term is empty", hint: "list everything with `coffer ls`") }
-        let found = try options.unlock().find(term)
+        try Find.execute(vault: options.unlock(), term: term, failIfNone: failIfNone, json: json)
+    }
+
+    /// `find` once the vault is unlocked (also the fast path's `find TERM`).
+    static func execute(vault: Vault, term: String, failIfNone: Bool = false, json: Bool = false) throws {
+        let found = try vault.find(term)
         if json {
             try Output.json(found.map(FoundJSON.init))
         } else {
