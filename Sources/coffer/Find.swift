@@ -31,7 +31,10 @@ struct Find: ParsableCommand {
 
     /// `find` once the vault is unlocked (also the fast path's `find TERM`).
     static func execute(vault: Vault, term: String, failIfNone: Bool = false, json: Bool = false) throws {
-        let found = try vault.find(term)
+        let all = try vault.list()
+        let found = try Vault.find(term, in: all)
+        // Freed at exit, not one by one (see List.retained).
+        List.retained = all
         if json {
             try Output.json(found.map(FoundJSON.init))
         } else {

@@ -72,6 +72,7 @@ struct List: ParsableCommand {
             return
         }
         List.printTable(items)
+        retained = items
     }
 
     /// The table: name (padded to the longest, at most 48 columns), type
@@ -123,9 +124,19 @@ struct List: ParsableCommand {
     /// Columns a name takes, as `String.count` counts them (one per
     /// character), without walking grapheme clusters for ASCII names.
     static func columns(_ s: String) -> Int {
-        for b in s.utf8 where b >= 0x80 { return s.count }
-        return s.utf8.count
+        var copy = s
+        let ascii = copy.withUTF8 { bytes in
+            var ascii = true
+            for b in bytes where b >= 0x80 { ascii = false; break }
+            return ascii
+        }
+        return ascii ? s.utf8.count : s.count
     }
+
+    /// The listed items, kept until the process exits: releasing 10,000
+    /// summaries one by one costs a quarter of a cached `ls`, and the
+    /// process ends right after printing them.
+    nonisolated(unsafe) static var retained: [ItemSummary] = []
 
     /// Names as a tree, folders first at each level, like `tree`.
     static func printTree(_ names: [String]) {

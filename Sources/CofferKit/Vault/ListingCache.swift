@@ -103,24 +103,33 @@ struct ListingCache {
             out.reserveCapacity(Int(n))
             for _ in 0..<n {
                 guard let high = reader.u64(), let low = reader.u64(), let flags = reader.u8(), flags & ~63 == 0,
-                    let updated = reader.u64(), let name = reader.text(), let type = reader.text(), let tags = reader.text()
+                    let updated = reader.u64(), let name = reader.text(), let type = reader.text(), let tags = reader.tags()
                 else { return nil }
-                var optional: [String?] = [nil, nil, nil, nil]
-                for i in 0..<4 where flags & (4 << i) != 0 {
-                    guard let t = reader.text() else { return nil }
-                    optional[i] = t
-                }
+                var source: String?
                 var expires: Day?
-                if let e = optional[1] {
-                    guard let d = Day(e) else { return nil }
+                var username: String?
+                var url: String?
+                if flags & 4 != 0 {
+                    guard let t = reader.text() else { return nil }
+                    source = t
+                }
+                if flags & 8 != 0 {
+                    guard let t = reader.text(), let d = Day(t) else { return nil }
                     expires = d
+                }
+                if flags & 16 != 0 {
+                    guard let t = reader.text() else { return nil }
+                    username = t
+                }
+                if flags & 32 != 0 {
+                    guard let t = reader.text() else { return nil }
+                    url = t
                 }
                 out.append(
                     ItemSummary(
-                        id: ItemID(high: high, low: low), name: name, type: ItemType(rawValue: type) ?? .custom,
-                        tags: tags.isEmpty ? [] : tags.split(separator: "\n").map(String.init), source: optional[0],
-                        expires: expires, policy: flags & 2 != 0 ? .localOnly : .sync, hasConflict: flags & 1 != 0,
-                        updatedAt: Clock.date(Int64(bitPattern: updated)), username: optional[2], url: optional[3]))
+                        id: ItemID(high: high, low: low), name: name, type: ItemType(rawValue: type) ?? .custom, tags: tags,
+                        source: source, expires: expires, policy: flags & 2 != 0 ? .localOnly : .sync, hasConflict: flags & 1 != 0,
+                        updatedAt: Clock.date(Int64(bitPattern: updated)), username: username, url: url))
             }
             while let b = reader.u8() {
                 guard b == 0 else { return nil }
@@ -156,6 +165,21 @@ struct ListingCache {
             for i in 0..<8 { v = v << 8 | UInt64(buffer[offset + i]) }
             offset += 8
             return v
+        }
+
+        /// LF-joined tags as a list (empty text: no tags).
+        mutating func tags() -> [String]? {
+            guard let n = u32(), Int(n) <= buffer.count - offset else { return nil }
+            let end = offset + Int(n)
+            var out: [String] = []
+            var start = offset
+            for i in offset..<end where buffer[i] == 0x0A {
+                if i > start { out.append(String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<i]), as: UTF8.self)) }
+                start = i + 1
+            }
+            if end > start { out.append(String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<end]), as: UTF8.self)) }
+            offset = end
+            return out
         }
 
         mutating func text() -> String? {

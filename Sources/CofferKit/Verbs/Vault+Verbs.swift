@@ -69,12 +69,17 @@ extension Vault {
     /// case-insensitively. Secret values are never searched (nor
     /// decrypted).
     public func find(_ term: String) throws(CofferError) -> [FoundItem] {
+        try Vault.find(term, in: list())
+    }
+
+    /// ``find(_:)`` over a listing already read.
+    package static func find(_ term: String, in items: [ItemSummary]) throws(CofferError) -> [FoundItem] {
         let needle = term.precomposedStringWithCanonicalMapping
         guard !needle.isEmpty else { throw CofferError(.usage, "the search term is empty") }
         let matcher = TextMatcher(needle)
         func has(_ s: String) -> Bool { matcher.matches(s) }
         var out: [FoundItem] = []
-        for s in try list() {
+        for s in items {
             var matched: [String] = []
             if has(s.name) { matched.append("name") }
             if s.tags.contains(where: has) { matched.append("tag") }
