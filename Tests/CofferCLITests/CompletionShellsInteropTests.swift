@@ -40,7 +40,7 @@ struct CompletionShellsInteropTests {
 
     /// expect's helper: wait for a pattern, exit with `code` on timeout or EOF.
     static let want = """
-        set timeout 10
+        set timeout 30
         proc want {pattern code} {
             expect {
                 -re $pattern {}
