@@ -46,8 +46,8 @@ public enum OnePUX {
         case bytes([UInt8])
         /// No member of that name.
         case missing
-        /// Larger than a field may hold (its size in bytes).
-        case tooLarge(Int)
+        /// Larger than a field may hold (its size in bytes, when known).
+        case tooLarge(Int?)
     }
 
     /// Where the reader finds the `files/…` members an item refers to.
@@ -102,7 +102,7 @@ public enum OnePUX {
                     bytes.append(contentsOf: chunk)
                 }
             } catch is TooLarge {
-                return .tooLarge(Field.maxValueBytes + 1)
+                return .tooLarge(nil)
             } catch {
                 throw ImportError.bad(path, entry.path, "cannot be extracted (\(error))", hint: "the archive is damaged: export it from 1Password again; nothing was imported")
             }
@@ -226,15 +226,18 @@ public enum OnePUX {
         // of a field (16 MiB) and of an item (28 MiB in all).
         for (ref, what) in attachments {
             let shown = "\(what) '\(ref.fileName)'"
+            func tooLarge(_ size: Int?) -> InterchangeWarning {
+                InterchangeWarning(entry: name, "\(shown) was not imported: it is larger than the 16 MiB a field may hold\(size.map { " (\(Attachments.size($0)))" } ?? "") (keep it elsewhere)")
+            }
             if let size = ref.size, size > Field.maxValueBytes {
-                warnings.append(InterchangeWarning(entry: name, "\(shown) was not imported: it is \(Attachments.size(size)), more than the 16 MiB a field may hold (keep it elsewhere)"))
+                warnings.append(tooLarge(size))
                 continue
             }
             switch try files.read(ref.member) {
             case .missing:
                 warnings.append(InterchangeWarning(entry: name, "\(shown) was not imported: the archive holds no \(ref.member) (export again from 1Password with its files, or add it with `coffer attach`)"))
             case .tooLarge(let size):
-                warnings.append(InterchangeWarning(entry: name, "\(shown) was not imported: it is \(Attachments.size(size)), more than the 16 MiB a field may hold (keep it elsewhere)"))
+                warnings.append(tooLarge(size))
             case .bytes(let bytes):
                 let total = e.fields.reduce(0) { $0 + $1.bytes.count } + bytes.count
                 guard total <= Field.maxItemBytes else {

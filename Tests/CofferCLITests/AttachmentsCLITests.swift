@@ -110,6 +110,43 @@ import Testing
         #expect(home.unlocked(["ls"]).out == "keep" || home.unlocked(["ls"]).out.hasPrefix("keep "))
     }
 
+    /// A zip whose directory says a member is 100 bytes while it inflates
+    /// to 40 MiB: extraction stops at the 16 MiB limit (a warning), memory
+    /// stays bounded, the other items are imported.
+    @Test func onePUXMemberLyingAboutItsSizeStopsAtTheLimit() throws {
+        let home = TestHome()
+        home.initVault()
+        let data = file(home, "export.data", Array("""
+            {"accounts": [{"attrs": {}, "vaults": [{"attrs": {"name": "V"}, "items": [
+             {"uuid": "i", "categoryUuid": "006", "overview": {"title": "Bomb"}, "details": {"documentAttributes": {"fileName": "b.bin", "documentId": "d"}}},
+             {"uuid": "j", "categoryUuid": "001", "overview": {"title": "Ok"}, "details": {"loginFields": [{"designation": "password", "value": "x"}]}}]}]}]}
+            """.utf8))
+        let zip = home.path("bomb.1pux")
+        let py = Spawn.run("/usr/bin/env", ["python3", "-c", """
+            import sys, zipfile, struct
+            z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_DEFLATED)
+            z.write(sys.argv[2], 'export.data')
+            z.writestr('files/d__b.bin', b'\\0' * (40 * 1024 * 1024))
+            z.close()
+            data = bytearray(open(sys.argv[1], 'rb').read())
+            name = b'files/d__b.bin'
+            for sig, size_at, len_at, name_at in ((b'PK\\x03\\x04', 22, 26, 30), (b'PK\\x01\\x02', 24, 28, 46)):
+                i = data.find(sig)
+                while i >= 0:
+                    n = struct.unpack_from('<H', data, i + len_at)[0]
+                    if data[i + name_at:i + name_at + n] == name:
+                        struct.pack_into('<I', data, i + size_at, 100)
+                    i = data.find(sig, i + 4)
+            open(sys.argv[1], 'wb').write(data)
+            """, zip, data], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        try #require(py.status == 0, "\(py)")
+        let r = home.unlocked(["import", "--from", "1password-1pux", zip])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("'V/Bomb': document 'b.bin' was not imported: it is larger than the 16 MiB a field may hold (keep it elsewhere)"), "the directory's size was not trusted: \(r)")
+        #expect(r.stderr.contains("2 added") && r.stderr.contains("1 warning"))
+        #expect(home.unlocked(["get", "V/Ok", "--field", "password"]).out == "x")
+    }
+
     @Test func cofferJSONCarriesAttachmentsLosslessly() throws {
         let home = TestHome()
         home.initVault()
