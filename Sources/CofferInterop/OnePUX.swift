@@ -34,11 +34,20 @@ public enum OnePUX {
         }
         var data = Data()
         do {
-            _ = try archive.extract(entry, skipCRC32: false) { chunk in data.append(chunk) }
+            // ZIPFoundation returns the CRC-32 of what it extracted but does
+            // not compare it: a damaged member is caught here.
+            let crc = try archive.extract(entry, skipCRC32: false) { chunk in data.append(chunk) }
+            guard crc == entry.checksum else { throw Archive.ArchiveError.invalidCRC32 }
         } catch {
-            throw ImportError.bad(path, "export.data", "cannot be extracted (\(error))")
+            throw ImportError.bad(path, "export.data", "cannot be extracted (\(describe(error)))")
         }
         return try read(data, file: "\(path) (export.data)", files: ArchiveFiles(archive: archive, path: path))
+    }
+
+    /// A zip error for a message.
+    static func describe(_ error: any Error) -> String {
+        if case Archive.ArchiveError.invalidCRC32 = error { return "its CRC-32 does not match its data: the archive is damaged" }
+        return "\(error)"
     }
 
     /// What the archive holds at a `files/…` path.
@@ -52,7 +61,9 @@ public enum OnePUX {
 
     /// Where the reader finds the `files/…` members an item refers to.
     public protocol Files {
-        func read(_ member: String) throws(CofferError) -> Member
+        /// `files/<documentId>__<fileName>`; an error says why it cannot be
+        /// read (the reader names the item).
+        func read(documentId: String, fileName: String) throws(CofferError) -> Member
     }
 
     /// Members held in memory (by path), for tests and for `export.data`
@@ -60,8 +71,8 @@ public enum OnePUX {
     public struct FilesInMemory: Files {
         public var members: [String: [UInt8]]
         public init(_ members: [String: [UInt8]] = [:]) { self.members = members }
-        public func read(_ member: String) throws(CofferError) -> Member {
-            guard let bytes = members[member] else { return .missing }
+        public func read(documentId: String, fileName: String) throws(CofferError) -> Member {
+            guard let bytes = members["files/\(documentId)__\(fileName)"] else { return .missing }
             return bytes.count > Field.maxValueBytes ? .tooLarge(bytes.count) : .bytes(bytes)
         }
     }
@@ -81,13 +92,13 @@ public enum OnePUX {
             self.path = path
         }
 
-        /// `member` exactly, else the one member starting with its
-        /// `files/<documentId>__` part (a file name normalized differently).
-        func read(_ member: String) throws(CofferError) -> Member {
-            var found = byPath[member]
-            if found == nil, let cut = member.range(of: "__") {
-                let prefix = String(member[..<cut.upperBound])
-                let candidates = byPath.keys.filter { $0.hasPrefix(prefix) }
+        /// `files/<documentId>__<fileName>` exactly, else the one member
+        /// starting with `files/<documentId>__` (a file name normalized
+        /// differently).
+        func read(documentId: String, fileName: String) throws(CofferError) -> Member {
+            var found = byPath["files/\(documentId)__\(fileName)"]
+            if found == nil {
+                let candidates = byPath.keys.filter { $0.hasPrefix("files/\(documentId)__") }
                 if candidates.count == 1, let only = candidates.first { found = byPath[only] }
             }
             guard let entry = found else { return .missing }
@@ -96,15 +107,16 @@ public enum OnePUX {
             bytes.reserveCapacity(Int(entry.uncompressedSize))
             struct TooLarge: Error {}
             do {
-                _ = try archive.extract(entry, skipCRC32: false) { chunk in
+                let crc = try archive.extract(entry, skipCRC32: false) { chunk in
                     // The size in the zip's directory may lie: stop at the limit.
                     guard bytes.count + chunk.count <= Field.maxValueBytes else { throw TooLarge() }
                     bytes.append(contentsOf: chunk)
                 }
+                guard crc == entry.checksum else { throw Archive.ArchiveError.invalidCRC32 }
             } catch is TooLarge {
                 return .tooLarge(nil)
             } catch {
-                throw ImportError.bad(path, entry.path, "cannot be extracted (\(error))", hint: "the archive is damaged: export it from 1Password again; nothing was imported")
+                throw CofferError(.badData, "the archive member \(entry.path) cannot be extracted (\(OnePUX.describe(error)))")
             }
             return .bytes(bytes)
         }
@@ -233,7 +245,11 @@ public enum OnePUX {
                 warnings.append(tooLarge(size))
                 continue
             }
-            switch try files.read(ref.member) {
+            let member: Member
+            do { member = try files.read(documentId: ref.documentId, fileName: ref.fileName) } catch {
+                throw ImportError.bad(file, "\(place) ('\(name)')", "\(shown): \(error.message)", hint: "the archive is damaged: export it from 1Password again; nothing was imported")
+            }
+            switch member {
             case .missing:
                 warnings.append(InterchangeWarning(entry: name, "\(shown) was not imported: the archive holds no \(ref.member) (export again from 1Password with its files, or add it with `coffer attach`)"))
             case .tooLarge(let size):

@@ -147,6 +147,36 @@ import Testing
         #expect(home.unlocked(["get", "V/Ok", "--field", "password"]).out == "x")
     }
 
+    /// A member whose bytes do not match its CRC: the archive is damaged,
+    /// the import is refused whole (exit 65) naming the item and the file.
+    @Test func onePUXDamagedMemberRefusesTheWholeImport() throws {
+        let home = TestHome()
+        home.initVault()
+        let data = file(home, "export.data", Array("""
+            {"accounts": [{"attrs": {}, "vaults": [{"attrs": {"name": "V"}, "items": [
+             {"uuid": "j", "categoryUuid": "001", "overview": {"title": "Ok"}, "details": {"loginFields": [{"designation": "password", "value": "x"}]}},
+             {"uuid": "i", "categoryUuid": "006", "overview": {"title": "Scan"}, "details": {"documentAttributes": {"fileName": "s.pdf", "documentId": "d"}}}]}]}]}
+            """.utf8))
+        let zip = home.path("damaged.1pux")
+        let py = Spawn.run("/usr/bin/env", ["python3", "-c", """
+            import sys, zipfile
+            z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_STORED)
+            z.write(sys.argv[2], 'export.data')
+            z.writestr('files/d__s.pdf', b'A' * 1000)
+            z.close()
+            raw = open(sys.argv[1], 'rb').read()
+            open(sys.argv[1], 'wb').write(raw.replace(b'A' * 1000, b'B' + b'A' * 999))
+            """, zip, data], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        try #require(py.status == 0, "\(py)")
+        let before = home.vaultBytes()
+        let r = home.unlocked(["import", "--from", "1password-1pux", zip])
+        #expect(r.status == 65, "\(r)")
+        let first = r.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.hasPrefix("coffer: error: ") && first.contains("('V/Scan'): document 's.pdf': the archive member files/d__s.pdf cannot be extracted"), "\(r.stderr)")
+        #expect(r.stderr.contains("coffer: hint: the archive is damaged"))
+        #expect(home.vaultBytes() == before)
+    }
+
     @Test func cofferJSONCarriesAttachmentsLosslessly() throws {
         let home = TestHome()
         home.initVault()

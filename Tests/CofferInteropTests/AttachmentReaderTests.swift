@@ -143,6 +143,24 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
         }
     }
 
+    /// A member that cannot be extracted (bad CRC, damaged data) refuses
+    /// the whole import, naming the item and the file.
+    @Test func unreadableMemberIsRefusedNamingTheItem() {
+        struct Damaged: OnePUX.Files {
+            func read(documentId: String, fileName: String) throws(CofferError) -> OnePUX.Member {
+                throw CofferError(.badData, "the archive member files/\(documentId)__\(fileName) cannot be extracted (bad CRC)")
+            }
+        }
+        let data = Self.exportData([Self.document("Scan", #"{"fileName": "s.pdf", "documentId": "d9"}"#)])
+        do {
+            _ = try OnePUX.read(data, file: "export.data", files: Damaged())
+            Issue.record("accepted")
+        } catch {
+            #expect(error.kind == .badData)
+            #expect(error.message == "export.data: accounts[0].vaults[0].items[0] ('Private/Scan'): document 's.pdf': the archive member files/d9__s.pdf cannot be extracted (bad CRC)", "\(error.message)")
+        }
+    }
+
     @Test func malformedFileFieldIsRefusedNamingTheItem() {
         let data = Self.exportData([Self.withFileField("Broken", #"{"fileName": "x.bin"}"#)])
         do {

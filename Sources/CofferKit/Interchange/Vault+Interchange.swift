@@ -129,14 +129,10 @@ extension Vault {
             for f in version {
                 do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
                 guard seen.insert(f.name).inserted else { throw bad("field '\(f.name)' is given twice") }
+                guard f.bytes.count <= Field.maxValueBytes else { throw bad("field '\(f.name)' holds \(f.bytes.count) bytes; a field may hold at most 16 MiB") }
             }
-        }
-        // Attachments (and any value) within the limits `coffer attach` keeps.
-        for version in e.history.map(\.fields) + [e.fields] {
-            do {
-                try Vault.checkSizes(version, of: e.name)
-                try Vault.checkItemSize(version, of: e.name)
-            } catch { throw bad(error.message) }
+            let total = version.reduce(0) { $0 + $1.bytes.count }
+            guard total <= Field.maxItemBytes else { throw bad("its values total \(total) bytes; an item may hold at most 28 MiB") }
         }
         for t in e.tags {
             do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t)' (tags contain no comma or newline)") }
