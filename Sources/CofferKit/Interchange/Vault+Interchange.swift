@@ -129,7 +129,10 @@ extension Vault {
             for f in version {
                 do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
                 guard seen.insert(f.name).inserted else { throw bad("field '\(f.name)' is given twice") }
+                guard f.bytes.count <= Field.maxValueBytes else { throw bad("field '\(f.name)' holds \(f.bytes.count) bytes; a field may hold at most 16 MiB") }
             }
+            let total = version.reduce(0) { $0 + $1.bytes.count }
+            guard total <= Field.maxItemBytes else { throw bad("its values total \(total) bytes; an item may hold at most 28 MiB") }
         }
         for t in e.tags {
             do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t)' (tags contain no comma or newline)") }
@@ -159,7 +162,7 @@ extension Vault {
         var changes: [Change] = []
         let before = Dictionary(old.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for f in new where before[f.name] != f {
-            changes.append(Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+            changes.append(Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         let names = Set(new.map(\.name))
         for f in old where !names.contains(f.name) {
@@ -234,7 +237,7 @@ extension Vault {
         // too, so the overwrite settles them.
         for c in current.conflicts where !c.field.hasPrefix("@") && !changes.contains(where: { $0.payload.name == c.field }) {
             if let f = e.fields.first(where: { $0.name == c.field }) {
-                changes.append(Change(register: registerID(field: f.name, item: current.id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+                changes.append(Change(register: registerID(field: f.name, item: current.id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
             }
         }
         guard !changes.isEmpty else { return }
