@@ -189,6 +189,8 @@ extension Queries {
             mac.toggle(IntegrityTerm.header(try header(db)))
             let wrapping = try keyWrapping(db)
             if !wrapping.isInitial { mac.toggle(IntegrityTerm.keyWrapping(wrapping)) }
+            let epoch = try keyEpoch(db)
+            if let check = epoch.check { mac.toggle(IntegrityTerm.keyEpoch(epoch.epoch, check: check)) }
             let local = try localReplica(db)
             mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
             for r in try knownReplicas(db) {

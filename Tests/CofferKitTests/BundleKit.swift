@@ -264,8 +264,8 @@ enum BundleKit {
         damaged("truncated-before-final", "multi-chunk.cb cut after its first chunk (no FINAL chunk)", expect: "truncated", Array(multi.prefix(firstChunkEnd)))
         damaged("trailing-data", "one zero byte appended", expect: "trailing data", full + [0])
         var newer = full
-        newer[9] = 3
-        damaged("newer-version", "format version 3", expect: "unsupported version", newer)
+        newer[9] = 4
+        damaged("newer-version", "format version 4", expect: "unsupported version", newer)
         var v2Body1 = full
         v2Body1[9] = 2
         damaged("version-2-without-wrapping", "format version 2 on a format-1 header body (the passphrase wrapping's version is missing)", expect: "malformed header", v2Body1)
@@ -284,6 +284,9 @@ enum BundleKit {
         var wrapTampered = changedBytes
         wrapTampered[prefixLengthOf(changedBytes) - 1] ^= 0x01  // last byte of changedAt
         damaged("header-wrapping-tampered", "passphrase-changed.cb with its wrapping's change time altered", expect: "authentication failure", wrapTampered)
+        var v3Body2 = changedBytes
+        v3Body2[9] = 3
+        damaged("version-3-without-epoch", "passphrase-changed.cb declared format 3 (the key epoch is missing from its body)", expect: "malformed header", v3Body2)
         var zero = full
         zero[9] = 0
         damaged("version-zero", "format version 0", expect: "unsupported version", zero)

@@ -12,6 +12,7 @@ extension Vault {
     /// write of the vault goes through here.
     package func write<T>(_ body: (Database, VaultMAC) throws -> T) throws -> T {
         try store.writeImmediate { db in
+            try checkKeyEpoch(db)
             let mac = VaultMAC(key: keys.mac)
             let result = try body(db, mac)
             try Queries.commitMAC(db, mac)
@@ -64,11 +65,24 @@ extension Vault {
     /// Recomputes the vault MAC and compares it with the stored one
     /// (`export`, `import`, `sync` call this inside their transaction).
     func checkVaultMAC(_ db: Database) throws {
+        try checkKeyEpoch(db)
         guard let stored = try Queries.storedMAC(db) else { throw StoreError.damaged("the vault MAC is missing") }
         let mac = VaultMAC(key: keys.mac)
         try Queries.computeMAC(db, into: mac)
         guard Self.constantTimeEqual(mac.delta, stored) else {
             throw StoreError.damaged("the vault MAC does not match its rows (rows were added, removed or changed)")
+        }
+    }
+
+    /// Refuses to go on when another process rotated the master key since
+    /// this vault was unlocked (its keys would write what the new key
+    /// cannot read).
+    func checkKeyEpoch(_ db: Database) throws {
+        let stored = try Queries.keyEpoch(db).epoch
+        guard stored == keyEpoch else {
+            throw CofferError(
+                .locked, "the master key of \(path) was rotated (key epoch \(stored.number)) after this vault was unlocked",
+                hint: "unlock again with the passphrase")
         }
     }
 
