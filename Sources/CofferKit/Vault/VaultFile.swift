@@ -134,8 +134,7 @@ public final class VaultFile: Sendable {
         if let keyCheck, !Vault.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
             throw CofferError(
                 .locked,
-                "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after this session was unlocked",
-                hint: "unlock again with the passphrase: eval \"$(coffer unlock)\"")
+                "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after it was unlocked; \(Session.unlockAgain)")
         }
         return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
