@@ -3,11 +3,11 @@ import Foundation
 import GRDB
 
 extension IntegrityTerm {
-    /// The vault-MAC term of the `keyEpoch` row (format 4):
-    /// "E" || epoch || key check. No row, no term.
+    /// The vault-MAC term of the `keyEpoch` row (format 5):
+    /// "K" || epoch || key check (area: the header). No row, no term.
     public static func keyEpoch(_ epoch: KeyEpoch, check: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: 80)
-        w.u8(UInt8(ascii: "E"))
+        w.u8(UInt8(ascii: "K"))
         w.bytes(epoch.encoded)
         w.blob16(check)
         return w.data

@@ -252,26 +252,36 @@ struct RekeyTests {
         #expect(throws: CofferError.self) { try Self.open(box, "b.coffer") }  // the old passphrase is gone with the old key
     }
 
-    /// A format-3 vault (no keyEpoch table) upgrades on open and rekeys.
-    @Test func aFormat3VaultUpgradesAndRekeys() throws {
+    /// A format-4 vault (what the build before rekey wrote: no keyEpoch
+    /// table, user_version 4, header format 4) upgrades on open, stays
+    /// sound, and rekeys.
+    @Test func aFormat4VaultUpgradesAndRekeys() throws {
         let box = BundleSandbox()
         let a = try box.newVault()
         try a.add(apiKey("k", "v0"))
-        // Make it what a format-3 build wrote: no keyEpoch table,
-        // user_version 3, no migration record of v4.
         let q = try DatabaseQueue(path: box.path("a.coffer"))
         try q.write { db in
             try db.execute(sql: "DROP TABLE keyEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-key-epoch'")
-            try db.execute(sql: "PRAGMA user_version = 3")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
+            try db.execute(sql: "PRAGMA user_version = 4")
+            // The header said format 4; the MAC covered that.
+            let old = try Queries.header(db)
+            try db.execute(sql: "UPDATE vault SET formatVersion = 4")
+            let mac = VaultMAC(key: a.keys.mac)
+            mac.toggle(IntegrityTerm.header(old))
+            mac.toggle(IntegrityTerm.header(try Queries.header(db)))
+            try Queries.commitMAC(db, mac)
         }
         try q.close()
         let v = try Self.open(box, "a.coffer")
-        let version = try DatabaseQueue(path: box.path("a.coffer")).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        #expect(version == 4)
+        let (version, format) = try DatabaseQueue(path: box.path("a.coffer")).read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA user_version"), try Int.fetchOne(db, sql: "SELECT formatVersion FROM vault"))
+        }
+        #expect(version == 5 && format == 5)
         #expect(v.keyEpoch == .initial)
         #expect(try Self.secret(v, "k") == "v0")
-        #expect(try v.verify().isSound)
+        let check = try v.verify()
+        #expect(check.isSound, "\(check.problems)")
         let (r, report) = try v.file.rekey(v, passphrase: box.passphrase)
         #expect(report.epoch.number == 1)
         #expect(try Self.secret(r, "k") == "v0")

@@ -242,7 +242,7 @@ extension Vault {
                 try Queries.setKeyEpoch(db, epoch, check: KeyHierarchy.keyCheck(master: master, vault: vaultID, epoch: epoch))
                 let mac = VaultMAC(key: target.keys.mac)
                 try Queries.computeMAC(db, into: mac)
-                try Queries.setStoredMAC(db, mac.delta)
+                try Queries.setStoredMAC(db, mac)
                 beforeCommit()
                 return report
             }
