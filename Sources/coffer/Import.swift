@@ -64,7 +64,9 @@ struct Import: ParsableCommand {
             defer { Progress.clear() }
             // A bundle written after another replica's `coffer rekey`:
             // adopt its key first (docs/sync.md §Master-key rotation).
-            if case .newer = try vault.keyEpochStatus(ofBundleAt: file) {
+            // Standard input can be read once only: a bundle of a newer
+            // epoch given as `-` is refused (exit 77); save it to a file.
+            if file != "-", case .newer = try vault.keyEpochStatus(ofBundleAt: file) {
                 let (next, adopted) = try vault.adoptKeyEpoch(ofBundleAt: file, passphrases: KeyAdoption.passphrases(for: file))
                 vault = next
                 UnlockedVault.current = next

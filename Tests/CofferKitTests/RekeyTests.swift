@@ -123,6 +123,12 @@ struct RekeyTests {
         _ = try a.file.rekey(a, passphrase: new)
         #expect(throws: CofferError.self) { try Self.open(box, "a.coffer") }
         #expect(try Self.secret(Self.open(box, "a.coffer", passphrase: new), "k") == "v")
+        // A passwd on a rekeyed vault wraps the key for its epoch.
+        let third = SecretBytes(copying: Array("and a third passphrase".utf8))
+        try VaultFile.open(path: box.path("a.coffer")).changePassphrase(current: new, new: third)
+        let v = try Self.open(box, "a.coffer", passphrase: third)
+        #expect(try Self.secret(v, "k") == "v")
+        #expect(try v.verify().isSound)
     }
 
     /// Rekey on A; concurrent edits on B and C before they see it; sync all
