@@ -152,11 +152,16 @@ extension Sync {
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
         let vault = try options.unlock(file)
-        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) })
+        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) }) { (epoch, path, attempt) throws(CofferError) in
+            try KeyAdoption.passphrases(for: path)(epoch, attempt)
+        }
         let base = { (p: String) in (p as NSString).lastPathComponent }
         var failed: [String: CofferError] = [:]
         for round in report.rounds {
             if let r = round.rebinding { Output.note(r.message) }
+            if let adopted = round.keyEpochAdopted {
+                Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
+            }
             for r in round.merged {
                 var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
                 if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }

@@ -136,6 +136,34 @@ struct RekeyCLITests {
         #expect(json.stdout.contains("\"keyEpoch\""), "\(json.stdout)")
     }
 
+    /// `sync --git`: a machine adopts the new key in its first round and
+    /// pushes its bundle written under it.
+    @Test(.enabled(if: SyncGitTests.hasGit, "git is not installed")) func gitSyncAdoptsTheNewKey() throws {
+        typealias G = SyncGitTests.Git
+        let bare = keep.path("remote.git")
+        G(home: keep, dir: keep.root.path).run(["init", "-q", "--bare", bare])
+        let ga = G(home: a, dir: a.path("work")), gb = G(home: b, dir: b.path("work"))
+        G(home: a, dir: a.root.path).run(["clone", "-q", bare, ga.dir])
+        G(home: b, dir: b.root.path).run(["clone", "-q", bare, gb.dir])
+        for (g, who) in [(ga, "a"), (gb, "b")] {
+            g.run(["config", "user.name", "Machine \(who)"])
+            g.run(["config", "user.email", "\(who)@example.invalid"])
+        }
+        #expect(a.unlocked(["sync", ga.dir, "--git"]).status == 0)
+        #expect(b.unlocked(["sync", gb.dir, "--git"]).status == 0)
+        #expect(a.unlocked(["rekey"]).status == 0)
+        #expect(b.unlocked(["add", "git/b", "--type", "api-key"], stdin: "sk-git-b\n").status == 0)
+        let ra = a.unlocked(["sync", ga.dir, "--git"])
+        #expect(ra.status == 0, "\(ra)")
+        let rb = b.unlocked(["sync", gb.dir, "--git"])
+        #expect(rb.status == 0, "\(rb)")
+        #expect(rb.stderr.contains("adopted the new master key"), "\(rb.stderr)")
+        let ra2 = a.unlocked(["sync", ga.dir, "--git"])
+        #expect(ra2.status == 0, "\(ra2)")
+        #expect(get(a, "git/b").out == "sk-git-b")
+        #expect(b.unlocked(["verify"]).status == 0)
+    }
+
     @Test func helpExplainsRekey() {
         let r = a.run(["help", "rekey"])
         #expect(r.status == 0)

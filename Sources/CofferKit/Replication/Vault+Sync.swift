@@ -111,6 +111,9 @@ public struct SyncReport: Sendable {
     /// The newer master key this sync adopted (another replica's `coffer
     /// rekey`) before merging; nil when the key stayed.
     public var keyEpochAdopted: RekeyReport?
+    /// The vault unlocked under the adopted key (the one this sync's
+    /// caller must use from now on); nil when the key stayed.
+    public var adoptedVault: Vault?
     /// A newer key epoch found in the folder and not adopted (a dry run, or
     /// no passphrase was available).
     public var keyEpochPending: KeyEpoch?
@@ -275,6 +278,7 @@ extension Vault {
                 }
                 var result = try next.sync(dir: dir, dryRun: false, adoptKey: adoptKey)
                 result.keyEpochAdopted = adopted
+                if result.adoptedVault == nil { result.adoptedVault = next }
                 if result.rebinding == nil { result.rebinding = rebinding }
                 return result
             }
