@@ -194,12 +194,20 @@ public enum IntegrityTerm {
         version(tag: "V", item: item, register: register, v, supersededAt: nil)
     }
 
+    /// The same, with the vector's encoding already made (the bulk import
+    /// stores it too).
+    static func version(item: ItemID, register: RegisterID, _ v: FieldVersion, encodedVector: [UInt8]) -> [UInt8] {
+        version(tag: "V", item: item, register: register, v, supersededAt: nil, encodedVector: encodedVector)
+    }
+
     public static func history(item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64) -> [UInt8] {
         version(tag: "S", item: item, register: register, v, supersededAt: supersededAt)
     }
 
-    static func version(tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?) -> [UInt8] {
-        let vector = v.vector.encoded
+    static func version(
+        tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?, encodedVector: [UInt8]? = nil
+    ) -> [UInt8] {
+        let vector = encodedVector ?? v.vector.encoded
         var w = ByteWriter(capacity: 110 + vector.count)
         w.u8(UInt8(ascii: tag))
         w.id(item)

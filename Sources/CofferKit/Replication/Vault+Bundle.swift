@@ -259,7 +259,10 @@ extension Vault {
         return try importRecords(from: reader, path: path, progress: progress, restore: restore)
     }
 
-    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil) throws(CofferError) -> ImportReport {
+    /// `integrity` is false only for `coffer-bench clone --without-integrity`
+    /// (the baseline of the integrity data's cost): new items then get no
+    /// record and no MAC terms, and the vault is thrown away.
+    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil, integrity: Bool = true) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
             try write { db, mac in
@@ -316,14 +319,14 @@ extension Vault {
                         // on a second thread while this one writes.
                         // Into an empty vault, that thread also builds the
                         // INSERT statements; this one only runs them.
-                        let buffer = NewItemBuffer(mac: decodeMAC)
+                        let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
                                 try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
-                                return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
+                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity)) : [.merge(unseen)]
                             },
                             atEnd: { buffer.finish() })
                         pipeline.start()
@@ -424,7 +427,7 @@ extension Vault {
     /// without old state. Every version is authenticated, and the shown
     /// name, decrypted on the way, gives the name hash (one decryption per
     /// version in all). Touches no database (runs on the decoding thread).
-    func prepareNew(_ incoming: ItemState, path: String) throws -> NewItem {
+    func prepareNew(_ incoming: ItemState, path: String, sealing: Bool = true) throws -> NewItem {
         var state = incoming
         for (rid, versions) in incoming.registers where versions.count > 1 {
             // Merging into nothing: drop versions another one superseded.
@@ -451,7 +454,7 @@ extension Vault {
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        return NewItem(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, versions: versionCount)
+        return NewItem(row: row, record: sealing ? try sealRecord(state: state, row: row, shown: shown) : [], state: state, versions: versionCount)
     }
 
     /// Stores a prepared new item and counts it.
@@ -476,6 +479,21 @@ extension Vault {
     public static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
         progress: ImportProgress? = nil
+    ) throws(CofferError) -> ImportReport {
+        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: true)
+    }
+
+    /// ``clone(bundleAt:to:passphrase:allowExpensiveKDF:progress:)`` for
+    /// `coffer-bench clone`: with `integrity` false, the same code without
+    /// item records and vault-MAC terms (a vault no coffer command accepts;
+    /// the baseline of their cost in docs/benchmarks.md).
+    package static func _cloneForBenchmarks(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, integrity: Bool) throws(CofferError) -> ImportReport {
+        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: false, progress: nil, integrity: integrity)
+    }
+
+    static func clone(
+        bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool,
+        progress: ImportProgress?, integrity: Bool
     ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
@@ -504,11 +522,11 @@ extension Vault {
         // Built under a temporary name, linked into place when complete
         // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
         return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
-            try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress)
+            try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress, integrity: integrity)
         }
     }
 
-    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
+    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?, integrity: Bool) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
@@ -519,10 +537,11 @@ extension Vault {
                 mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
         }
-        var report = try vault.importRecords(from: reader, path: path, progress: progress)
+        var report = try vault.importRecords(from: reader, path: path, progress: progress, integrity: integrity)
         // What `coffer ls` of the new vault will show (deleted items and
         // the vault's own reserved items are records, not items to list).
-        report.listedItems = try vault.list().count
+        // (Without records, the benchmark's baseline counts every item.)
+        report.listedItems = integrity ? try vault.list().count : report.added
         return report
     }
 }
