@@ -216,4 +216,35 @@ struct SyncBookkeepingMACTests {
             #expect(try b.verify().isSound == integrity)
         }
     }
+
+    /// A clone counts what `ls` will list while importing (no second pass
+    /// over the vault) and finds the username and url fields by name: both
+    /// as a listing of the new vault shows them.
+    @Test func aCloneCountsListedItemsAndKeepsUsernamesOnTheWayIn() throws {
+        let a = try makeVault()
+        try a.add(ItemDraft(name: "site", type: .login, fields: [
+            Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false),
+            Field(name: "password", value: "pw", isSecret: true),
+        ]))
+        try a.add(ItemDraft(name: "hidden", type: .login, fields: [Field(name: "username", value: "who", isSecret: true), Field(name: "url", value: "https://y", isSecret: false)]))
+        try a.add(ItemDraft(name: "gone", type: .apiKey, fields: [secret("g")]))
+        try a.delete("gone")
+        try a.add(ItemDraft(name: "k", type: .apiKey, fields: [secret("k")]))
+        try a.edit("k", setting(Field(name: "url", value: "https://k", isSecret: false)))
+        let path = bundlePath()
+        defer { unlink(path) }
+        try a.exportBundle(to: path)
+        let target = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))/c.coffer").path
+        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
+        let report = try Vault.clone(bundleAt: path, to: target, passphrase: pw)
+        let b = try VaultFile.open(path: target).unlock(passphrase: pw)
+        let listed = try b.list()
+        #expect(report.listedItems == listed.count)
+        #expect(listed.map(\.name) == ["hidden", "k", "site"])
+        #expect(listed.map(\.username) == [nil, nil, "me"])
+        #expect(listed.map(\.url) == ["https://y", "https://k", "https://x"])
+        #expect(listed == (try a.list()))
+        #expect(try b.verify().isSound)
+    }
 }
