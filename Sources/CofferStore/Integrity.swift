@@ -282,9 +282,15 @@ extension Queries {
     /// of an unlocked vault happens after its integrity data was built.
     public static func commitMAC(_ db: Database, _ mac: VaultMAC) throws {
         if mac.isZero { return }
-        guard var stored = try storedMAC(db), var areas = try storedAreaMACs(db) else {
+        let stmt = try db.cachedStatement(sql: "SELECT mac, areaMacs FROM vaultIntegrity WHERE singleton = 1")
+        guard let row = try Row.fetchOne(stmt), let storedAreas = try row.optionalBlob(at: 1, name: "vaultIntegrity.areaMacs") else {
             throw StoreError.damaged("the vault MAC is missing")
         }
+        var stored = Array(try row.blob(at: 0, name: "vaultIntegrity.mac", length: VaultMAC.length))
+        guard storedAreas.count == VaultMAC.areasLength else {
+            throw StoreError.damaged("vaultIntegrity.areaMacs has \(storedAreas.count) bytes instead of \(VaultMAC.areasLength)")
+        }
+        var areas = Array(storedAreas)
         for i in 0..<VaultMAC.length { stored[i] ^= mac.delta[i] }
         for i in 0..<VaultMAC.areasLength { areas[i] ^= mac.areaDelta[i] }
         try setStoredMAC(db, whole: stored, areas: areas)
