@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
@@ -55,6 +56,12 @@ extension Vault {
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
             var rows = NewItemRows(mac: mac)
+            // New items get their random ids in ascending order: every
+            // table is keyed by item id first, so the rows are appended at
+            // the end of each B-tree instead of landing on a random page
+            // of tables far larger than SQLite's cache (docs/import-export.md).
+            var newIDs = options.dryRun ? [] : Vault.ascendingRandomIDs(prepared.count)
+            var nextID = 0
             func flush(_ pending: [PendingInsert]) throws {
                 let inserter = NewItemInserter(db, mac: mac)
                 for p in pending { try inserter.execute(p) }
@@ -69,7 +76,10 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac) }
+                        if !options.dryRun {
+                            try insertEntry(db, id: newIDs[nextID], name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
+                            nextID += 1
+                        }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -118,6 +128,21 @@ extension Vault {
         }
     }
 
+    /// `count` random item ids (16 random bytes each, as ``ItemID/random()``),
+    /// sorted: their values are as random as ever, only the order in which
+    /// an import hands them out follows the order of the entries.
+    static func ascendingRandomIDs(_ count: Int) -> [ItemID] {
+        guard count > 0 else { return [] }
+        let bytes = Random.bytes(16 * count)
+        var ids: [ItemID] = []
+        ids.reserveCapacity(count)
+        for i in 0..<count {
+            if let id = ItemID(bytes: bytes[(16 * i)..<(16 * i + 16)]) { ids.append(id) }
+        }
+        ids.sort()
+        return ids
+    }
+
     /// Rejects an entry Coffer cannot store, naming where it is in its file.
     static func checkEntry(_ e: InterchangeEntry) throws(CofferError) {
         func bad(_ why: String) -> CofferError {
@@ -129,7 +154,10 @@ extension Vault {
             for f in version {
                 do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
                 guard seen.insert(f.name).inserted else { throw bad("field '\(f.name)' is given twice") }
+                guard f.bytes.count <= Field.maxValueBytes else { throw bad("field '\(f.name)' holds \(f.bytes.count) bytes; a field may hold at most 16 MiB") }
             }
+            let total = version.reduce(0) { $0 + $1.bytes.count }
+            guard total <= Field.maxItemBytes else { throw bad("its values total \(total) bytes; an item may hold at most 28 MiB") }
         }
         for t in e.tags {
             do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t)' (tags contain no comma or newline)") }
@@ -159,7 +187,7 @@ extension Vault {
         var changes: [Change] = []
         let before = Dictionary(old.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for f in new where before[f.name] != f {
-            changes.append(Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+            changes.append(Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         let names = Set(new.map(\.name))
         for f in old where !names.contains(f.name) {
@@ -171,10 +199,9 @@ extension Vault {
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
     private func insertEntry(
-        _ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
+        _ db: Database, id: ItemID, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
         flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
     ) throws {
-        let id = ItemID.random()
         let now = Clock.nowMillis()
         var changes = [
             Vault.meta(.name, "@name", name), Vault.meta(.type, "@type", entry.type.rawValue),
@@ -234,7 +261,7 @@ extension Vault {
         // too, so the overwrite settles them.
         for c in current.conflicts where !c.field.hasPrefix("@") && !changes.contains(where: { $0.payload.name == c.field }) {
             if let f = e.fields.first(where: { $0.name == c.field }) {
-                changes.append(Change(register: registerID(field: f.name, item: current.id), payload: FieldPayload(name: f.name, value: Array(f.value.utf8), isSecret: f.isSecret), tombstone: false))
+                changes.append(Change(register: registerID(field: f.name, item: current.id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
             }
         }
         guard !changes.isEmpty else { return }
@@ -315,7 +342,7 @@ extension Vault {
                     current[p.name] = nil
                 } else {
                     if current[p.name] == nil && !order.contains(p.name) { order.append(p.name) }
-                    current[p.name] = Field(name: p.name, value: p.text, isSecret: p.isSecret)
+                    current[p.name] = Field(name: p.name, bytes: p.value, isSecret: p.isSecret, isFile: p.isFile)
                 }
                 i += 1
             }
