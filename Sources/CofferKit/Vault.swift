@@ -20,6 +20,15 @@ public final class Vault: Sendable {
         try ensureIntegrity()
     }
 
+    /// A vault object under `master` whose integrity is not checked: the
+    /// target of a rekey, used inside the rekey's transaction to seal what
+    /// the new key will read (Vault+Rekey.swift).
+    init(file: VaultFile, rekeyTarget master: SecretBytes) {
+        self.file = file
+        self.keys = VaultKeys(master: master)
+        self.listingCache = nil
+    }
+
     public var path: String { file.path }
     public var vaultID: VaultID { file.header.vaultID }
     package var store: VaultStore { file.store }

@@ -41,6 +41,7 @@ struct Coffer: ParsableCommand {
             Attach.self,
             Audit.self,
             GitCredentialCommand.self,
+            Rekey.self,
         ])
 
     static func main() {

@@ -168,11 +168,18 @@ extension Vault {
     /// Builds and seals the record of `state` as stored in `row`. `shown`
     /// gives the shown, non-tombstone payload of a register when the
     /// caller already decrypted it; others are decrypted here.
-    package func sealRecord(state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:]) throws -> [UInt8] {
-        let username = registerID(field: "username", item: state.id)
-        let url = registerID(field: "url", item: state.id)
-        func text(_ rid: RegisterID) throws -> String? {
-            guard let v = Register.shown(state.registers[rid] ?? []), !v.isTombstone else { return nil }
+    /// `fieldRegisters`, when given, are the registers of the `username`
+    /// and `url` fields (nil: the item has none), found by the caller
+    /// (an import, from payloads already checked against their registers);
+    /// otherwise they are derived here.
+    package func sealRecord(
+        state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:],
+        fieldRegisters: (username: RegisterID?, url: RegisterID?)? = nil
+    ) throws -> [UInt8] {
+        let username = fieldRegisters.map(\.username) ?? registerID(field: "username", item: state.id)
+        let url = fieldRegisters.map(\.url) ?? registerID(field: "url", item: state.id)
+        func text(_ register: RegisterID?) throws -> String? {
+            guard let rid = register, let v = Register.shown(state.registers[rid] ?? []), !v.isTombstone else { return nil }
             let p = try known[rid] ?? open(v, item: state.id, register: rid)
             // A field the user marked secret stays out of listings.
             return p.isSecret ? nil : p.text
