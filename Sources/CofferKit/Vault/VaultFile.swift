@@ -131,16 +131,17 @@ public final class VaultFile: Sendable {
     /// vault. A key of an older key epoch (a session unlocked before a
     /// `coffer rekey`) is refused with ``CofferError/Kind/locked``.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
+        try unlock(masterKey: masterKey, listingCache: nil)
+    }
+
+    /// Unlocks with a master key (a shell session's, whose listing cache
+    /// the vault then uses), after checking it is of the current key epoch.
+    func unlock(masterKey: SecretBytes, listingCache: ListingCache?) throws(CofferError) -> Vault {
         if let keyCheck, !Vault.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
             throw CofferError(
                 .locked,
                 "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after it was unlocked; \(Session.unlockAgain)")
         }
-        return try CofferError.wrap { try Vault(file: self, master: masterKey) }
-    }
-
-    /// Unlocks for a shell session, whose listing cache the vault uses.
-    func unlock(masterKey: SecretBytes, listingCache: ListingCache) throws(CofferError) -> Vault {
         return try CofferError.wrap { try Vault(file: self, master: masterKey, listingCache: listingCache) }
     }
 
