@@ -8,7 +8,8 @@ import CofferCrypto
 /// KEK ──XChaCha20-Poly1305 unwrap(AD = wrapAD)──▶ master key (32 random bytes)
 /// master ──crypto_kdf(id, "coffer01")──▶ item key (1), name-index key (2),
 ///                                        field-id key (3), bundle key (4),
-///                                        item-record key (16), vault-MAC key (17)
+///                                        item-record key (16), vault-MAC key (17),
+///                                        listing-cache key (24)
 /// ```
 public enum KeyHierarchy {
     public enum SubKeyID: UInt64, Sendable {
@@ -20,9 +21,12 @@ public enum KeyHierarchy {
         case itemRecord = 16
         /// Keys the vault-wide MAC of a vault file (format 2).
         case vaultMAC = 17
-        /// Keys the key check of a rekeyed vault (format 4): tells a
+        /// Keys the key check of a rekeyed vault (format 5): tells a
         /// session's master key of an older epoch from the current one.
         case keyCheck = 18
+        /// Seals a shell session's listing cache (never stored in a vault
+        /// file or a bundle).
+        case listingCache = 24
     }
 
     /// `BLAKE2b-256(key = subkey(18), "coffer-key-check-v1" || vault id ||

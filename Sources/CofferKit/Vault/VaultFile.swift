@@ -139,6 +139,11 @@ public final class VaultFile: Sendable {
         return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
 
+    /// Unlocks for a shell session, whose listing cache the vault uses.
+    func unlock(masterKey: SecretBytes, listingCache: ListingCache) throws(CofferError) -> Vault {
+        return try CofferError.wrap { try Vault(file: self, master: masterKey, listingCache: listingCache) }
+    }
+
     /// Facts about the vault that need no passphrase.
     public func info() throws(CofferError) -> VaultInfo {
         try CofferError.wrap {
