@@ -131,20 +131,19 @@ public final class VaultFile: Sendable {
     /// vault. A key of an older key epoch (a session unlocked before a
     /// `coffer rekey`) is refused with ``CofferError/Kind/locked``.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
-        try checkKeyEpoch(of: masterKey)
+        try checkEpoch(of: masterKey)
         return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
 
     /// Unlocks for a shell session, whose listing cache the vault uses.
-    /// The session's key is checked against the key epoch like any other.
+    /// The key epoch is checked as by ``unlock(masterKey:)``.
     func unlock(masterKey: SecretBytes, listingCache: ListingCache) throws(CofferError) -> Vault {
-        try checkKeyEpoch(of: masterKey)
+        try checkEpoch(of: masterKey)
         return try CofferError.wrap { try Vault(file: self, master: masterKey, listingCache: listingCache) }
     }
 
-    /// Refuses a master key of an older key epoch than the vault's (a
-    /// session unlocked before a `coffer rekey`): exit 77, unlock again.
-    func checkKeyEpoch(of masterKey: SecretBytes) throws(CofferError) {
+    /// Refuses a master key of an older key epoch than the vault's.
+    private func checkEpoch(of masterKey: SecretBytes) throws(CofferError) {
         if let keyCheck, !Vault.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
             throw CofferError(
                 .locked,
