@@ -22,8 +22,8 @@ public final class VaultMAC: @unchecked Sendable {
 
     /// What a term covers, by its tag byte (the first byte of the term).
     public enum Area: Int, CaseIterable, Sendable {
-        /// "H" the header, "W" the passphrase wrapping's version, "L" the
-        /// local replica row.
+        /// "H" the header, "W" the passphrase wrapping's version, "K" the
+        /// key epoch, "L" the local replica row.
         case header
         /// "R" each row of `replica` (the summary vector).
         case replicas
@@ -340,6 +340,8 @@ extension Queries {
             mac.toggle(IntegrityTerm.header(try header(db)))
             let wrapping = try keyWrapping(db)
             if !wrapping.isInitial { mac.toggle(IntegrityTerm.keyWrapping(wrapping)) }
+            let epoch = try keyEpoch(db)
+            if let check = epoch.check { mac.toggle(IntegrityTerm.keyEpoch(epoch.epoch, check: check)) }
             let local = try localReplica(db)
             mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
             for r in try knownReplicas(db) {

@@ -56,6 +56,9 @@ struct SyncBookkeepingMACTests {
             try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
             try db.execute(sql: "UPDATE vaultIntegrity SET mac = ?", arguments: [Data(old)])
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+            // Nor had a format-3 build the key epoch table (format 5).
+            try db.execute(sql: "DROP TABLE keyEpoch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
             try db.execute(sql: "PRAGMA user_version = 3")
         }
     }
@@ -81,7 +84,7 @@ struct SyncBookkeepingMACTests {
         #expect(writers.count == 1)
         let report = try v.verify()
         #expect(report.isSound, "\(report.problems)")
-        #expect(report.formatVersion == 4)
+        #expect(report.formatVersion == VaultStore.formatVersion)
     }
 
     /// Each covered column, changed without the key, is named by verify
@@ -175,6 +178,9 @@ struct SyncBookkeepingMACTests {
             try db.execute(sql: "UPDATE vault SET formatVersion = 3")
             try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+            // Nor had a format-3 build the key epoch table (format 5).
+            try db.execute(sql: "DROP TABLE keyEpoch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
             try db.execute(sql: "PRAGMA user_version = 3")
         }
         let again = try reopen(v)

@@ -198,7 +198,7 @@ extension Vault {
                     kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
                     salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
                     summary: try Vault.exportableSummary(db), since: since ?? VersionVector(),
-                    wrapping: try Queries.keyWrapping(db))
+                    wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch)
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     // Rows come in bundle order: each goes straight into
@@ -249,6 +249,15 @@ extension Vault {
                 .badData,
                 "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
                 hint: "import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
+        }
+        // A bundle of another key epoch is refused before its stream is
+        // read: an older one whole (its writer adopts the new key first and
+        // writes its edits again), a newer one until its key is adopted
+        // with the passphrase (docs/sync.md §Master-key rotation).
+        switch keyEpochStatus(of: header) {
+        case .same: break
+        case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .newer(let e): throw Vault.newerEpochError(path: path, bundle: e, vault: keyEpoch)
         }
         let reader: BundleReader
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
@@ -525,7 +534,8 @@ extension Vault {
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(
-                passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey)
+                passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey,
+                epoch: header.keyEpoch)
         } catch .authenticationFailed {
             throw CofferError(.wrongPassphrase, "wrong passphrase for the bundle \(path)", hint: "use the passphrase of the vault that exported it")
         } catch {
@@ -551,7 +561,20 @@ extension Vault {
             let store = try VaultStore.create(
                 path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host,
                 mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
-            return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
+            if !header.keyEpoch.isInitial {
+                // The clone starts on the bundle's key epoch (its key
+                // check and MAC term in the first transaction after
+                // creation; the header's wrapping is the epoch's).
+                let check = KeyHierarchy.keyCheck(master: master, vault: header.vaultID, epoch: header.keyEpoch)
+                try store.writeImmediate { db in
+                    try Queries.setKeyEpoch(db, header.keyEpoch, check: check)
+                    let mac = VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master))
+                    mac.toggle(IntegrityTerm.keyEpoch(header.keyEpoch, check: check))
+                    try Queries.commitMAC(db, mac)
+                }
+            }
+            let epoch = try store.read { db in try Queries.keyEpoch(db) }
+            return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader, keyEpoch: epoch.epoch, keyCheck: epoch.check), master: master)
         }
         var report = try vault.importRecords(from: reader, path: path, progress: progress, integrity: integrity)
         // What `coffer ls` of the new vault will show (deleted items and

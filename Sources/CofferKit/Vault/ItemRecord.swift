@@ -118,7 +118,11 @@ package struct ItemRecord: Equatable {
         policy = flags & 4 != 0 ? .localOnly : .sync
         updatedAt = try r.i64()
         func text() throws(FormatError) -> String {
-            guard let s = String(validating: try r.blob16(), as: UTF8.self) else { throw .malformed("item record text is not UTF-8") }
+            let bytes = try r.blob16()
+            // ASCII is valid UTF-8: skip the generic validation (a third
+            // of a 10,000-item listing's decoding, docs/benchmarks-cli.md).
+            if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+            guard let s = String(validating: bytes, as: UTF8.self) else { throw .malformed("item record text is not UTF-8") }
             return s
         }
         func optional() throws(FormatError) -> String? {
