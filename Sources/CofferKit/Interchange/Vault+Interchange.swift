@@ -117,10 +117,26 @@ extension Vault {
             try keys.item.keepingReadable {
                 try keys.nameIndex.keepingReadable {
                     try keys.fieldID.keepingReadable {
-                        if options.dryRun { return try store.read(work) }
-                        return try write { db, accumulator in
-                            mac = accumulator
-                            return try work(db)
+                        try keys.record.keepingReadable {
+                            if options.dryRun { return try store.read(work) }
+                            return try write { db, accumulator in
+                                mac = accumulator
+                                return try accumulator.keepingReadable {
+                                    // As a bundle import does: a larger page cache for
+                                    // the transaction, and into a vault without items
+                                    // the two secondary indexes (a keyed name hash in
+                                    // random order, and the dots) built once at the
+                                    // end; inside the transaction, so a failure
+                                    // brings them back with everything else.
+                                    let empty = try Queries.holdsNoItems(db)
+                                    try db.execute(sql: empty ? "PRAGMA cache_size = -16384" : "PRAGMA cache_size = -65536")
+                                    defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
+                                    let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
+                                    let report = try work(db)
+                                    try Queries.createIndexes(db, rebuild)
+                                    return report
+                                }
+                            }
                         }
                     }
                 }
@@ -152,7 +168,13 @@ extension Vault {
         for version in e.history.map(\.fields) + [e.fields] {
             seen.removeAll()
             for f in version {
-                do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
+                // Printable ASCII without '=' and not starting with '@' is
+                // valid (most names): no per-character Unicode look-ups.
+                let plain = f.name.utf8.first.map { $0 != UInt8(ascii: "@") } == true
+                    && f.name.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "=") }
+                if !plain {
+                    do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
+                }
                 guard seen.insert(f.name).inserted else { throw bad("field '\(f.name)' is given twice") }
                 guard f.bytes.count <= Field.maxValueBytes else { throw bad("field '\(f.name)' holds \(f.bytes.count) bytes; a field may hold at most 16 MiB") }
             }
@@ -215,6 +237,11 @@ extension Vault {
         var saved: ItemState?
         var previous: [Field] = []
         var createdAt = now
+        // What each register shows, as written here: the row and the
+        // record need the name, type, username… that were just sealed,
+        // so they are taken from here instead of decrypted again.
+        var shown: [RegisterID: FieldPayload] = [:]
+        let nameHash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
         for (i, version) in versions.enumerated() {
             let at = i == versions.count - 1 ? now : min(now, version.writtenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? now)
             if i == 0 { createdAt = at }
@@ -222,15 +249,18 @@ extension Vault {
             previous = version.fields
             guard !write.isEmpty else { continue }
             apply(write, to: &state, dot: try dot(db), at: at)
-            let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
+            for c in write { shown[c.register] = c.payload }
+            // As ``derivedRow(for:policy:createdAt:updatedAt:)`` gives it
+            // for a new local item: named, not deleted, no conflict.
+            let row = ItemRow(id: id, policy: entry.policy, nameHash: nameHash, isDeleted: false, hasConflict: false, createdAt: createdAt, updatedAt: at)
             if let saved {
                 try save(db, row: row, old: saved, new: state, now: at, mac: mac)
             } else if versions.count == 1 {
                 // A new id without history: buffered multi-row INSERTs.
-                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row), state: state))
+                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state))
             } else {
                 // Later writes retire these versions: insert them now.
-                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row), state: state, mac: mac)
+                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, mac: mac)
             }
             saved = state
         }
