@@ -19,17 +19,41 @@ extension Vault {
         _ entries: [InterchangeEntry], options: InterchangeOptions = InterchangeOptions(),
         progress: InterchangeProgress? = nil
     ) throws(CofferError) -> InterchangeReport {
+        // Every entry is checked before the transaction starts.
+        for e in entries { try Vault.checkEntry(e) }
+        var i = 0
+        return try importEntries(expectedCount: entries.count, options: options, progress: progress) { () throws(CofferError) -> InterchangeEntry? in
+            guard i < entries.count else { return nil }
+            i += 1
+            return entries[i - 1]
+        }
+    }
+
+    /// Stores the entries a reading thread produces (``InterchangeStream``)
+    /// while it reads: the same rules and the same single transaction as
+    /// ``importEntries(_:options:progress:)``; the reader's error, or an
+    /// entry Coffer cannot store, rolls everything back. The stream is
+    /// stopped when this returns.
+    public func importEntries(
+        _ stream: InterchangeStream, options: InterchangeOptions = InterchangeOptions(),
+        progress: InterchangeProgress? = nil
+    ) throws(CofferError) -> InterchangeReport {
+        defer { stream.stop() }
+        return try importEntries(expectedCount: stream.expectedCount, options: options, progress: progress) { () throws(CofferError) -> InterchangeEntry? in
+            guard let e = try stream.next() else { return nil }
+            try Vault.checkEntry(e)
+            return e
+        }
+    }
+
+    private func importEntries(
+        expectedCount: Int, options: InterchangeOptions, progress: InterchangeProgress?,
+        next: () throws(CofferError) -> InterchangeEntry?
+    ) throws(CofferError) -> InterchangeReport {
         var prefix = ""
         if let p = options.prefix?.trimmingCharacters(in: CharacterSet(charactersIn: "/")), !p.isEmpty {
             prefix = try Vault.normalizeName(p)
             try Vault.checkNotReserved(prefix)
-        }
-        var prepared: [(name: String, entry: InterchangeEntry)] = []
-        prepared.reserveCapacity(entries.count)
-        for e in entries {
-            try Vault.checkEntry(e)
-            let cleaned = InterchangeEntry.cleanName(e.name)
-            prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
         var last: Dot?
         /// The first write checks that this file still owns its replica id
@@ -60,14 +84,20 @@ extension Vault {
             // table is keyed by item id first, so the rows are appended at
             // the end of each B-tree instead of landing on a random page
             // of tables far larger than SQLite's cache (docs/import-export.md).
-            var newIDs = options.dryRun ? [] : Vault.ascendingRandomIDs(prepared.count)
+            // (More than needed when the count is an estimate; past it,
+            // ids are drawn one by one.)
+            let newIDs = options.dryRun ? [] : Vault.ascendingRandomIDs(expectedCount)
             var nextID = 0
+            var done = 0
             func flush(_ pending: [PendingInsert]) throws {
                 let inserter = NewItemInserter(db, mac: mac)
                 for p in pending { try inserter.execute(p) }
             }
-            for (i, (base, entry)) in prepared.enumerated() {
-                if let progress, i % 256 == 0 { progress(i, prepared.count) }
+            while let entry = try next() {
+                if let progress, done % 256 == 0 { progress(done, max(expectedCount, done)) }
+                done += 1
+                let cleaned = InterchangeEntry.cleanName(entry.name)
+                let base = prefix.isEmpty ? cleaned : prefix + "/" + cleaned
                 var n = 1
                 while true {
                     let candidate = n == 1 ? base : "\(base) (\(n))"
@@ -77,7 +107,8 @@ extension Vault {
                     if ids.isEmpty {
                         taken.insert(candidate)
                         if !options.dryRun {
-                            try insertEntry(db, id: newIDs[nextID], name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
+                            let id = nextID < newIDs.count ? newIDs[nextID] : ItemID.random()
+                            try insertEntry(db, id: id, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
                             nextID += 1
                         }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
@@ -108,7 +139,7 @@ extension Vault {
                 try flush(rows.finish())
                 if let last { try Queries.storeLocalCounter(db, last, mac: mac) }
             }
-            progress?(prepared.count, prepared.count)
+            progress?(done, done)
             return report
         }
         return try CofferError.wrap {
@@ -182,7 +213,7 @@ extension Vault {
             guard total <= Field.maxItemBytes else { throw bad("its values total \(total) bytes; an item may hold at most 28 MiB") }
         }
         for t in e.tags {
-            do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t)' (tags contain no comma or newline)") }
+            do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t.replacingOccurrences(of: "\n", with: "\\n"))' (tags contain no comma or newline)") }
         }
         for (field, variable) in e.env where !EnvNaming.isValidOverride(variable) {
             throw bad("invalid variable name '\(variable)' for field '\(field)'")
