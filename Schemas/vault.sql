@@ -1,4 +1,4 @@
--- Coffer vault schema, format version 2.
+-- Coffer vault schema, format version 4.
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
@@ -100,10 +100,15 @@ CREATE TABLE itemRecord (
 -- Format 2. The vault MAC: XOR of keyed BLAKE2b terms, one per covered
 -- row (header, local replica, replicas, items with their records, current
 -- and history versions), updated in the transaction of every write.
+--
+-- Format 4 added `areaMacs` (by ALTER TABLE, hence the comma's place): the
+-- same XOR per area of terms (header, replicas, items, versions, history,
+-- export mark, private writers; 7 x 32 bytes), so that `coffer verify` names what was
+-- changed. The MAC also covers localExport ("E") and localOnlyWriter ("P").
 CREATE TABLE vaultIntegrity (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     mac BLOB NOT NULL CHECK (length(mac) = 32)
-);
+, areaMacs BLOB CHECK (areaMacs IS NULL OR length(areaMacs) = 224));
 
 -- One row: the highest counter of this file's replica id that this file
 -- has put in a bundle (export or sync). A bundle that has seen more of
@@ -130,4 +135,16 @@ CREATE TABLE localOnlyWriter (
 CREATE TABLE keyWrapping (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     version BLOB NOT NULL
+);
+
+-- Format 5. The key epoch (docs/key-hierarchy.md, "Master-key rotation"):
+-- u64 number || rekeyed-by replica id || i64 rekeyed at, as in a format-3
+-- bundle header, and the key check BLAKE2b-256(key = subkey(18),
+-- "coffer-key-check-v1" || vault id || epoch), which tells a session's
+-- master key of an older epoch from the current one. No row: epoch 0, the
+-- key made by `init`. Covered by the vault MAC (term "K").
+CREATE TABLE keyEpoch (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    epoch BLOB NOT NULL,
+    keyCheck BLOB NOT NULL CHECK (length(keyCheck) = 32)
 );

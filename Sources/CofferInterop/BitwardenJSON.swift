@@ -5,7 +5,9 @@ import Foundation
 /// Format documented at bitwarden.com/help/condition-bitwarden-import/
 /// ("Condition a Bitwarden .json"): `folders`, `items` of type 1 login,
 /// 2 secure note, 3 card, 4 identity, 5 SSH key; custom `fields` of type
-/// 0 text, 1 hidden, 2 boolean, 3 linked.
+/// 0 text, 1 hidden, 2 boolean, 3 linked. Attachments are never in the
+/// export (bitwarden.com/help/export-your-data/); an item's `attachments`
+/// list, when present, is named in a warning.
 public enum BitwardenJSON {
     public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
         let root = try JSONObject(JSONObject.parse(data, file: file), file: file, place: "top level")
@@ -97,6 +99,14 @@ public enum BitwardenJSON {
             if try item.string("deletedDate") != nil {
                 out.warnings.append(InterchangeWarning(entry: name, "it was in Bitwarden's trash and was not imported"))
                 continue
+            }
+            // Bitwarden leaves attachments' bytes out of every export; an
+            // item that lists some must have them moved by hand.
+            let attached = try item.array("attachments")
+            if !attached.isEmpty {
+                let names = attached.compactMap { ($0 as? [String: Any])?["fileName"] as? String }.filter { !$0.isEmpty }.map { "'\($0)'" }
+                let what = attached.count == 1 ? "its attachment\(names.first.map { " \($0)" } ?? "") is" : "its \(attached.count) attachments\(names.isEmpty ? "" : " (\(names.joined(separator: ", ")))") are"
+                out.warnings.append(InterchangeWarning(entry: name, "\(what) not in Bitwarden's export: download \(attached.count == 1 ? "it" : "them") from Bitwarden and add \(attached.count == 1 ? "it" : "each") with `coffer attach`"))
             }
             // Password history: the item as it was with each old password.
             var olds: [(Date?, String)] = []

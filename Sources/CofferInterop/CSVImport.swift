@@ -265,12 +265,20 @@ public enum CSVImport {
     /// Coffer's CSV: `name,type,tags,expires`, then `username,password,url,
     /// notes,totp`, then every other field name in order. Tags are joined by
     /// `;`. Secrecy is not kept (use `--format json` for a lossless copy).
-    public static func write(_ entries: [InterchangeEntry]) -> Data {
+    /// Attachments cannot be held in a CSV cell: they are left out, with
+    /// one warning per item naming them.
+    public static func write(_ entries: [InterchangeEntry]) -> ExportedFile {
         let standard = ["username", "password", "url", "notes", "totp"]
         var extra: [String] = []
         var seen = Set(standard)
+        var warnings: [InterchangeWarning] = []
         for e in entries {
-            for f in e.fields where !seen.contains(f.name) {
+            let files = e.fields.filter(\.isFile).map { "'\($0.name)'" }
+            if !files.isEmpty {
+                let what = files.count == 1 ? "attachment \(files[0]) was" : "attachments \(files.joined(separator: ", ")) were"
+                warnings.append(InterchangeWarning(entry: e.name, "\(what) not exported: a CSV holds text only (use --format json or keepass-xml)"))
+            }
+            for f in e.fields where !f.isFile && !seen.contains(f.name) {
                 seen.insert(f.name)
                 extra.append(f.name)
             }
@@ -279,10 +287,10 @@ public enum CSVImport {
         var out = (["name", "type", "tags", "expires"] + columns).map(CSV.quote).joined(separator: ",") + "\r\n"
         for e in entries {
             var values = [e.name, e.type.rawValue, e.tags.joined(separator: ";"), e.expires?.description ?? ""]
-            for c in columns { values.append(e.fields.first(where: { $0.name == c })?.value ?? "") }
+            for c in columns { values.append(e.fields.first(where: { $0.name == c && !$0.isFile })?.value ?? "") }
             out += values.map(CSV.quote).joined(separator: ",") + "\r\n"
         }
-        return Data(out.utf8)
+        return ExportedFile(data: Data(out.utf8), warnings: warnings)
     }
 }
 

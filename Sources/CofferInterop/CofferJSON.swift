@@ -6,18 +6,24 @@ import Foundation
 /// (value and secrecy), tags, source, expiry, sync policy, variable names
 /// and, with `--history`, the earlier states of its fields. Lossless:
 /// importing it back with `--from coffer-json` gives the same items.
+///
+/// Version 2 carries attachments (`coffer attach`): a field
+/// `{name, secret, file: true, base64}` instead of `{name, value, secret}`.
+/// Version 1 files (no attachments) are still read; a coffer that reads
+/// only version 1 refuses version 2 instead of importing base64 as text.
 public enum CofferJSON {
     public static let formatName = "coffer-json"
-    public static let version = 1
+    /// The version written; every version up to it is read.
+    public static let version = 2
 
-    struct File: Codable {
+    struct File: Encodable {
         var format: String
         var version: Int
         var exportedAt: String
         var items: [Item]
     }
 
-    struct Item: Codable {
+    struct Item: Encodable {
         var name: String
         var type: String
         var fields: [FieldValue]
@@ -27,6 +33,8 @@ public enum CofferJSON {
         var policy: String
         var env: [String: String]
         var history: [Version]?
+
+        enum CodingKeys: String, CodingKey { case name, type, fields, tags, source, expires, policy, env, history }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -42,13 +50,27 @@ public enum CofferJSON {
         }
     }
 
-    struct FieldValue: Codable {
-        var name: String
-        var value: String
-        var secret: Bool
+    /// A text field `{name, value, secret}` or an attachment
+    /// `{name, secret, file: true, base64}`.
+    struct FieldValue: Encodable {
+        var field: Field
+
+        enum Keys: String, CodingKey { case name, value, secret, file, base64 }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(field.name, forKey: .name)
+            try c.encode(field.isSecret, forKey: .secret)
+            if field.isFile {
+                try c.encode(true, forKey: .file)
+                try c.encode(Data(field.bytes).base64EncodedString(), forKey: .base64)
+            } else {
+                try c.encode(field.value, forKey: .value)
+            }
+        }
     }
 
-    struct Version: Codable {
+    struct Version: Encodable {
         var writtenAt: String?
         var fields: [FieldValue]
     }
@@ -65,11 +87,11 @@ public enum CofferJSON {
             items: entries.map { e in
                 Item(
                     name: e.name, type: e.type.rawValue,
-                    fields: e.fields.map { FieldValue(name: $0.name, value: $0.value, secret: $0.isSecret) },
+                    fields: e.fields.map(FieldValue.init),
                     tags: e.tags, source: e.source, expires: e.expires?.description, policy: e.policy.rawValue, env: e.env,
                     history: history
                         ? e.history.map { v in
-                            Version(writtenAt: v.writtenAt.map(iso), fields: v.fields.map { FieldValue(name: $0.name, value: $0.value, secret: $0.isSecret) })
+                            Version(writtenAt: v.writtenAt.map(iso), fields: v.fields.map(FieldValue.init))
                         } : nil)
             })
         let enc = JSONEncoder()
@@ -86,8 +108,9 @@ public enum CofferJSON {
         guard try root.string("format") == formatName else {
             throw ImportError.bad(file, nil, "not a Coffer JSON export (\"format\" is not \"coffer-json\")", hint: "write one with `coffer export --format json --plaintext --out FILE`")
         }
-        guard let v = try root.int("version"), v <= version else {
-            throw ImportError.bad(file, nil, "Coffer JSON version \(try root.int("version").map(String.init) ?? "missing") is not supported (this coffer reads version \(version))", hint: "upgrade coffer")
+        guard let v = try root.int("version"), (1...version).contains(v) else {
+            let given = try root.int("version").map(String.init) ?? "missing"
+            throw ImportError.bad(file, nil, "Coffer JSON version \(given) is not supported (this coffer reads versions 1 to \(version))", hint: "a newer coffer wrote it: upgrade coffer")
         }
         var out = ImportedFile()
         for (i, item) in try root.objects("items").enumerated() {
@@ -100,12 +123,29 @@ public enum CofferJSON {
             func fields(_ list: [JSONObject]) throws(CofferError) -> [Field] {
                 var out: [Field] = []
                 for f in list {
-                    guard let n = try f.string("name"), let value = try f.string("value") else {
-                        throw ImportError.bad(file, where_, "a field needs \"name\" and \"value\"")
+                    guard let n = try f.string("name") else { throw ImportError.bad(file, where_, "a field needs \"name\"") }
+                    let secret = try f.bool("secret") ?? type.defaultSecrecy(of: n)
+                    if try f.bool("file") == true {
+                        guard v >= 2 else { throw ImportError.bad(file, where_, "field '\(n)': attachments need Coffer JSON version 2") }
+                        out.append(Field(name: n, bytes: try attachment(f, field: n), isSecret: secret, isFile: true))
+                        continue
                     }
-                    out.append(Field(name: n, value: value, isSecret: try f.bool("secret") ?? type.defaultSecrecy(of: n)))
+                    guard !f.has("base64") else { throw ImportError.bad(file, where_, "field '\(n)' has \"base64\" but not \"file\": true") }
+                    guard let value = try f.string("value") else { throw ImportError.bad(file, where_, "field '\(n)' needs a \"value\"") }
+                    out.append(Field(name: n, value: value, isSecret: secret))
                 }
                 return out
+            }
+            /// An attachment's bytes: strict base64 (RFC 4648, padded), at
+            /// most ``Field/maxValueBytes`` decoded.
+            func attachment(_ f: JSONObject, field n: String) throws(CofferError) -> [UInt8] {
+                guard !f.has("value") else { throw ImportError.bad(file, where_, "attachment '\(n)' has a \"value\"; its bytes belong in \"base64\"") }
+                guard let text = try f.string("base64") else { throw ImportError.bad(file, where_, "attachment '\(n)' has no \"base64\"") }
+                guard text.utf8.count <= (Field.maxValueBytes + 2) / 3 * 4 else {
+                    throw ImportError.bad(file, where_, "attachment '\(n)' is larger than 16 MiB, the most a field may hold")
+                }
+                guard let data = Data(base64Encoded: text) else { throw ImportError.bad(file, where_, "attachment '\(n)': \"base64\" is not valid base64") }
+                return [UInt8](data)
             }
             var e = InterchangeEntry(name: name, type: type, origin: "\(file): \(where_)")
             e.fields = try fields(try item.objects("fields"))

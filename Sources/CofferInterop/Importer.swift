@@ -75,13 +75,25 @@ public enum Importer {
     }
 }
 
+/// A plaintext export and what it could not carry (named by item).
+public struct ExportedFile: Sendable {
+    public var data: Data
+    /// One per item with something left out (CSV: attachments).
+    public var warnings: [InterchangeWarning]
+
+    public init(data: Data, warnings: [InterchangeWarning] = []) {
+        self.data = data
+        self.warnings = warnings
+    }
+}
+
 /// Writes the plaintext export formats.
 public enum Exporter {
-    public static func write(_ format: ExportFormat, entries: [InterchangeEntry], history: Bool) throws(CofferError) -> Data {
+    public static func write(_ format: ExportFormat, entries: [InterchangeEntry], history: Bool) throws(CofferError) -> ExportedFile {
         switch format {
-        case .json: return try CofferJSON.write(entries, history: history)
+        case .json: return ExportedFile(data: try CofferJSON.write(entries, history: history))
         case .csv: return CSVImport.write(entries)
-        case .keepassXML: return KeePassXML.write(entries)
+        case .keepassXML: return ExportedFile(data: KeePassXML.write(entries))
         }
     }
 }

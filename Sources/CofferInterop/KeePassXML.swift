@@ -442,7 +442,11 @@ public enum KeePassXML {
     /// KeePass 2 XML that `keepassxc-cli import` accepts: item names become
     /// groups and a title, fields become the standard strings (`username` →
     /// UserName, `password` → Password, `url` → URL, `notes` → Notes,
-    /// `totp` → otp) or custom strings (secret ones protected).
+    /// `totp` → otp) or custom strings (secret ones protected). Attachments
+    /// become KeePass binaries: their bytes (base64, uncompressed) in
+    /// `Meta/Binaries`, each stored once, referenced from the entry by
+    /// `<Binary><Key>NAME</Key><Value Ref="ID"/></Binary>` (KeePass 2.x /
+    /// KDBX 3.1 XML, which KeePassXC's `KdbxXmlReader` reads).
     public static func write(_ entries: [InterchangeEntry]) -> Data {
         final class Group {
             var name: String
@@ -465,8 +469,16 @@ public enum KeePassXML {
             }
             g.entries.append((parts.last ?? e.name, e))
         }
-        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n"
-        out += "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n\t</Meta>\n\t<Root>\n"
+        var out = ""
+        // Attachments' bytes, each distinct content once, by pool id.
+        var binaries: [[UInt8]] = []
+        var binaryIDs: [[UInt8]: Int] = [:]
+        func binaryID(_ bytes: [UInt8]) -> Int {
+            if let id = binaryIDs[bytes] { return id }
+            binaries.append(bytes)
+            binaryIDs[bytes] = binaries.count - 1
+            return binaries.count - 1
+        }
         func uuid() -> String { withUnsafeBytes(of: UUID().uuid) { Data($0).base64EncodedString() } }
         let iso = ISO8601DateFormatter()
         let now = iso.string(from: Date())
@@ -484,7 +496,7 @@ public enum KeePassXML {
                 }
                 out += "\(pad)\t\t</Times>\n"
                 var strings: [(String, String, Bool)] = [("Title", title, false)]
-                for f in e.fields {
+                for f in e.fields where !f.isFile {
                     let key: String
                     switch f.name {
                     case "username": key = "UserName"
@@ -502,14 +514,30 @@ public enum KeePassXML {
                     out += secret ? "\(pad)\t\t\t<Value ProtectInMemory=\"True\">\(escape(v))</Value>\n" : "\(pad)\t\t\t<Value>\(escape(v))</Value>\n"
                     out += "\(pad)\t\t</String>\n"
                 }
+                for f in e.fields where f.isFile {
+                    out += "\(pad)\t\t<Binary>\n\(pad)\t\t\t<Key>\(escape(f.name))</Key>\n\(pad)\t\t\t<Value Ref=\"\(binaryID(f.bytes))\"/>\n\(pad)\t\t</Binary>\n"
+                }
                 out += "\(pad)\t</Entry>\n"
             }
             for name in g.order { emit(g.groups[name]!, depth: depth + 1) }
             out += "\(pad)</Group>\n"
         }
         emit(root, depth: 2)
-        out += "\t</Root>\n</KeePassFile>\n"
-        return Data(out.utf8)
+        var head = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n"
+        head += "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n"
+        if !binaries.isEmpty {
+            head += "\t\t<Binaries>\n"
+            for (id, bytes) in binaries.enumerated() {
+                head += "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">\(Data(bytes).base64EncodedString())</Binary>\n"
+            }
+            head += "\t\t</Binaries>\n"
+        }
+        head += "\t</Meta>\n\t<Root>\n"
+        var data = Data(capacity: head.utf8.count + out.utf8.count + 32)
+        data.append(contentsOf: head.utf8)
+        data.append(contentsOf: out.utf8)
+        data.append(contentsOf: "\t</Root>\n</KeePassFile>\n".utf8)
+        return data
     }
 
     /// XML text escaping; characters XML 1.0 cannot hold at all are dropped.

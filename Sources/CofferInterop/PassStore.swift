@@ -113,7 +113,16 @@ public enum PassStore {
                 throw CofferError(.badData, "cannot decrypt \(file): gpg: \(said.hasPrefix("gpg: ") ? String(said.dropFirst(5)) : said)", hint: "check that `gpg --decrypt \(file)` works (the secret key and its agent); nothing was imported")
             }
             guard let text = String(validating: result.stdout, as: UTF8.self) else {
-                throw ImportError.bad(file, nil, "the decrypted entry is not UTF-8 text", hint: "binary entries cannot be imported; leave it out by moving it outside the store")
+                // A binary entry (a key file, an image put in with gpg or
+                // `pass insert -m < FILE`): one attachment named like the entry.
+                guard result.stdout.count <= Field.maxValueBytes else {
+                    out.warnings.append(InterchangeWarning(entry: name, "it holds \(Attachments.size(result.stdout.count)) of binary data, more than the 16 MiB a field may hold; it was not imported"))
+                    continue
+                }
+                var e = InterchangeEntry(name: name, type: .custom, origin: "\(file) ('\(name)')")
+                e.appendAttachment(name.split(separator: "/").last.map(String.init) ?? name, result.stdout)
+                out.entries.append(e)
+                continue
             }
             out.entries.append(entry(name: name, text: text, origin: "\(file) ('\(name)')"))
         }

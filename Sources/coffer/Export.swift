@@ -15,8 +15,9 @@ struct Export: ParsableCommand {
             With --format json|csv|keepass-xml --plaintext, writes every item UNENCRYPTED instead \
             (docs/import-export.md): json is Coffer's lossless format (`coffer import --from \
             coffer-json` reads it back; --history adds earlier field values), keepass-xml is what \
-            `keepassxc-cli import` reads. Local-only items only with --include-local-only; never to a \
-            terminal without --force; the file is 0600.
+            `keepassxc-cli import` reads. Attachments go into json (base64) and keepass-xml (KeePass \
+            attachments); csv leaves them out, naming each item in a warning. Local-only items only \
+            with --include-local-only; never to a terminal without --force; the file is 0600.
             """)
 
     @OptionGroup var options: VaultOptions

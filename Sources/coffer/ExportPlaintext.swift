@@ -58,12 +58,12 @@ enum PlaintextExportCommand {
         }
         let vault = try vaultOptions.unlock()
         let selection = try vault.exportEntries(includeLocalOnly: o.includeLocalOnly, history: o.history)
-        let data = try Exporter.write(format, entries: selection.entries, history: o.history)
+        let exported = try Exporter.write(format, entries: selection.entries, history: o.history)
         if toStdout {
-            Output.stdout(data)
+            Output.stdout(exported.data)
         } else {
             do {
-                try AtomicFile.writeAtomically(data, to: out)
+                try AtomicFile.writeAtomically(exported.data, to: out)
             } catch {
                 throw CofferError(error)
             }
@@ -75,6 +75,11 @@ enum PlaintextExportCommand {
         }
         if !selection.conflicted.isEmpty {
             Output.warn("\(selection.conflicted.joined(separator: ", ")) \(selection.conflicted.count == 1 ? "has" : "have") unresolved conflicts; the shown values were exported (see `coffer conflicts`)")
+        }
+        for w in exported.warnings { Output.warn(w.description) }
+        if !exported.warnings.isEmpty {
+            let k = exported.warnings.count
+            Output.warn("\(k) item\(k == 1 ? "" : "s") had attachments that \(format.rawValue) cannot hold; they are not in \(toStdout ? "the output" : out)")
         }
         if format == .csv {
             Output.note("CSV keeps no secrecy flags or history; use --format json for a lossless copy")

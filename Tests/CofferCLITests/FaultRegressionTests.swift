@@ -119,7 +119,7 @@ struct FaultRegressionTests {
             ("unlock", ["unlock"], true, [:]),
         ]
         for (what, args, unlocked, env) in runs {
-            let r = home.timed(args, unlocked: unlocked, env: env, timeout: 20)
+            let r = home.timed(args, unlocked: unlocked, env: env, timeout: 60)
             #expect(!r.timedOut, "\(what) hung: \(r)")
             #expect(r.status < 128, "\(what): \(r)")
             if args != ["get", "x"] {
@@ -129,7 +129,7 @@ struct FaultRegressionTests {
         // Never removed, never opened: still a FIFO.
         #expect(home.fileType(fifo) == S_IFIFO)
         // The FIFO's token is refused as a session, exit 77.
-        let get = home.timed(["get", "x"], env: ["COFFER_SESSION": token], timeout: 20)
+        let get = home.timed(["get", "x"], env: ["COFFER_SESSION": token], timeout: 60)
         #expect(get.status == 77, "\(get)")
     }
 

@@ -60,7 +60,7 @@ struct ChangeTests {
         try await c.set("first-value-0000", for: "app/key")
         let changes = c.changes(every: .milliseconds(50))
         let file = try box.passphraseFile()
-        async let seen = firstChange(changes, within: 20) { $0.items.contains("app/key") }
+        async let seen = firstChange(changes, within: 60) { $0.items.contains("app/key") }
         let edit = try CofferCLI.run(["edit", "app/key", "--field", "key=second-value-0000", "--vault", box.vaultPath, "--passphrase-file", file])
         #expect(edit.status == 0, "\(edit.stderr)")
         let change = await seen
@@ -78,21 +78,23 @@ struct ChangeTests {
         #expect(await firstChange(c.changes(every: .milliseconds(20)), within: 0.3) { _ in true } == nil)
 
         let changes = c.changes(every: .milliseconds(20))
-        async let added = firstChange(changes, within: 10) { $0.items.contains("new/one") }
+        async let added = firstChange(changes, within: 60) { $0.items.contains("new/one") }
         try await other.set("x", for: "new/one", kind: .note)
-        #expect(await added?.items == ["new/one"])
+        let addition = await added
+        #expect(addition?.items == ["new/one"])
 
         let again = c.changes(every: .milliseconds(20))
-        async let removed = firstChange(again, within: 10) { $0.items.contains("watched") }
+        async let removed = firstChange(again, within: 60) { $0.items.contains("watched") }
         try await other.remove("watched")
-        #expect(await removed?.items == ["watched"])
+        let removal = await removed
+        #expect(removal?.items == ["watched"])
     }
 
     @Test func aReplacedFileIsReported() async throws {
         let box = Sandbox()
         let c = try await box.create()
         let changes = c.changes(every: .milliseconds(20))
-        async let replaced = firstChange(changes, within: 10) { $0.fileReplaced }
+        async let replaced = firstChange(changes, within: 60) { $0.fileReplaced }
         let copy = box.path("copy.coffer")
         try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copy)
         #expect(rename(copy, box.vaultPath) == 0)
@@ -121,7 +123,7 @@ struct ReplicationTests {
         let back = box.path("b.coffer-bundle")
         try await b.export(to: back)
         let changes = a.changes(every: .milliseconds(20))
-        async let seen = firstChange(changes, within: 10) { $0.items.contains("shared/b") }
+        async let seen = firstChange(changes, within: 60) { $0.items.contains("shared/b") }
         let imported = try await a.importBundle(at: back)
         #expect(imported.added == 1)
         #expect(await seen != nil, "an import is a change like any other")

@@ -99,7 +99,9 @@ enum CofferCLI {
 }
 
 /// Waits for the first element of `changes` that satisfies `predicate`,
-/// at most `seconds`; nil on time-out.
+/// at most `seconds`; nil on time-out. Callers pass a generous bound (it ends
+/// as soon as the change is seen): on a loaded 2-core CI machine the tests
+/// running beside this one can hold the cooperative pool for seconds.
 func firstChange(
     _ changes: AsyncStream<VaultChange>, within seconds: Double, where predicate: @escaping @Sendable (VaultChange) -> Bool
 ) async -> VaultChange? {

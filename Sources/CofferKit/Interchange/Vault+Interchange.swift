@@ -403,7 +403,7 @@ extension Vault {
                     current[p.name] = nil
                 } else {
                     if current[p.name] == nil && !order.contains(p.name) { order.append(p.name) }
-                    current[p.name] = Field(name: p.name, value: p.text, isSecret: p.isSecret)
+                    current[p.name] = Field(name: p.name, bytes: p.value, isSecret: p.isSecret, isFile: p.isFile)
                 }
                 i += 1
             }
