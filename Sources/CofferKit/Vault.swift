@@ -26,6 +26,7 @@ public final class Vault: Sendable {
     init(file: VaultFile, rekeyTarget master: SecretBytes) {
         self.file = file
         self.keys = VaultKeys(master: master)
+        self.listingCache = nil
     }
 
     public var path: String { file.path }
