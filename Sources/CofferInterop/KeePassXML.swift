@@ -311,18 +311,22 @@ public enum KeePassXML {
             out += "\(pad)</Group>\n"
         }
         emit(root, depth: 2)
-        var head = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n"
-        head += "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n"
+        // The file's bytes are written once, straight into one buffer (the
+        // base64 of the attachments is most of it).
+        let base64Size = binaries.reduce(0) { $0 + ($1.count + 2) / 3 * 4 + 64 }
+        var data = Data(capacity: 512 + base64Size + out.utf8.count)
+        data.append(contentsOf: "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n".utf8)
+        data.append(contentsOf: "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n".utf8)
         if !binaries.isEmpty {
-            head += "\t\t<Binaries>\n"
+            data.append(contentsOf: "\t\t<Binaries>\n".utf8)
             for (id, bytes) in binaries.enumerated() {
-                head += "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">\(Data(bytes).base64EncodedString())</Binary>\n"
+                data.append(contentsOf: "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">".utf8)
+                data.append(Data(bytes).base64EncodedData())
+                data.append(contentsOf: "</Binary>\n".utf8)
             }
-            head += "\t\t</Binaries>\n"
+            data.append(contentsOf: "\t\t</Binaries>\n".utf8)
         }
-        head += "\t</Meta>\n\t<Root>\n"
-        var data = Data(capacity: head.utf8.count + out.utf8.count + 32)
-        data.append(contentsOf: head.utf8)
+        data.append(contentsOf: "\t</Meta>\n\t<Root>\n".utf8)
         data.append(contentsOf: out.utf8)
         data.append(contentsOf: "\t</Root>\n</KeePassFile>\n".utf8)
         return data
