@@ -1,4 +1,4 @@
--- Coffer vault schema, format version 2.
+-- Coffer vault schema, format version 4.
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
@@ -100,10 +100,15 @@ CREATE TABLE itemRecord (
 -- Format 2. The vault MAC: XOR of keyed BLAKE2b terms, one per covered
 -- row (header, local replica, replicas, items with their records, current
 -- and history versions), updated in the transaction of every write.
+--
+-- Format 4 added `areaMacs` (by ALTER TABLE, hence the comma's place): the
+-- same XOR per area of terms (header, replicas, items, versions, history,
+-- export mark, private writers; 7 x 32 bytes), so that `coffer verify` names what was
+-- changed. The MAC also covers localExport ("E") and localOnlyWriter ("P").
 CREATE TABLE vaultIntegrity (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     mac BLOB NOT NULL CHECK (length(mac) = 32)
-);
+, areaMacs BLOB CHECK (areaMacs IS NULL OR length(areaMacs) = 224));
 
 -- One row: the highest counter of this file's replica id that this file
 -- has put in a bundle (export or sync). A bundle that has seen more of

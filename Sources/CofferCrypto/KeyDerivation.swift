@@ -82,6 +82,7 @@ public enum KeyedHash {
 public final class PreparedKeyedHash: @unchecked Sendable {
     private let state: UnsafeMutableRawPointer
     private let scratch: UnsafeMutableRawPointer
+    private let digest: UnsafeMutableRawPointer
     private let stateSize: Int
     public let length: Int
 
@@ -92,11 +93,12 @@ public final class PreparedKeyedHash: @unchecked Sendable {
         // A multiple of 64: sodium_malloc then returns 64-byte-aligned memory
         // (it places the region at the end of a page).
         stateSize = (crypto_generichash_statebytes() + 63) / 64 * 64
-        guard let p = sodium_malloc(stateSize), let q = sodium_malloc(stateSize) else {
+        guard let p = sodium_malloc(stateSize), let q = sodium_malloc(stateSize), let d = sodium_malloc(64) else {
             fatalError("sodium_malloc failed")
         }
         state = p
         scratch = q
+        digest = d
         key.withBytes { k in
             _ = crypto_generichash_init(
                 OpaquePointer(state), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, length)
@@ -106,6 +108,7 @@ public final class PreparedKeyedHash: @unchecked Sendable {
     deinit {
         sodium_free(state)
         sodium_free(scratch)
+        sodium_free(digest)
     }
 
     public func hash(_ message: [UInt8]) -> [UInt8] {
@@ -118,5 +121,17 @@ public final class PreparedKeyedHash: @unchecked Sendable {
             _ = crypto_generichash_final(OpaquePointer(scratch), o.baseAddress!, length)
         }
         return out
+    }
+
+    /// Hashes `message` and hands the digest to `body` without allocating
+    /// (the digest is valid only inside `body`: the next call overwrites
+    /// it). For bulk hashing (the vault MAC's terms).
+    public func hash<R>(_ message: [UInt8], _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        scratch.copyMemory(from: state, byteCount: stateSize)
+        message.withUnsafeBufferPointer { m in
+            _ = crypto_generichash_update(OpaquePointer(scratch), m.baseAddress, UInt64(m.count))
+        }
+        _ = crypto_generichash_final(OpaquePointer(scratch), digest.assumingMemoryBound(to: UInt8.self), length)
+        return body(UnsafeBufferPointer(start: digest.assumingMemoryBound(to: UInt8.self), count: length))
     }
 }

@@ -58,13 +58,50 @@ public enum KeePassXML {
         }
     }
 
+    /// An attachment's content as the file gives it, decoded.
+    enum BinaryData {
+        case bytes([UInt8])
+        /// More than ``Field/maxValueBytes`` once decoded.
+        case tooLarge
+        /// Bad base64 or gzip; says why.
+        case malformed(String)
+    }
+
+    /// Where an entry's attachment is: in the pool `<Meta><Binaries>`
+    /// (`<Value Ref="N"/>`, what KeePassXC and KeePass write) or inline in
+    /// the entry's `<Value>` (older KeePass 2 files).
+    enum BinaryRef {
+        case pool(String)
+        case inline(BinaryData)
+    }
+
+    /// Base64 text longer than this decodes (or, compressed, inflates:
+    /// deflate never shrinks data by more than a few bytes per block) to
+    /// more than ``Field/maxValueBytes``: it is not kept in memory.
+    static let maxBase64Text = (Field.maxValueBytes + 1024 * 1024) / 3 * 4
+
+    /// Decodes an attachment's base64 text (gzip inside when `compressed`).
+    static func decodeBinary(_ text: String, compressed: Bool, overflowed: Bool) -> BinaryData {
+        if overflowed { return .tooLarge }
+        var clean = [UInt8]()
+        clean.reserveCapacity(text.utf8.count)
+        for b in text.utf8 where b != 0x20 && b != 0x09 && b != 0x0A && b != 0x0D { clean.append(b) }
+        guard let data = Data(base64Encoded: Data(clean)) else { return .malformed("its data is not valid base64") }
+        guard compressed else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
+        switch Gzip.decompress([UInt8](data), limit: Field.maxValueBytes) {
+        case .success(let bytes): return .bytes(bytes)
+        case .failure(.tooLarge): return .tooLarge
+        case .failure(.malformed(let why)): return .malformed("its data is marked Compressed but is not valid gzip (\(why))")
+        }
+    }
+
     final class EntryBuilder {
         var strings: [(key: String, value: String, protected: Bool)] = []
         var tags: [String] = []
         var expires = false
         var expiryTime: String?
         var modified: String?
-        var binaries: [String] = []
+        var binaries: [(key: String, ref: BinaryRef)] = []
         var history: [EntryBuilder] = []
         var line: Int
         init(line: Int) { self.line = line }
@@ -91,6 +128,18 @@ public enum KeePassXML {
         var inRecycleBin: Int?
         var skippedInBin = 0
         var entryNumber = 0
+        /// `<Meta><Binaries>`: attachment data by `ID`, decoded.
+        var pool: [String: BinaryData] = [:]
+        /// Inside an attachment's base64 text (pool or inline).
+        var capturingBinary = false
+        var binaryOverflow = false
+        var binaryCompressed = false
+        var binaryID: String?
+        /// The entry attachment being read: `Ref`, or its inline data.
+        var binaryRef: String?
+        var binaryInline: BinaryData?
+        /// Attachments already warned about for the entry being finished.
+        var warnedAttachments = Set<String>()
 
         init(file: String) { self.file = file }
 
@@ -112,11 +161,36 @@ public enum KeePassXML {
                 }
             case "Value":
                 valueProtected = (attributes["Protected"] ?? attributes["ProtectInMemory"] ?? "").lowercased() == "true"
+                if path.count >= 2 && path[path.count - 2] == "Binary" && !entries.isEmpty {
+                    binaryRef = attributes["Ref"]
+                    binaryInline = nil
+                    startBinary(compressed: attributes["Compressed"], capture: binaryRef == nil)
+                }
+            case "Binary" where path.count >= 2 && path[path.count - 2] == "Binaries":
+                binaryID = attributes["ID"]
+                startBinary(compressed: attributes["Compressed"], capture: true)
             default: break
             }
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+        func startBinary(compressed: String?, capture: Bool) {
+            binaryCompressed = compressed?.lowercased() == "true"
+            binaryOverflow = false
+            capturingBinary = capture
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            if capturingBinary {
+                // An attachment too large to import is not kept in memory.
+                if binaryOverflow { return }
+                if text.utf8.count + string.utf8.count > KeePassXML.maxBase64Text {
+                    binaryOverflow = true
+                    text = ""
+                    return
+                }
+            }
+            text += string
+        }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
             defer { path.removeLast(); text = "" }
@@ -143,8 +217,18 @@ public enum KeePassXML {
             case "String" where !entries.isEmpty && parent == "Entry":
                 entries.last!.strings.append((key, value, valueProtected))
                 key = ""; value = ""; valueProtected = false
-            case "Binary" where !entries.isEmpty && parent == "Entry":
-                entries.last!.binaries.append(key)
+            case "Binary" where parent == "Binaries":
+                if let id = binaryID { pool[id] = KeePassXML.decodeBinary(text, compressed: binaryCompressed, overflowed: binaryOverflow) }
+                binaryID = nil
+                capturingBinary = false
+            case "Value" where parent == "Binary" && !entries.isEmpty:
+                if binaryRef == nil { binaryInline = KeePassXML.decodeBinary(text, compressed: binaryCompressed, overflowed: binaryOverflow) }
+                capturingBinary = false
+            case "Binary" where parent == "Entry":
+                if let e = entries.last {
+                    e.binaries.append((key, binaryRef.map { .pool($0) } ?? .inline(binaryInline ?? .bytes([]))))
+                }
+                key = ""; binaryRef = nil; binaryInline = nil
             case "Tags" where parent == "Entry" && !entries.isEmpty:
                 entries.last!.tags = text.split(whereSeparator: { $0 == ";" || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             case "Expires" where parent == "Times" && !entries.isEmpty:
@@ -161,7 +245,10 @@ public enum KeePassXML {
                     return
                 }
                 entryNumber += 1
-                finish(e)
+                do { try finish(e) } catch {
+                    failure = error
+                    parser.abortParsing()
+                }
             case "Root":
                 if skippedInBin > 0 {
                     result.warnings.append(InterchangeWarning(entry: "", "\(skippedInBin) entr\(skippedInBin == 1 ? "y" : "ies") in the recycle bin were not imported"))
@@ -172,7 +259,7 @@ public enum KeePassXML {
 
         func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {}
 
-        func fields(of e: EntryBuilder, name: String, warn: Bool) -> [Field] {
+        func fields(of e: EntryBuilder, name: String) throws(CofferError) -> [Field] {
             var entry = InterchangeEntry(name: name, type: .login)
             let order = ["UserName", "Password", "URL", "Notes"]
             let sorted = e.strings.filter { $0.key != "Title" }.sorted { a, b in
@@ -183,27 +270,67 @@ public enum KeePassXML {
                 let secret = s.key == "Password" || s.key == "otp" || s.protected
                 entry.append(field, s.value, secret: secret)
             }
-            if warn {
-                for b in e.binaries {
-                    result.warnings.append(InterchangeWarning(entry: name, "attachment '\(b)' was not imported (Coffer does not store binary attachments yet); it is still in the KeePass database"))
-                }
-            }
-            return entry.fields
+            var fields = entry.fields
+            try attach(e, name: name, to: &fields)
+            return fields
         }
 
-        func finish(_ e: EntryBuilder) {
+        /// The entry's attachments as binary fields (secret, like `coffer
+        /// attach`), named by the attachment (`2`, `3`… appended to a name
+        /// already used). Too large for a field, or for the item: one
+        /// warning per attachment, never its content. Bad base64 or gzip,
+        /// or a reference to a binary the file does not hold: the whole
+        /// import is refused, naming the entry.
+        func attach(_ e: EntryBuilder, name: String, to fields: inout [Field]) throws(CofferError) {
+            var total = fields.reduce(0) { $0 + $1.bytes.count }
+            for (key, ref) in e.binaries {
+                let data: BinaryData
+                switch ref {
+                case .inline(let d): data = d
+                case .pool(let id): data = pool[id] ?? .malformed("it refers to binary \(id), which is not in the file's <Meta><Binaries>")
+                }
+                let why: String
+                switch data {
+                case .malformed(let reason):
+                    throw ImportError.bad(file, "line \(e.line) (entry '\(name)')", "attachment '\(key)': \(reason)", hint: "export the database again; nothing was imported")
+                case .tooLarge:
+                    why = "it is larger than 16 MiB, the most a Coffer field holds"
+                case .bytes(let bytes):
+                    if total + bytes.count <= Field.maxItemBytes {
+                        total += bytes.count
+                        let base = InterchangeEntry.cleanFieldName(key)
+                        var candidate = base
+                        var n = 2
+                        while fields.contains(where: { $0.name == candidate }) {
+                            candidate = base + String(n)
+                            n += 1
+                        }
+                        fields.append(Field(name: candidate, bytes: bytes, isSecret: true, isFile: true))
+                        continue
+                    }
+                    why = "with it the item's values would exceed 28 MiB, the most a Coffer item holds"
+                }
+                if warnedAttachments.insert(key).inserted {
+                    result.warnings.append(InterchangeWarning(entry: name, "attachment '\(key)' was not imported: \(why); it is still in the KeePass database"))
+                }
+            }
+        }
+
+        func finish(_ e: EntryBuilder) throws(CofferError) {
             let groupPath = groups.dropFirst().map(\.name)
             let title = e.title.isEmpty ? "untitled" : e.title.replacingOccurrences(of: "/", with: "∕")
             let name = (groupPath.map { $0.replacingOccurrences(of: "/", with: "∕") } + [title]).joined(separator: "/")
             var entry = InterchangeEntry(name: name, type: .login, origin: "line \(e.line) (entry '\(name)')")
-            entry.fields = fields(of: e, name: name, warn: true)
+            warnedAttachments.removeAll()
+            entry.fields = try fields(of: e, name: name)
             let names = Set(entry.fields.map(\.name))
             if names.isSubset(of: ["notes"]) && !names.isEmpty { entry.type = .note; entry.fields = entry.fields.map { Field(name: $0.name, value: $0.value, isSecret: true) } }
             entry.tags = e.tags
             if e.expires, let t = e.expiryTime, let d = KeePassXML.date(t) { entry.expires = Day(d) }
-            entry.history = e.history.map { h in
-                InterchangeVersion(fields: fields(of: h, name: name, warn: false), writtenAt: h.modified.flatMap(KeePassXML.date))
-            }.filter { !$0.fields.isEmpty }
+            for h in e.history {
+                let version = InterchangeVersion(fields: try fields(of: h, name: name), writtenAt: h.modified.flatMap(KeePassXML.date))
+                if !version.fields.isEmpty { entry.history.append(version) }
+            }
             result.entries.append(entry)
         }
     }

@@ -6,18 +6,77 @@ import GRDB
 /// The vault-wide MAC (docs/key-hierarchy.md, "Vault MAC"): the XOR of one
 /// keyed BLAKE2b-256 per covered row — the header, the local replica, each
 /// replica of the summary, each item row with its sealed record, each
-/// current version and each history version. A write toggles out the
-/// terms of the rows it replaces and toggles in the new ones, so keeping
-/// the MAC costs O(rows written), not O(vault); checking it (`verify`,
-/// `export`, `import`, `sync`) reads every row once.
+/// current version, each history version, and sync's bookkeeping (the
+/// export mark and each local-only item's private writer). A write toggles
+/// out the terms of the rows it replaces and toggles in the new ones, so
+/// keeping the MAC costs O(rows written), not O(vault); checking it
+/// (`verify`, `export`, `import`, `sync`) reads every row once.
+///
+/// Beside the whole MAC, one partial MAC per ``Area`` (the XOR of that
+/// area's terms only; format 4) lets `coffer verify` name what was changed.
 ///
 /// One accumulator per write transaction, used by one thread at a time;
 /// ``Queries/commitMAC(_:_:)`` folds it into the stored MAC before commit.
 public final class VaultMAC: @unchecked Sendable {
     public static let length = 32
+
+    /// What a term covers, by its tag byte (the first byte of the term).
+    public enum Area: Int, CaseIterable, Sendable {
+        /// "H" the header, "W" the passphrase wrapping's version, "L" the
+        /// local replica row.
+        case header
+        /// "R" each row of `replica` (the summary vector).
+        case replicas
+        /// "I" each item row with its sealed record.
+        case items
+        /// "V" each current version.
+        case versions
+        /// "S" each history version.
+        case history
+        /// "E" sync's export mark (`localExport`).
+        case exportMark
+        /// "P" each local-only item's private writer (`localOnlyWriter`).
+        case privateWriters
+
+        /// Sync's bookkeeping (format 4): the areas older formats left out.
+        public static let syncBookkeeping: [Area] = [.exportMark, .privateWriters]
+
+        /// The area of a term with tag `tag`.
+        public static func of(tag: UInt8) -> Area {
+            switch tag {
+            case UInt8(ascii: "R"): .replicas
+            case UInt8(ascii: "I"): .items
+            case UInt8(ascii: "V"): .versions
+            case UInt8(ascii: "S"): .history
+            case UInt8(ascii: "E"): .exportMark
+            case UInt8(ascii: "P"): .privateWriters
+            default: .header
+            }
+        }
+
+        /// What `coffer verify` says changed when this area's MAC differs.
+        public var rows: String {
+            switch self {
+            case .header: "the header (vault id, KDF parameters, wrapped key, passphrase wrapping) or the local replica row"
+            case .replicas: "rows of the replica table (what this vault has seen of each replica)"
+            case .items: "item rows or their integrity records"
+            case .versions: "current field versions"
+            case .history: "history versions"
+            case .exportMark: "sync's bookkeeping of what this file has exported (localExport)"
+            case .privateWriters: "sync's bookkeeping of the private writers of local-only items (localOnlyWriter)"
+            }
+        }
+    }
+
+    /// Bytes of the stored per-area MACs (``Area`` order).
+    public static let areasLength = Area.allCases.count * length
+
     let key: SecretBytes
     let hasher: PreparedKeyedHash
+    /// The whole MAC's change: the XOR of every toggled term.
     public private(set) var delta = [UInt8](repeating: 0, count: VaultMAC.length)
+    /// The same per area: ``Area`` `i` at bytes `32 i ..< 32 (i + 1)`.
+    public private(set) var areaDelta = [UInt8](repeating: 0, count: VaultMAC.areasLength)
 
     /// `key` is the vault-MAC sub-key of the master key.
     public convenience init(key: SecretBytes) { self.init(key: key, hasher: PreparedKeyedHash(key: key, length: Self.length)) }
@@ -29,16 +88,29 @@ public final class VaultMAC: @unchecked Sendable {
 
     /// XORs in (or out: the same operation) the term of one row.
     public func toggle(_ message: [UInt8]) {
-        let h = hasher.hash(message)
-        for i in 0..<Self.length { delta[i] ^= h[i] }
+        let base = Area.of(tag: message.first ?? 0).rawValue * Self.length
+        delta.withUnsafeMutableBufferPointer { whole in
+            areaDelta.withUnsafeMutableBufferPointer { areas in
+                hasher.hash(message) { h in
+                    for i in 0..<Self.length {
+                        whole[i] ^= h[i]
+                        areas[base + i] ^= h[i]
+                    }
+                }
+            }
+        }
     }
 
     /// XORs in what another accumulator collected (a second thread's).
     public func absorb(_ other: VaultMAC) {
         for i in 0..<Self.length { delta[i] ^= other.delta[i] }
+        for i in 0..<Self.areasLength { areaDelta[i] ^= other.areaDelta[i] }
     }
 
-    public var isZero: Bool { delta.allSatisfy { $0 == 0 } }
+    public var isZero: Bool { delta.allSatisfy { $0 == 0 } && areaDelta.allSatisfy { $0 == 0 } }
+
+    /// The MAC of one area (its bytes of ``areaDelta``).
+    public func area(_ a: Area) -> [UInt8] { Array(areaDelta[a.rawValue * Self.length ..< (a.rawValue + 1) * Self.length]) }
 
     /// Runs `body` with the key kept readable (bulk work: no `mprotect`
     /// pair per term).
@@ -46,7 +118,8 @@ public final class VaultMAC: @unchecked Sendable {
         try key.keepingReadable(body)
     }
 
-    /// A new accumulator under the same key.
+    /// A new accumulator under the same key (with its own prepared hash
+    /// state: for another thread).
     public func sibling() -> VaultMAC { VaultMAC(key: key) }
 }
 
@@ -80,6 +153,25 @@ public enum IntegrityTerm {
         w.u8(UInt8(ascii: "R"))
         w.id(id)
         w.u64(counter)
+        return w.data
+    }
+
+    /// The export mark (`localExport`, format 4): the replica id and the
+    /// highest of its counters this file has put in a bundle.
+    public static func exportMark(_ id: ReplicaID, counter: UInt64) -> [UInt8] {
+        var w = ByteWriter(capacity: 25)
+        w.u8(UInt8(ascii: "E"))
+        w.id(id)
+        w.u64(counter)
+        return w.data
+    }
+
+    /// A local-only item's private writer (`localOnlyWriter`, format 4).
+    public static func privateWriter(item: ItemID, writer: ReplicaID) -> [UInt8] {
+        var w = ByteWriter(capacity: 33)
+        w.u8(UInt8(ascii: "P"))
+        w.id(item)
+        w.id(writer)
         return w.data
     }
 
@@ -153,10 +245,28 @@ extension Queries {
         return Array(try row.blob(at: 0, name: "vaultIntegrity.mac", length: VaultMAC.length))
     }
 
-    /// Replaces the stored vault MAC.
-    public static func setStoredMAC(_ db: Database, _ mac: [UInt8]) throws {
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO vaultIntegrity (singleton, mac) VALUES (1, ?)", arguments: [Data(mac)])
+    /// The stored per-area MACs (``VaultMAC/Area`` order), nil when the
+    /// vault has none (before format 4; or removed outside coffer).
+    public static func storedAreaMACs(_ db: Database) throws -> [UInt8]? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT areaMacs FROM vaultIntegrity WHERE singleton = 1"),
+            let areas = try row.optionalBlob(at: 0, name: "vaultIntegrity.areaMacs")
+        else { return nil }
+        guard areas.count == VaultMAC.areasLength else {
+            throw StoreError.damaged("vaultIntegrity.areaMacs has \(areas.count) bytes instead of \(VaultMAC.areasLength)")
+        }
+        return Array(areas)
+    }
+
+    /// Replaces the stored vault MAC and its per-area MACs with what
+    /// `mac` accumulated (a MAC computed from every row, or a new vault's
+    /// first terms).
+    public static func setStoredMAC(_ db: Database, _ mac: VaultMAC) throws {
+        try setStoredMAC(db, whole: mac.delta, areas: mac.areaDelta)
+    }
+
+    static func setStoredMAC(_ db: Database, whole: [UInt8], areas: [UInt8]) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO vaultIntegrity (singleton, mac, areaMacs) VALUES (1, ?, ?)")
+            .execute(arguments: [Data(whole), Data(areas)])
     }
 
     /// Folds a write's accumulated terms into the stored MAC (same
@@ -164,11 +274,36 @@ extension Queries {
     /// of an unlocked vault happens after its integrity data was built.
     public static func commitMAC(_ db: Database, _ mac: VaultMAC) throws {
         if mac.isZero { return }
-        guard var stored = try storedMAC(db) else {
+        guard var stored = try storedMAC(db), var areas = try storedAreaMACs(db) else {
             throw StoreError.damaged("the vault MAC is missing")
         }
         for i in 0..<VaultMAC.length { stored[i] ^= mac.delta[i] }
-        try setStoredMAC(db, stored)
+        for i in 0..<VaultMAC.areasLength { areas[i] ^= mac.areaDelta[i] }
+        try setStoredMAC(db, whole: stored, areas: areas)
+    }
+
+    /// Upgrades the stored MAC of a vault made before format 4 (one
+    /// transaction, with the key; `Vault.ensureIntegrity`): `fresh` was
+    /// computed from every row after the header was set to format 4, and
+    /// `oldHeader` is the header term it replaced. The whole MAC is
+    /// *folded* (old MAC, header term swapped, sync bookkeeping's terms
+    /// added), never recomputed: a row changed outside coffer before the
+    /// upgrade keeps the whole MAC wrong. The per-area MACs are taken
+    /// from `fresh` (they did not exist before).
+    public static func upgradeStoredMAC(_ db: Database, fresh: VaultMAC, oldHeader: [UInt8]) throws {
+        guard var stored = try storedMAC(db) else { throw StoreError.damaged("the vault MAC is missing") }
+        let newHeader = IntegrityTerm.header(try header(db))
+        let fold = fresh.sibling()
+        fold.keepingReadable {
+            fold.toggle(oldHeader)
+            fold.toggle(newHeader)
+        }
+        for area in VaultMAC.Area.syncBookkeeping {
+            let terms = fresh.area(area)
+            for i in 0..<VaultMAC.length { stored[i] ^= terms[i] }
+        }
+        for i in 0..<VaultMAC.length { stored[i] ^= fold.delta[i] }
+        try setStoredMAC(db, whole: stored, areas: fresh.areaDelta)
     }
 
     /// Counts of what ``computeMAC(_:into:)`` covered.
@@ -177,6 +312,8 @@ extension Queries {
         public var items = 0
         public var versions = 0
         public var history = 0
+        /// Rows of sync's bookkeeping: the export mark and private writers.
+        public var bookkeeping = 0
         public var itemsWithoutRecord: [ItemID] = []
     }
 
@@ -194,6 +331,14 @@ extension Queries {
             for r in try knownReplicas(db) {
                 mac.toggle(IntegrityTerm.replica(r.id, counter: r.counter))
                 cover.replicas += 1
+            }
+            if let mark = try exportMark(db) {
+                mac.toggle(IntegrityTerm.exportMark(mark.replica, counter: mark.counter))
+                cover.bookkeeping += 1
+            }
+            for (item, writer) in try localOnlyWriters(db) {
+                mac.toggle(IntegrityTerm.privateWriter(item: item, writer: writer))
+                cover.bookkeeping += 1
             }
             for listed in try listedItems(db) {
                 if listed.record == nil { cover.itemsWithoutRecord.append(listed.row.id) }

@@ -26,6 +26,10 @@ enum Migrations {
             try db.execute(sql: v3KeysWrapping)
             try db.execute(sql: "PRAGMA user_version = 3")
         }
+        m.registerMigration("v4-sync-bookkeeping-mac") { db in
+            try db.execute(sql: v4SyncBookkeepingMAC)
+            try db.execute(sql: "PRAGMA user_version = 4")
+        }
         return m
     }
 
@@ -53,6 +57,17 @@ enum Migrations {
             singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
             version BLOB NOT NULL
         );
+        """
+
+    /// Format version 4: the vault MAC also covers sync's bookkeeping
+    /// (`localExport`, `localOnlyWriter`; terms "E" and "P") and keeps one
+    /// partial MAC per area beside the whole one, so that `coffer verify`
+    /// names what was changed (docs/key-hierarchy.md). The migration only
+    /// adds the column: it has no key. The first unlock folds the new terms
+    /// into the MAC, fills the column and sets the header's formatVersion
+    /// to 4 (`Vault.ensureIntegrity`).
+    static let v4SyncBookkeepingMAC = """
+        ALTER TABLE vaultIntegrity ADD COLUMN areaMacs BLOB CHECK (areaMacs IS NULL OR length(areaMacs) = 224);
         """
 
     /// Issue 14 (docs/sync.md, "Restored vault files" and "Local-only

@@ -10,7 +10,7 @@ import Glibc
 /// the vault goes through here.
 public final class VaultStore: Sendable {
     /// The newest vault format this build reads and writes.
-    public static let formatVersion = 3
+    public static let formatVersion = 4
 
     public let path: String
     let queue: DatabaseQueue
@@ -143,7 +143,7 @@ public final class VaultStore: Sendable {
                 mac.toggle(IntegrityTerm.header(header))
                 mac.toggle(IntegrityTerm.local(replica, counter: 0))
                 mac.toggle(IntegrityTerm.replica(replica, counter: 0))
-                try Queries.setStoredMAC(db, mac.delta)
+                try Queries.setStoredMAC(db, mac)
             }
             return VaultStore(path: path, queue: queue, lockFD: fd)
         } catch {

@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
@@ -55,6 +56,12 @@ extension Vault {
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
             var rows = NewItemRows(mac: mac)
+            // New items get their random ids in ascending order: every
+            // table is keyed by item id first, so the rows are appended at
+            // the end of each B-tree instead of landing on a random page
+            // of tables far larger than SQLite's cache (docs/import-export.md).
+            var newIDs = options.dryRun ? [] : Vault.ascendingRandomIDs(prepared.count)
+            var nextID = 0
             func flush(_ pending: [PendingInsert]) throws {
                 let inserter = NewItemInserter(db, mac: mac)
                 for p in pending { try inserter.execute(p) }
@@ -69,7 +76,10 @@ extension Vault {
                     let ids = empty ? [] : try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(candidate, nameKey: keys.nameIndex))
                     if ids.isEmpty {
                         taken.insert(candidate)
-                        if !options.dryRun { try insertEntry(db, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac) }
+                        if !options.dryRun {
+                            try insertEntry(db, id: newIDs[nextID], name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
+                            nextID += 1
+                        }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
                     }
@@ -116,6 +126,21 @@ extension Vault {
                 }
             }
         }
+    }
+
+    /// `count` random item ids (16 random bytes each, as ``ItemID/random()``),
+    /// sorted: their values are as random as ever, only the order in which
+    /// an import hands them out follows the order of the entries.
+    static func ascendingRandomIDs(_ count: Int) -> [ItemID] {
+        guard count > 0 else { return [] }
+        let bytes = Random.bytes(16 * count)
+        var ids: [ItemID] = []
+        ids.reserveCapacity(count)
+        for i in 0..<count {
+            if let id = ItemID(bytes: bytes[(16 * i)..<(16 * i + 16)]) { ids.append(id) }
+        }
+        ids.sort()
+        return ids
     }
 
     /// Rejects an entry Coffer cannot store, naming where it is in its file.
@@ -174,10 +199,9 @@ extension Vault {
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
     private func insertEntry(
-        _ db: Database, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
+        _ db: Database, id: ItemID, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
         flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
     ) throws {
-        let id = ItemID.random()
         let now = Clock.nowMillis()
         var changes = [
             Vault.meta(.name, "@name", name), Vault.meta(.type, "@type", entry.type.rawValue),

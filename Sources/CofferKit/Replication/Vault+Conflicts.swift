@@ -343,7 +343,7 @@ extension Vault {
         guard let reason else { return nil }
         let new = ReplicaID.random()
         try Queries.setLocalReplica(db, id: new, host: host, inode: inode, mac: mac)
-        try refreshLocalOnlyWriters(db)
+        try refreshLocalOnlyWriters(db, mac)
         return ReplicaRebinding(old: local.id, new: new, reason: reason)
     }
 

@@ -86,7 +86,7 @@ extension Vault {
             writer = w
         } else {
             writer = .random()
-            try Queries.setLocalOnlyWriter(db, item: id, replica: writer)
+            try Queries.setLocalOnlyWriter(db, item: id, replica: writer, mac: mac)
         }
         return try Queries.nextDot(db, replica: writer, mac: mac)
     }
@@ -102,7 +102,7 @@ extension Vault {
     func changePolicy(_ db: Database, item id: ItemID, from old: SyncPolicy, to new: SyncPolicy, mac: VaultMAC) throws {
         guard old != new else { return }
         if new == .sync {
-            try Queries.removeLocalOnlyWriter(db, item: id)
+            try Queries.removeLocalOnlyWriter(db, item: id, mac: mac)
             // The switch takes a counter of the vault's own id (no version
             // carries it): the private writer's dots now get published, and
             // a copy of this file from before the switch is then behind its
@@ -111,7 +111,7 @@ extension Vault {
             return
         }
         let writer = ReplicaID.random()
-        try Queries.setLocalOnlyWriter(db, item: id, replica: writer)
+        try Queries.setLocalOnlyWriter(db, item: id, replica: writer, mac: mac)
         let local = try Queries.localReplica(db)
         let top = try renumber(db, items: [id], from: local.id, floor: try Queries.exportedCounter(db), to: writer, base: 0, mac: mac)
         if top > 0 { try Queries.setSeen(db, replica: writer, counter: top, mac: mac) }
@@ -255,7 +255,7 @@ extension Vault {
         try Queries.setSeen(db, replica: local.id, counter: floor, mac: mac)
         try Queries.setLocalReplica(db, id: new, host: MachineIdentity.host, inode: MachineIdentity.inode(of: path), mac: mac)
         try Queries.renumberLocalReplica(db, id: new, counter: moved, mac: mac)
-        try refreshLocalOnlyWriters(db)
+        try refreshLocalOnlyWriters(db, mac)
         return ReplicaRebinding(old: local.id, new: new, reason: .restored(moved: Int(moved)))
     }
 
@@ -288,9 +288,9 @@ extension Vault {
     /// Gives every local-only item a new private writer (after the file
     /// took a new replica id: a copy must not write under the original's
     /// private ids either).
-    func refreshLocalOnlyWriters(_ db: Database) throws {
+    func refreshLocalOnlyWriters(_ db: Database, _ mac: VaultMAC) throws {
         for item in try Queries.localOnlyWriterItems(db) {
-            try Queries.setLocalOnlyWriter(db, item: item, replica: .random())
+            try Queries.setLocalOnlyWriter(db, item: item, replica: .random(), mac: mac)
         }
     }
 }
@@ -301,6 +301,6 @@ extension Vault {
     /// later sync may take this file for a restored one and give its
     /// newest writes a new id, which loses nothing.
     func noteExported(replica: ReplicaID, counter: UInt64) {
-        _ = try? write { db, _ in try Queries.noteExported(db, replica: replica, counter: counter) }
+        _ = try? write { db, mac in try Queries.noteExported(db, replica: replica, counter: counter, mac: mac) }
     }
 }

@@ -25,23 +25,38 @@ extension Vault {
         try Queries.saveItem(db, row: row, record: record, old: old, new: new, now: now, mac: mac)
     }
 
-    // MARK: Format 2 upgrade
+    // MARK: Format upgrades
 
-    /// Builds the integrity records and the vault MAC of a format-1 vault
-    /// (the migration cannot: it has no key), in one transaction, and
-    /// marks the header format 2. A format-2 vault without its MAC is
-    /// refused: the MAC is never removed by coffer.
+    /// Brings the integrity data of a vault made by an older format up to
+    /// date on unlock (the migrations cannot: they have no key), in one
+    /// transaction, and marks the header with the current format, which
+    /// the MAC covers:
+    /// - format 1 (no MAC): builds every item record and the whole MAC;
+    /// - formats 2 and 3: folds the terms of sync's bookkeeping (format 4)
+    ///   into the stored MAC and stores the per-area MACs
+    ///   (``Queries/upgradeStoredMAC(_:fresh:oldHeader:)``: the old MAC is
+    ///   kept, so an edit made before the upgrade is still detected).
+    /// A vault of format 2 or later without its MAC is refused: the MAC is
+    /// never removed by coffer. Costs one read when there is nothing to do.
     func ensureIntegrity() throws {
         let present = try store.read { db in (try Queries.storedMAC(db) != nil, try Queries.header(db).formatVersion) }
-        if present.0 { return }
-        guard present.1 < 2 else {
+        if present.0 && present.1 >= VaultStore.formatVersion { return }
+        guard present.0 || present.1 < 2 else {
             throw StoreError.damaged("the vault MAC is missing from a format-\(present.1) vault")
         }
         try store.writeImmediate { db in
-            guard try Queries.storedMAC(db) == nil else { return }
             var header = try Queries.header(db)
+            let hasMAC = try Queries.storedMAC(db) != nil
+            if hasMAC && header.formatVersion >= VaultStore.formatVersion { return }
+            let oldHeaderTerm = IntegrityTerm.header(header)
             header.formatVersion = VaultStore.formatVersion
             try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
+            if hasMAC {
+                let fresh = VaultMAC(key: keys.mac)
+                try Queries.computeMAC(db, into: fresh)
+                try Queries.upgradeStoredMAC(db, fresh: fresh, oldHeader: oldHeaderTerm)
+                return
+            }
             try keys.item.keepingReadable {
                 try keys.record.keepingReadable {
                     for listed in try Queries.listedItems(db) {
@@ -55,7 +70,7 @@ extension Vault {
             }
             let mac = VaultMAC(key: keys.mac)
             try Queries.computeMAC(db, into: mac)
-            try Queries.setStoredMAC(db, mac.delta)
+            try Queries.setStoredMAC(db, mac)
         }
     }
 
@@ -64,12 +79,34 @@ extension Vault {
     /// Recomputes the vault MAC and compares it with the stored one
     /// (`export`, `import`, `sync` call this inside their transaction).
     func checkVaultMAC(_ db: Database) throws {
-        guard let stored = try Queries.storedMAC(db) else { throw StoreError.damaged("the vault MAC is missing") }
+        guard let stored = try Queries.storedMAC(db), let areas = try Queries.storedAreaMACs(db) else {
+            throw StoreError.damaged("the vault MAC is missing")
+        }
         let mac = VaultMAC(key: keys.mac)
         try Queries.computeMAC(db, into: mac)
-        guard Self.constantTimeEqual(mac.delta, stored) else {
-            throw StoreError.damaged("the vault MAC does not match its rows (rows were added, removed or changed)")
+        let changed = Self.macMismatches(computed: mac, whole: stored, areas: areas)
+        guard changed.isEmpty else {
+            throw StoreError.damaged("the vault MAC does not match its rows: \(changed.joined(separator: "; "))")
         }
+    }
+
+    /// What differs between a MAC computed from the rows and the stored
+    /// one, one phrase per changed area ("… were added, removed or
+    /// changed outside coffer"); empty when both match. A whole MAC that differs while
+    /// every area matches was changed before the vault's upgrade to
+    /// format 4 (the areas were computed then from the rows as they were).
+    static func macMismatches(computed: VaultMAC, whole: [UInt8], areas: [UInt8]) -> [String] {
+        var out: [String] = []
+        for area in VaultMAC.Area.allCases {
+            let range = area.rawValue * VaultMAC.length ..< (area.rawValue + 1) * VaultMAC.length
+            if !constantTimeEqual(computed.area(area), Array(areas[range])) {
+                out.append("\(area.rows) were added, removed or changed outside coffer")
+            }
+        }
+        if out.isEmpty && !constantTimeEqual(computed.delta, whole) {
+            out.append("rows were changed outside coffer before this vault was upgraded to format \(VaultStore.formatVersion) (which ones cannot be told)")
+        }
+        return out
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
@@ -96,11 +133,19 @@ extension Vault {
                     report.replicas = cover.replicas
                     report.versions = cover.versions
                     report.historyVersions = cover.history
-                    if !Self.constantTimeEqual(mac.delta, stored) {
-                        report.problems.append(
-                            VerifyReport.Problem(
-                                check: .vaultMAC, item: nil,
-                                message: "the vault MAC does not match: rows of the header, the replica table, items, versions or history were added, removed or changed outside coffer"))
+                    if let areas = try Queries.storedAreaMACs(db) {
+                        for phrase in Self.macMismatches(computed: mac, whole: stored, areas: areas) {
+                            report.problems.append(
+                                VerifyReport.Problem(check: .vaultMAC, item: nil, message: "the vault MAC does not match: \(phrase)"))
+                        }
+                    } else {
+                        report.problems.append(VerifyReport.Problem(check: .vaultMAC, item: nil, message: "the vault MAC's per-area parts are missing"))
+                        if !Self.constantTimeEqual(mac.delta, stored) {
+                            report.problems.append(
+                                VerifyReport.Problem(
+                                    check: .vaultMAC, item: nil,
+                                    message: "the vault MAC does not match: rows of the header, the replica table, items, versions, history or sync's bookkeeping were added, removed or changed outside coffer"))
+                        }
                     }
                 } else {
                     report.problems.append(VerifyReport.Problem(check: .vaultMAC, item: nil, message: "the vault MAC is missing"))

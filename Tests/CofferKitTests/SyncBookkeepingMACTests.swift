@@ -1,0 +1,195 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+import Testing
+
+@testable import CofferKit
+
+/// Format 4: the vault MAC covers sync's bookkeeping (`localExport`,
+/// `localOnlyWriter`) and keeps one MAC per area; vaults of formats 2 and 3
+/// are upgraded on unlock without forgetting an earlier edit (issue 12).
+@Suite("vault MAC: sync bookkeeping and areas")
+struct SyncBookkeepingMACTests {
+    static let passphrase = "pw"
+
+    func secret(_ v: String) -> Field { Field(name: "key", value: v, isSecret: true) }
+
+    func setting(_ f: Field) -> ItemEdit {
+        var e = ItemEdit()
+        e.setFields = [f]
+        return e
+    }
+
+    func policy(_ p: SyncPolicy) -> ItemEdit {
+        var e = ItemEdit()
+        e.policy = p
+        return e
+    }
+
+    func reopen(_ v: Vault) throws -> Vault {
+        try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array(Self.passphrase.utf8)))
+    }
+
+    func bundlePath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8)).cb").path
+    }
+
+    func macProblems(_ v: Vault) throws -> [String] {
+        try v.verify().problems.filter { $0.check == .vaultMAC }.map(\.message)
+    }
+
+    /// A vault as format 3 left it: the whole MAC without the terms of the
+    /// bookkeeping and with a format-3 header, no per-area MACs, the
+    /// migration to format 4 not applied. Built with the key, from the
+    /// rows as they are (the test stands in for the older coffer).
+    func makeFormatThree(_ v: Vault) throws {
+        try v.store.writeImmediate { db in
+            try db.execute(sql: "UPDATE vault SET formatVersion = 3")
+            let mac = VaultMAC(key: v.keys.mac)
+            try Queries.computeMAC(db, into: mac)
+            var old = mac.delta
+            for area in VaultMAC.Area.syncBookkeeping {
+                for (i, b) in mac.area(area).enumerated() { old[i] ^= b }
+            }
+            try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
+            try db.execute(sql: "UPDATE vaultIntegrity SET mac = ?", arguments: [Data(old)])
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+            try db.execute(sql: "PRAGMA user_version = 3")
+        }
+    }
+
+    @Test func everyBookkeepingWriteKeepsTheMAC() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "shared", type: .apiKey, fields: [secret("s")]))
+        try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
+        try v.edit("device", setting(secret("d2")))
+        let path = bundlePath()
+        defer { unlink(path) }
+        try v.exportBundle(to: path)
+        let mark = try v.store.read { db in try Queries.exportMark(db) }
+        #expect(mark != nil)
+        try v.edit("device", policy(.sync))
+        try v.edit("shared", policy(.localOnly))
+        try v.edit("shared", setting(secret("s2")))
+        try v.exportBundle(to: path)
+        // A copied file takes a new replica id and new private writers.
+        try v.store.write { db in try db.execute(sql: "UPDATE localReplica SET boundHost = 'another-machine'") }
+        #expect(try v.claimReplica() != nil)
+        let writers = try v.store.read { db in try Queries.localOnlyWriters(db) }
+        #expect(writers.count == 1)
+        let report = try v.verify()
+        #expect(report.isSound, "\(report.problems)")
+        #expect(report.formatVersion == 4)
+    }
+
+    /// Each covered column, changed without the key, is named by verify
+    /// and refused by export.
+    @Test(arguments: [
+        "UPDATE localExport SET counter = counter + 1000",
+        "UPDATE localExport SET counter = 0",
+        "DELETE FROM localExport",
+        "UPDATE localOnlyWriter SET replicaId = (SELECT replicaId FROM localReplica)",
+        "UPDATE localOnlyWriter SET itemId = (SELECT itemId FROM item WHERE policy = 'sync')",
+        "DELETE FROM localOnlyWriter",
+        "INSERT INTO localOnlyWriter SELECT itemId, replicaId FROM fieldVersion WHERE itemId NOT IN (SELECT itemId FROM localOnlyWriter) LIMIT 1",
+    ])
+    func anEditOfTheBookkeepingIsNamed(_ statement: String) throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "shared", type: .apiKey, fields: [secret("s")]))
+        try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
+        let path = bundlePath()
+        defer { unlink(path) }
+        try v.exportBundle(to: path)
+        #expect(try v.verify().isSound)
+        try v.store.write { db in try db.execute(sql: statement) }
+        let problems = try macProblems(v)
+        #expect(problems.count == 1, "\(problems)")
+        let table = statement.contains("localExport") ? "localExport" : "localOnlyWriter"
+        #expect(problems.first?.contains("sync's bookkeeping") == true && problems.first?.contains(table) == true, "\(problems)")
+        #expect(throws: CofferError.self) { try v.exportBundle(to: path) }
+    }
+
+    @Test func verifyNamesEachChangedArea() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")]))
+        try v.edit("a", setting(secret("2")))
+        try v.store.write { db in
+            try db.execute(sql: "UPDATE replica SET counter = counter + 5")
+            try db.execute(sql: "UPDATE fieldHistory SET supersededAt = supersededAt + 1")
+        }
+        let problems = try macProblems(v)
+        #expect(problems.count == 2, "\(problems)")
+        #expect(problems.contains { $0.contains("replica table") })
+        #expect(problems.contains { $0.contains("history versions") })
+    }
+
+    @Test func aFormatThreeVaultIsUpgradedOnUnlock() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "shared", type: .apiKey, fields: [secret("s")]))
+        try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
+        let path = bundlePath()
+        defer { unlink(path) }
+        try v.exportBundle(to: path)
+        #expect(try v.store.read { db in try Queries.exportMark(db) } != nil)
+        try makeFormatThree(v)
+        // The older format's MAC checks out under the older coverage only:
+        // what the upgrade must fold in is exactly the bookkeeping.
+        let upgraded = try reopen(v)
+        let report = try upgraded.verify()
+        #expect(report.isSound, "\(report.problems)")
+        #expect(report.formatVersion == VaultStore.formatVersion)
+        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == VaultStore.formatVersion)
+        #expect(try upgraded.item(named: "device").primaryField?.value == "d")
+        // Covered from then on.
+        try upgraded.store.write { db in try db.execute(sql: "UPDATE localExport SET counter = counter + 7") }
+        let after = try macProblems(upgraded)
+        #expect(after.first?.contains("sync's bookkeeping") == true, "\(after)")
+    }
+
+    /// An edit made to a format-3 vault before its upgrade stays detected:
+    /// the upgrade folds the old MAC, it does not recompute it.
+    @Test func theUpgradeDoesNotLaunderAnEarlierEdit() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")]))
+        try makeFormatThree(v)
+        try v.store.write { db in try db.execute(sql: "UPDATE replica SET counter = counter + 1000") }
+        let upgraded = try reopen(v)
+        let problems = try macProblems(upgraded)
+        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.first?.contains("before this vault was upgraded") == true, "\(problems)")
+        #expect(throws: CofferError.self) { try upgraded.exportBundle(to: bundlePath()) }
+    }
+
+    /// Setting a format-4 vault back to format 3 (header, areas, migration
+    /// record) to have a changed bookkeeping folded in again is detected.
+    @Test func aDowngradeToFormatThreeIsDetected() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
+        let path = bundlePath()
+        defer { unlink(path) }
+        try v.exportBundle(to: path)
+        try v.store.writeImmediate { db in
+            try db.execute(sql: "UPDATE localExport SET counter = counter + 1000")
+            try db.execute(sql: "UPDATE vault SET formatVersion = 3")
+            try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+            try db.execute(sql: "PRAGMA user_version = 3")
+        }
+        let again = try reopen(v)
+        #expect(!(try again.verify().isSound))
+        #expect(throws: CofferError.self) { try again.exportBundle(to: path) }
+    }
+
+    /// The per-area MACs removed outside coffer: refused on the next write
+    /// and by export, named by verify.
+    @Test func missingAreaMACsAreRefused() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")]))
+        try v.store.write { db in try db.execute(sql: "UPDATE vaultIntegrity SET areaMacs = NULL") }
+        #expect(try macProblems(v).contains { $0.contains("per-area parts are missing") })
+        #expect(throws: CofferError.self) { try v.add(ItemDraft(name: "b", type: .apiKey, fields: [secret("2")])) }
+        #expect(throws: CofferError.self) { try v.exportBundle(to: bundlePath()) }
+    }
+}
