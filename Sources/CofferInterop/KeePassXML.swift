@@ -87,7 +87,8 @@ public enum KeePassXML {
         clean.reserveCapacity(text.utf8.count)
         for b in text.utf8 where b != 0x20 && b != 0x09 && b != 0x0A && b != 0x0D { clean.append(b) }
         guard let data = Data(base64Encoded: Data(clean)) else { return .malformed("its data is not valid base64") }
-        guard compressed else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
+        // KeePassXC writes an empty attachment as `<Binary ID="N" Compressed="True"/>`.
+        guard compressed, !data.isEmpty else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
         switch Gzip.decompress([UInt8](data), limit: Field.maxValueBytes) {
         case .success(let bytes): return .bytes(bytes)
         case .failure(.tooLarge): return .tooLarge
