@@ -136,3 +136,15 @@ CREATE TABLE keyWrapping (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     version BLOB NOT NULL
 );
+
+-- Format 5. The key epoch (docs/key-hierarchy.md, "Master-key rotation"):
+-- u64 number || rekeyed-by replica id || i64 rekeyed at, as in a format-3
+-- bundle header, and the key check BLAKE2b-256(key = subkey(18),
+-- "coffer-key-check-v1" || vault id || epoch), which tells a session's
+-- master key of an older epoch from the current one. No row: epoch 0, the
+-- key made by `init`. Covered by the vault MAC (term "K").
+CREATE TABLE keyEpoch (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    epoch BLOB NOT NULL,
+    keyCheck BLOB NOT NULL CHECK (length(keyCheck) = 32)
+);

@@ -10,6 +10,8 @@
 #   3. coffer add  at the same size, with a session                       (target: +<= 1 ms)
 #   4. coffer clone of a $BENCH_IMPORT_ITEMS-item full bundle (default 100000): the bulk import
 #      path, small KDF                                                     (target: +<= 10 %)
+#   5. the same clone by coffer-bench, with and without the integrity data (records and
+#      vault-MAC terms) in the same code: wall and CPU ratio              (target: +<= 10 % CPU)
 # Each binary fills its own vaults with its own coffer-bench (same folder).
 set -euo pipefail
 NEW="$(realpath "${1:?usage: bench-integrity.sh path/to/release/coffer [baseline coffer]}")"
@@ -85,3 +87,23 @@ for n in "${NAMES[@]}"; do
 done
 RUNS=${BENCH_IMPORT_RUNS:-5} time_all "clone (bulk import), $IMPORT_ITEMS items" \
   "%B clone $DIR/%N-big.cb --vault $DIR/%N-clone.coffer --passphrase-file $DIR/pass" "rm -f $DIR/%N-clone.coffer"
+
+# The same bulk-import code with the item records and vault-MAC terms turned
+# off (coffer-bench clone --without-integrity) against it with them on, in
+# one hyperfine run: issue 12's target is +10 % at most. hyperfine reports
+# wall time; user and system CPU (hyperfine's means) are printed too (the
+# import uses two threads, so CPU is what the integrity data costs).
+NEWBENCH="$(dirname "$NEW")/coffer-bench"
+echo "bulk import, same code, integrity data off vs on, $IMPORT_ITEMS items:"
+hyperfine -N --style none --warmup 1 --runs "${BENCH_IMPORT_RUNS:-5}" --export-json "$DIR/hf.json" \
+  --prepare "rm -f $DIR/off.coffer" -n off "$NEWBENCH clone $DIR/new-big.cb --vault $DIR/off.coffer --passphrase-file $DIR/pass --without-integrity" \
+  --prepare "rm -f $DIR/on.coffer" -n on "$NEWBENCH clone $DIR/new-big.cb --vault $DIR/on.coffer --passphrase-file $DIR/pass" >/dev/null
+report
+python3 - "$DIR/hf.json" <<'PY'
+import json, sys
+rs = json.load(open(sys.argv[1]))["results"]
+cpu = {r["command"]: r["user"] + r["system"] for r in rs}
+for r in rs:
+    print(f"  {r['command'][:44]:44s} CPU (user+sys, mean of the runs) {cpu[r['command']]:7.2f} s  user {r['user']:6.2f} s  sys {r['system']:6.2f} s")
+print(f"  CPU ratio on/off: x{cpu['on'] / cpu['off']:.3f}")
+PY

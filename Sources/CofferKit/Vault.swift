@@ -10,11 +10,23 @@ import GRDB
 public final class Vault: Sendable {
     public let file: VaultFile
     package let keys: VaultKeys
+    /// The session's listing cache, when unlocked through a session.
+    let listingCache: ListingCache?
 
-    init(file: VaultFile, master: SecretBytes) throws {
+    init(file: VaultFile, master: SecretBytes, listingCache: ListingCache? = nil) throws {
         self.file = file
         self.keys = VaultKeys(master: master)
+        self.listingCache = listingCache
         try ensureIntegrity()
+    }
+
+    /// A vault object under `master` whose integrity is not checked: the
+    /// target of a rekey, used inside the rekey's transaction to seal what
+    /// the new key will read (Vault+Rekey.swift).
+    init(file: VaultFile, rekeyTarget master: SecretBytes) {
+        self.file = file
+        self.keys = VaultKeys(master: master)
+        self.listingCache = nil
     }
 
     public var path: String { file.path }
@@ -393,30 +405,43 @@ public final class Vault: Sendable {
 
     /// `list()` including reserved items.
     func listIncludingReserved() throws(CofferError) -> [ItemSummary] {
-        try CofferError.wrap {
-            try store.read { db in
-                // One sealed record per item: no field version is read
-                // (issue 11). Each record is checked against the item's
-                // clear columns.
-                let listed = try Queries.listedItems(db)
-                var out: [ItemSummary] = []
-                out.reserveCapacity(listed.count)
-                try keys.record.keepingReadable {
-                    for l in listed {
-                        let record = try openRecord(l.record, item: l.row.id, withVersions: false)
-                        try check(record, row: l.row)
-                        if record.isDeleted { continue }
-                        out.append(
-                            ItemSummary(
-                                id: l.row.id, name: record.name, type: ItemType(rawValue: record.type) ?? .custom, tags: record.tags,
-                                source: record.source, expires: record.expires.flatMap(Day.init), policy: record.policy,
-                                hasConflict: record.hasConflict, updatedAt: Clock.date(record.updatedAt),
-                                username: record.username, url: record.url))
-                    }
-                }
-                return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+        // With a session: the listing cache when it was built from exactly
+        // this vault state (docs/key-hierarchy.md, "Listing cache"), else a
+        // full listing, which then replaces the cache. The stamp and the
+        // listing are read in one transaction.
+        guard let cache = listingCache else { return try CofferError.wrap { try store.read { db in try fullListing(db) } } }
+        let (items, fresh) = try CofferError.wrap {
+            try store.read { db -> ([ItemSummary], ListingStamp?) in
+                guard let stamp = try Queries.listingStamp(db) else { return (try fullListing(db), nil) }
+                if let cached = cache.load(vault: vaultID, stamp: stamp, key: keys.listing) { return (cached, nil) }
+                return (try fullListing(db), stamp)
             }
         }
+        if let fresh { cache.store(items, vault: vaultID, stamp: fresh, key: keys.listing) }
+        return items
+    }
+
+    /// Every live item's summary from its sealed record, each checked
+    /// against the item's clear columns, in listing order.
+    func fullListing(_ db: Database) throws -> [ItemSummary] {
+        // One sealed record per item: no field version is read (issue 11).
+        let listed = try Queries.listedItems(db)
+        var out: [ItemSummary] = []
+        out.reserveCapacity(listed.count)
+        try keys.record.keepingReadable {
+            for l in listed {
+                let record = try openRecord(l.record, item: l.row.id, withVersions: false)
+                try check(record, row: l.row)
+                if record.isDeleted { continue }
+                out.append(
+                    ItemSummary(
+                        id: l.row.id, name: record.name, type: ItemType(rawValue: record.type) ?? .custom, tags: record.tags,
+                        source: record.source, expires: record.expires.flatMap(Day.init), policy: record.policy,
+                        hasConflict: record.hasConflict, updatedAt: Clock.date(record.updatedAt),
+                        username: record.username, url: record.url))
+            }
+        }
+        return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
     /// Applies `edit` to the item as one write.
@@ -584,6 +609,9 @@ package final class VaultKeys: Sendable {
         record = KeyHierarchy.subKey(.itemRecord, of: master)
         mac = KeyHierarchy.subKey(.vaultMAC, of: master)
     }
+
+    /// Seals the session's listing cache (derived when first needed).
+    var listing: SecretBytes { KeyHierarchy.subKey(.listingCache, of: master) }
 
     var bundle: SecretBytes { KeyHierarchy.subKey(.bundle, of: master) }
 }

@@ -22,8 +22,8 @@ public final class VaultMAC: @unchecked Sendable {
 
     /// What a term covers, by its tag byte (the first byte of the term).
     public enum Area: Int, CaseIterable, Sendable {
-        /// "H" the header, "W" the passphrase wrapping's version, "L" the
-        /// local replica row.
+        /// "H" the header, "W" the passphrase wrapping's version, "K" the
+        /// key epoch, "L" the local replica row.
         case header
         /// "R" each row of `replica` (the summary vector).
         case replicas
@@ -194,12 +194,20 @@ public enum IntegrityTerm {
         version(tag: "V", item: item, register: register, v, supersededAt: nil)
     }
 
+    /// The same, with the vector's encoding already made (the bulk import
+    /// stores it too).
+    static func version(item: ItemID, register: RegisterID, _ v: FieldVersion, encodedVector: [UInt8]) -> [UInt8] {
+        version(tag: "V", item: item, register: register, v, supersededAt: nil, encodedVector: encodedVector)
+    }
+
     public static func history(item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64) -> [UInt8] {
         version(tag: "S", item: item, register: register, v, supersededAt: supersededAt)
     }
 
-    static func version(tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?) -> [UInt8] {
-        let vector = v.vector.encoded
+    static func version(
+        tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?, encodedVector: [UInt8]? = nil
+    ) -> [UInt8] {
+        let vector = encodedVector ?? v.vector.encoded
         var w = ByteWriter(capacity: 110 + vector.count)
         w.u8(UInt8(ascii: tag))
         w.id(item)
@@ -274,9 +282,15 @@ extension Queries {
     /// of an unlocked vault happens after its integrity data was built.
     public static func commitMAC(_ db: Database, _ mac: VaultMAC) throws {
         if mac.isZero { return }
-        guard var stored = try storedMAC(db), var areas = try storedAreaMACs(db) else {
+        let stmt = try db.cachedStatement(sql: "SELECT mac, areaMacs FROM vaultIntegrity WHERE singleton = 1")
+        guard let row = try Row.fetchOne(stmt), let storedAreas = try row.optionalBlob(at: 1, name: "vaultIntegrity.areaMacs") else {
             throw StoreError.damaged("the vault MAC is missing")
         }
+        var stored = Array(try row.blob(at: 0, name: "vaultIntegrity.mac", length: VaultMAC.length))
+        guard storedAreas.count == VaultMAC.areasLength else {
+            throw StoreError.damaged("vaultIntegrity.areaMacs has \(storedAreas.count) bytes instead of \(VaultMAC.areasLength)")
+        }
+        var areas = Array(storedAreas)
         for i in 0..<VaultMAC.length { stored[i] ^= mac.delta[i] }
         for i in 0..<VaultMAC.areasLength { areas[i] ^= mac.areaDelta[i] }
         try setStoredMAC(db, whole: stored, areas: areas)
@@ -326,6 +340,8 @@ extension Queries {
             mac.toggle(IntegrityTerm.header(try header(db)))
             let wrapping = try keyWrapping(db)
             if !wrapping.isInitial { mac.toggle(IntegrityTerm.keyWrapping(wrapping)) }
+            let epoch = try keyEpoch(db)
+            if let check = epoch.check { mac.toggle(IntegrityTerm.keyEpoch(epoch.epoch, check: check)) }
             let local = try localReplica(db)
             mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
             for r in try knownReplicas(db) {

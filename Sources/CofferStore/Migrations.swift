@@ -30,8 +30,23 @@ enum Migrations {
             try db.execute(sql: v4SyncBookkeepingMAC)
             try db.execute(sql: "PRAGMA user_version = 4")
         }
+        m.registerMigration("v5-key-epoch") { db in
+            try db.execute(sql: v5KeyEpoch)
+            try db.execute(sql: "PRAGMA user_version = 5")
+        }
         return m
     }
+
+    /// Format version 5 ("rekey"): the vault's key epoch and its key check
+    /// (docs/key-hierarchy.md §Master-key rotation). No row means epoch 0,
+    /// the key made by `init`, so a format-4 vault needs no data migration.
+    static let v5KeyEpoch = """
+        CREATE TABLE keyEpoch (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            epoch BLOB NOT NULL,
+            keyCheck BLOB NOT NULL CHECK (length(keyCheck) = 32)
+        );
+        """
 
     /// Format version 2: per-item integrity records and the vault MAC
     /// (docs/key-hierarchy.md). The migration only creates the tables: it

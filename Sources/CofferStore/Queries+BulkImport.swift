@@ -82,9 +82,14 @@ public struct NewItemRows: @unchecked Sendable {
     /// registers and one or two replicas): one `Data` each, not per row.
     private var registerValues: [RegisterID: Data] = [:]
     private var replicaValues: [ReplicaID: Data] = [:]
+    /// False only for `coffer-bench clone --without-integrity`: no record
+    /// rows and no MAC terms (the baseline of the integrity data's cost,
+    /// docs/benchmarks.md). Every vault coffer writes has both.
+    let integrity: Bool
 
-    public init(mac: VaultMAC) {
+    public init(mac: VaultMAC, integrity: Bool = true) {
         self.mac = mac
+        self.integrity = integrity
         records.reserveCapacity(Self.itemsPerStatement * 2)
         items.reserveCapacity(Self.itemsPerStatement * 7)
         versions.reserveCapacity(Self.versionsPerStatement * 8 * 2)
@@ -94,9 +99,11 @@ public struct NewItemRows: @unchecked Sendable {
     /// became complete.
     public mutating func add(row: ItemRow, record: [UInt8], state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
-        mac.toggle(IntegrityTerm.item(row, record: record))
-        records.append(id)
-        records.append(Data(record))
+        if integrity {
+            mac.toggle(IntegrityTerm.item(row, record: record))
+            records.append(id)
+            records.append(Data(record))
+        }
         items.append(id)
         items.append(row.policy.rawValue)
         items.append(row.nameHash.map { Data($0) })
@@ -112,12 +119,13 @@ public struct NewItemRows: @unchecked Sendable {
                 versions.append(register)
                 versions.append(value(of: v.dot.replica))
                 versions.append(Int64(v.dot.counter))
-                versions.append(Data(v.vector.encoded))
+                let vector = v.vector.encoded
+                versions.append(Data(vector))
                 versions.append(v.writtenAt)
                 versions.append(v.isTombstone)
                 versions.append(Data(v.payload))
                 versionRows += 1
-                mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v))
+                if integrity { mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v, encodedVector: vector)) }
             }
         }
         return itemRows == Self.itemsPerStatement ? flush(all: false) : []
@@ -153,8 +161,10 @@ public struct NewItemRows: @unchecked Sendable {
                 Self.take(
                     "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
                     columns: 7, rows: n, from: &items))
-            out.append(
-                Self.take("INSERT INTO itemRecord (itemId, record) VALUES ", columns: 2, rows: n, from: &records))
+            if integrity {
+                out.append(
+                    Self.take("INSERT INTO itemRecord (itemId, record) VALUES ", columns: 2, rows: n, from: &records))
+            }
             itemRows -= n
         }
         while versionRows >= Self.versionsPerStatement || (all && versionRows > 0) {

@@ -46,13 +46,17 @@ public struct BundleHeader: Sendable, Equatable {
     /// Which passphrase change made ``wrappedMasterKey`` (format 2;
     /// ``KeyWrappingVersion/initial`` in a format-1 bundle).
     public var wrapping: KeyWrappingVersion
+    /// Which rekey made the master key the bundle is written under
+    /// (format 3; ``KeyEpoch/initial`` in formats 1 and 2).
+    public var keyEpoch: KeyEpoch
 
     public init(
         vaultID: VaultID, replicaID: ReplicaID, kind: Kind, createdAt: Int64, recordCount: UInt64?,
         kdf: KDFParameters, salt: [UInt8], wrappedMasterKey: [UInt8], summary: VersionVector, since: VersionVector,
-        wrapping: KeyWrappingVersion = .initial
+        wrapping: KeyWrappingVersion = .initial, keyEpoch: KeyEpoch = .initial
     ) {
         self.wrapping = wrapping
+        self.keyEpoch = keyEpoch
         self.vaultID = vaultID
         self.replicaID = replicaID
         self.kind = kind
@@ -73,8 +77,9 @@ public enum BundleFormat {
     /// The newest bundle format this build reads and writes. Writers use
     /// the oldest version that can carry the header: 1 while the vault's
     /// passphrase wrapping is the initial one (byte-identical to older
-    /// coffers), 2 once a `passwd` has versioned it.
-    public static let version: UInt16 = 2
+    /// coffers), 2 once a `passwd` has versioned it, 3 once a `rekey`
+    /// has made a new master key (the header then carries the key epoch).
+    public static let version: UInt16 = 3
     /// The oldest bundle format this build reads.
     public static let oldestReadable: UInt16 = 1
     /// magic + version + body length.
@@ -145,12 +150,14 @@ extension BundleHeader {
         w.bytes(summary.encoded)
         w.bytes(since.encoded)
         if formatVersion >= 2 { w.bytes(wrapping.encoded) }
+        if formatVersion >= 3 { w.bytes(keyEpoch.encoded) }
         return w.data
     }
 
-    /// The format version this header is written in: 1 unless it carries a
-    /// versioned passphrase wrapping.
-    public var formatVersion: UInt16 { wrapping.isInitial ? 1 : 2 }
+    /// The format version this header is written in: the oldest that can
+    /// carry it — 1 for the initial wrapping and key, 2 for a versioned
+    /// passphrase wrapping, 3 for a key of a later epoch than the first.
+    public var formatVersion: UInt16 { !keyEpoch.isInitial ? 3 : (wrapping.isInitial ? 1 : 2) }
 
     /// The clear prefix: magic, version, body length, body. This is the
     /// associated data of the first stream chunk.
@@ -193,10 +200,18 @@ extension BundleHeader {
             if version >= 2 {
                 wrapping = try KeyWrappingVersion(reading: &r)
                 if wrapping.isInitial {
-                    throw BundleError.malformedHeader("a format-2 header carries the initial passphrase wrapping (write format 1)")
+                    throw BundleError.malformedHeader("a format-\(version) header carries the initial passphrase wrapping (write format 1)")
                 }
             } else {
                 wrapping = .initial
+            }
+            if version >= 3 {
+                keyEpoch = try KeyEpoch(reading: &r)
+                if keyEpoch.isInitial {
+                    throw BundleError.malformedHeader("a format-3 header carries key epoch 0 (write format 1 or 2)")
+                }
+            } else {
+                keyEpoch = .initial
             }
         } catch let e as BundleError {
             throw e

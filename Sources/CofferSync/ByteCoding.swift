@@ -12,15 +12,13 @@ public struct ByteWriter: Sendable {
 
     public mutating func u8(_ v: UInt8) { data.append(v) }
     public mutating func u16(_ v: UInt16) { data.append(UInt8(v >> 8)); data.append(UInt8(v & 0xff)) }
+    // One append of the big-endian bytes (not one per byte): the vault
+    // MAC's terms and bundle records are mostly ids and counters.
     public mutating func u32(_ v: UInt32) {
-        data.append(UInt8(truncatingIfNeeded: v >> 24))
-        data.append(UInt8(truncatingIfNeeded: v >> 16))
-        data.append(UInt8(truncatingIfNeeded: v >> 8))
-        data.append(UInt8(truncatingIfNeeded: v))
+        withUnsafeBytes(of: v.bigEndian) { data.append(contentsOf: $0) }
     }
     public mutating func u64(_ v: UInt64) {
-        u32(UInt32(truncatingIfNeeded: v >> 32))
-        u32(UInt32(truncatingIfNeeded: v))
+        withUnsafeBytes(of: v.bigEndian) { data.append(contentsOf: $0) }
     }
     /// Overwrites 4 bytes at `offset` with `v` (a length or count written
     /// ahead as a placeholder).
@@ -37,9 +35,13 @@ public struct ByteWriter: Sendable {
     public mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
     public mutating func bytes(_ b: some Collection<UInt8>) { data.append(contentsOf: b) }
     /// The 16 bytes of an identifier.
-    public mutating func id(_ v: Identifier16) { u64(v.high); u64(v.low) }
+    public mutating func id(_ v: Identifier16) {
+        withUnsafeBytes(of: (v.high.bigEndian, v.low.bigEndian)) { data.append(contentsOf: $0) }
+    }
     /// The 16 bytes of a register id.
-    public mutating func id(_ v: RegisterID) { u64(v.high); u64(v.low) }
+    public mutating func id(_ v: RegisterID) {
+        withUnsafeBytes(of: (v.high.bigEndian, v.low.bigEndian)) { data.append(contentsOf: $0) }
+    }
     /// `u32 length || bytes`.
     public mutating func blob32(_ b: some Collection<UInt8>) { u32(UInt32(b.count)); data.append(contentsOf: b) }
     /// `u16 length || bytes`.

@@ -12,7 +12,7 @@ struct CofferBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coffer-bench",
         abstract: "Generate and change items in bulk, for benchmarks only.",
-        subcommands: [Fill.self, Touch.self])
+        subcommands: [Fill.self, Touch.self, Clone.self])
 }
 
 /// The vault and passphrase, read the way `coffer` reads them (without

@@ -41,6 +41,7 @@ struct Coffer: ParsableCommand {
             Attach.self,
             Audit.self,
             GitCredentialCommand.self,
+            Rekey.self,
         ])
 
     static func main() {
@@ -53,7 +54,7 @@ struct Coffer: ParsableCommand {
             let arguments = Array(CommandLine.arguments.dropFirst())
             if try FastPath.run(arguments) { return }
             try checkSubcommand(arguments)
-            var command = try parseAsRoot()
+            var command = try LeafParse.command(arguments, among: configuration.subcommands) ?? parseAsRoot()
             try command.run()
         } catch let error as CofferError {
             Output.fail(UnlockedVault.withSuggestion(error))

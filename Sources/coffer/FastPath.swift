@@ -10,12 +10,23 @@ import CofferKit
 enum FastPath {
     /// Runs the command and returns true when it applies; false otherwise.
     static func run(_ args: [String]) throws -> Bool {
+        if args == ["ls"], let token = SessionEnvironment.token {
+            try List.execute(vault: unlock(token: token), prefix: nil)
+            return true
+        }
         guard args.count == 2, let name = args.last, !name.hasPrefix("-"), let token = SessionEnvironment.token
         else { return false }
         // The daily verbs with a session and no options take the same
-        // path (docs/benchmarks.md, "Daily verbs").
+        // path (docs/benchmarks.md, "Daily verbs"); so do `ls PREFIX` and
+        // `find TERM`.
         switch args[0] {
         case "get", "show", "otp", "clip": break
+        case "ls":
+            try List.execute(vault: unlock(token: token), prefix: name)
+            return true
+        case "find" where !name.isEmpty:
+            try Find.execute(vault: unlock(token: token), term: name)
+            return true
         default: return false
         }
         // clip checks for a clipboard tool before unlocking, as Clip.run does.
@@ -31,5 +42,12 @@ enum FastPath {
         default: try Get.show(vault: vault, name: name, field: nil, json: false)
         }
         return true
+    }
+
+    static func unlock(token: String) throws(CofferError) -> Vault {
+        let file = try VaultFile.open(path: VaultLocation.resolve(explicit: nil))
+        let vault = try Session.unlock(file: file, token: token, directory: .resolve())
+        UnlockedVault.current = vault
+        return vault
     }
 }

@@ -26,7 +26,15 @@ struct Find: ParsableCommand {
 
     func run() throws {
         guard !term.isEmpty else { throw CofferError(.usage, "the search term is empty", hint: "list everything with `coffer ls`") }
-        let found = try options.unlock().find(term)
+        try Find.execute(vault: options.unlock(), term: term, failIfNone: failIfNone, json: json)
+    }
+
+    /// `find` once the vault is unlocked (also the fast path's `find TERM`).
+    static func execute(vault: Vault, term: String, failIfNone: Bool = false, json: Bool = false) throws {
+        let all = try vault.list()
+        let found = try Vault.find(term, in: all)
+        // Freed at exit, not one by one (see List.retained).
+        List.retained = all
         if json {
             try Output.json(found.map(FoundJSON.init))
         } else {

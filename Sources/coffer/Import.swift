@@ -58,10 +58,20 @@ struct Import: ParsableCommand {
             Output.note("dry run: nothing was changed")
             return
         }
-        let vault = try options.unlock()
+        var vault = try options.unlock()
         var done: [String] = []
         for file in files {
             defer { Progress.clear() }
+            // A bundle written after another replica's `coffer rekey`:
+            // adopt its key first (docs/sync.md §Master-key rotation).
+            // Standard input can be read once only: a bundle of a newer
+            // epoch given as `-` is refused (exit 77); save it to a file.
+            if file != "-", case .newer = try vault.keyEpochStatus(ofBundleAt: file) {
+                let (next, adopted) = try vault.adoptKeyEpoch(ofBundleAt: file, passphrases: KeyAdoption.passphrases(for: file))
+                vault = next
+                UnlockedVault.current = next
+                Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: next)))
+            }
             let r: ImportReport
             do {
                 r = try vault.importBundle(at: file, progress: Progress.importing(file))

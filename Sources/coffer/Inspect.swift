@@ -41,6 +41,9 @@ struct Inspect: ParsableCommand {
         if let p = j.passphraseChange {
             Output.out("passphrase: changed on \(p.changedBy.prefix(8)) at \(ISO8601.string(p.changedAt)) (changes \(Self.text(p.vector)))")
         }
+        if let k = j.keyEpoch {
+            Output.out("key epoch:  \(k.number), rekeyed on \(k.rekeyedBy.prefix(8)) at \(ISO8601.string(k.rekeyedAt))")
+        }
         Output.err("coffer: note: the header is not authenticated until the bundle is imported")
     }
 
@@ -76,6 +79,13 @@ struct InspectJSON: Encodable {
         var vector: [String: UInt64]
     }
     var passphraseChange: PassphraseChange?
+    /// Format 3: the rekey that made the bundle's master key.
+    struct KeyEpoch: Encodable {
+        var number: UInt64
+        var rekeyedBy: String
+        var rekeyedAt: Date
+    }
+    var keyEpoch: KeyEpoch?
 
     init(_ info: BundleInfo) {
         let h = info.header
@@ -95,10 +105,13 @@ struct InspectJSON: Encodable {
                 changedBy: by.hex, changedAt: Date(timeIntervalSince1970: Double(h.wrapping.changedAt) / 1000),
                 vector: Dictionary(uniqueKeysWithValues: h.wrapping.vector.entries.map { ($0.replica.hex, $0.counter) }))
         }
+        if let by = h.keyEpoch.rekeyedBy {
+            keyEpoch = KeyEpoch(number: h.keyEpoch.number, rekeyedBy: by.hex, rekeyedAt: Date(timeIntervalSince1970: Double(h.keyEpoch.rekeyedAt) / 1000))
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange
+        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange, keyEpoch
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -116,5 +129,6 @@ struct InspectJSON: Encodable {
         try c.encode(since, forKey: .since)
         try c.encode(authenticated, forKey: .authenticated)
         try c.encodeIfPresent(passphraseChange, forKey: .passphraseChange)
+        try c.encodeIfPresent(keyEpoch, forKey: .keyEpoch)
     }
 }

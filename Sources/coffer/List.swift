@@ -40,7 +40,16 @@ struct List: ParsableCommand {
             }
             return Day.today.adding(days: days)
         }
-        let vault = try options.unlock()
+        try List.execute(
+            vault: options.unlock(), prefix: prefix, tree: tree, tag: tag, type: type, expired: expired, horizon: horizon, json: json)
+    }
+
+    /// `ls` once the vault is unlocked (also the fast path's `ls [PREFIX]`).
+    static func execute(
+        vault: Vault, prefix: String?, tree: Bool = false, tag: String? = nil, type: ItemType? = nil, expired: Bool = false,
+        horizon: Day? = nil, json: Bool = false
+    ) throws {
+        if json && tree { throw CofferError(.usage, "--tree cannot be combined with --json", hint: "the JSON list has every name; build the tree from it") }
         var items = try vault.list()
         if expired { items = items.filter { $0.expires.map { $0 < Day.today } ?? false } }
         if let horizon { items = items.filter { $0.expires.map { $0 <= horizon } ?? false } }
@@ -55,7 +64,6 @@ struct List: ParsableCommand {
             }
         }
         if json {
-            if tree { throw CofferError(.usage, "--tree cannot be combined with --json", hint: "the JSON list has every name; build the tree from it") }
             try Output.json(items.map(SummaryJSON.init))
             return
         }
@@ -64,31 +72,71 @@ struct List: ParsableCommand {
             return
         }
         List.printTable(items)
+        retained = items
     }
 
+    /// The table: name (padded to the longest, at most 48 columns), type
+    /// (padded to 18), then local-only, expiry, CONFLICT and #tags.
     static func printTable(_ items: [ItemSummary]) {
-        // One buffer, one write: at 10,000 items a write per line and
-        // Foundation's String.padding cost more than reading the vault.
-        let width = min(items.map(\.name.count).max() ?? 0, 48)
-        let today = Day.today
-        var text = ""
-        text.reserveCapacity(items.count * 64)
+        // Bytes into one buffer, one write: at 10,000 items String
+        // concatenation, Foundation's padding and a write per line cost
+        // more than reading the vault (docs/benchmarks-cli.md).
+        var width = 0
+        for s in items { width = max(width, columns(s.name)) }
+        width = min(width, 48)
+        var today: Day?
+        var out: [UInt8] = []
+        out.reserveCapacity(items.count * 64)
+        func pad(_ n: Int) { for _ in 0..<max(0, n) { out.append(0x20) } }
         for s in items {
-            var line = s.name
-            line.append(String(repeating: " ", count: max(0, width - s.name.count) + 2))
-            line.append(s.type.rawValue)
-            line.append(String(repeating: " ", count: max(0, 18 - s.type.rawValue.count)))
-            var marks: [String] = []
-            if s.policy == .localOnly { marks.append("local-only") }
-            if let e = s.expires { marks.append(e < today ? "EXPIRED \(e)" : "expires \(e)") }
-            if s.hasConflict { marks.append("CONFLICT") }
-            if !s.tags.isEmpty { marks.append(s.tags.map { "#\($0)" }.joined(separator: " ")) }
-            line += marks.joined(separator: "  ")
-            text += line.trimmingTrailingSpaces()
-            text += "\n"
+            let lineStart = out.count
+            out.append(contentsOf: s.name.utf8)
+            pad(width - columns(s.name) + 2)
+            out.append(contentsOf: s.type.rawValue.utf8)
+            pad(18 - s.type.rawValue.utf8.count)
+            var first = true
+            func mark(_ text: String) {
+                if !first { out.append(0x20); out.append(0x20) }
+                first = false
+                out.append(contentsOf: text.utf8)
+            }
+            if s.policy == .localOnly { mark("local-only") }
+            if let e = s.expires {
+                let t = today ?? Day.today
+                today = t
+                mark(e < t ? "EXPIRED \(e)" : "expires \(e)")
+            }
+            if s.hasConflict { mark("CONFLICT") }
+            if !s.tags.isEmpty {
+                mark("")
+                for (i, t) in s.tags.enumerated() {
+                    if i > 0 { out.append(0x20) }
+                    out.append(0x23)
+                    out.append(contentsOf: t.utf8)
+                }
+            }
+            while out.count > lineStart, out[out.count - 1] == 0x20 { out.removeLast() }
+            out.append(0x0A)
         }
-        if !text.isEmpty { Output.stdout(Data(text.utf8)) }
+        if !out.isEmpty { Output.stdout(Data(out)) }
     }
+
+    /// Columns a name takes, as `String.count` counts them (one per
+    /// character), without walking grapheme clusters for ASCII names.
+    static func columns(_ s: String) -> Int {
+        var copy = s
+        let ascii = copy.withUTF8 { bytes in
+            var ascii = true
+            for b in bytes where b >= 0x80 { ascii = false; break }
+            return ascii
+        }
+        return ascii ? s.utf8.count : s.count
+    }
+
+    /// The listed items, kept until the process exits: releasing 10,000
+    /// summaries one by one costs a quarter of a cached `ls`, and the
+    /// process ends right after printing them.
+    nonisolated(unsafe) static var retained: [ItemSummary] = []
 
     /// Names as a tree, folders first at each level, like `tree`.
     static func printTree(_ names: [String]) {

@@ -64,8 +64,20 @@ struct Sync: ParsableCommand {
             return
         }
         let vault = try options.unlock(file)
-        let report = try vault.sync(dir: dir, dryRun: dryRun)
+        let report = try vault.sync(dir: dir, dryRun: dryRun) { (epoch, path, attempt) throws(CofferError) in
+            try KeyAdoption.passphrases(for: path)(epoch, attempt)
+        }
         if let r = report.rebinding { Output.note(r.message) }
+        if let adopted = report.keyEpochAdopted {
+            Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
+        }
+        if dryRun, let pending = report.keyEpochPending {
+            Output.out("would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)")
+        }
+        let olderEpoch = report.skipped.filter { $0.reason == .olderKeyEpoch }
+        for s in olderEpoch {
+            Output.note("skipped \((s.path as NSString).lastPathComponent): written under an older master key; its replica writes it again once it has adopted the new one")
+        }
         let base = { (p: String) in (p as NSString).lastPathComponent }
         for f in report.failed {
             Output.warn("skipped \(base(f.path)): \(f.error.message)")
@@ -140,11 +152,16 @@ extension Sync {
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
         let vault = try options.unlock(file)
-        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) })
+        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) }) { (epoch, path, attempt) throws(CofferError) in
+            try KeyAdoption.passphrases(for: path)(epoch, attempt)
+        }
         let base = { (p: String) in (p as NSString).lastPathComponent }
         var failed: [String: CofferError] = [:]
         for round in report.rounds {
             if let r = round.rebinding { Output.note(r.message) }
+            if let adopted = round.keyEpochAdopted {
+                Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
+            }
             for r in round.merged {
                 var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
                 if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }

@@ -43,7 +43,9 @@ struct VaultOptions: ParsableArguments {
         if passphraseFd == nil, passphraseFile == nil, let token = SessionEnvironment.token {
             vault = try Session.unlock(file: file, token: token, directory: .resolve())
         } else {
-            vault = try file.unlock(passphrase: try passphrase())
+            let secret = try passphrase()
+            vault = try file.unlock(passphrase: secret)
+            UnlockedVault.passphrase = secret
         }
         UnlockedVault.current = vault
         return vault
@@ -63,6 +65,9 @@ struct VaultOptions: ParsableArguments {
 /// item name is unknown, `Coffer.main` asks it for the nearest name.
 enum UnlockedVault {
     nonisolated(unsafe) static var current: Vault?
+    /// The passphrase that unlocked it, when one did (a session: nil); the
+    /// first one tried to adopt another replica's new master key (KeyAdoption).
+    nonisolated(unsafe) static var passphrase: SecretBytes?
 
     /// `error` with "did you mean …?" in its hint when it is about an unknown
     /// item name and a live item has a name close to it.

@@ -127,10 +127,10 @@ struct BundleCorruptionTests {
 
     @Test func newerAndBogusVersions() throws {
         let f = try Fixture()
-        var v3 = f.bundle
-        v3[9] = 3
-        let e = try f.refuse(v3, "version 3")
-        #expect(e?.message.contains("has bundle format 3; this coffer reads format 2") == true)
+        var v4 = f.bundle
+        v4[9] = 4
+        let e = try f.refuse(v4, "version 4")
+        #expect(e?.message.contains("has bundle format 4; this coffer reads format 3") == true)
         #expect(e?.hint == "upgrade coffer on this machine")
         var v0 = f.bundle
         v0[9] = 0

@@ -20,6 +20,8 @@ enum BundleKit {
     static let salt = Array("coffer-kit-salt!".utf8)  // 16 bytes
     static let masterKey = Array("YELLOW SUBMARINE, BLACK WIZARDRY".utf8)  // 32 bytes
     static let otherMasterKey = Array("ANOTHER VAULT'S KEY, NOT THIS ON".utf8)
+    /// The master key of key epoch 1 (`rekeyed.cb`: a `coffer rekey` on bb).
+    static let rekeyedMasterKey = Array("EPOCH ONE KEY OF THE KIT VAULT!!".utf8)
     static let vault = VaultID(bytes: [UInt8](repeating: 0x11, count: 16))!
     static let A = ReplicaID(bytes: [UInt8](repeating: 0xaa, count: 16))!
     static let B = ReplicaID(bytes: [UInt8](repeating: 0xbb, count: 16))!
@@ -35,6 +37,18 @@ enum BundleKit {
         return AEAD.sealSecret(
             SecretBytes(copying: masterKey), nonce: fixed("coffer kit wrap nonce", 24), key: kek,
             associatedData: KeyHierarchy.wrapAssociatedData(vault: vault, kdf: kdf, salt: salt))
+    }
+
+    /// Key epoch 1, made by a rekey on bb at t0 (format 3).
+    static let epochOne = KeyEpoch(number: 1, rekeyedBy: B, rekeyedAt: t0)
+
+    /// The epoch-1 key wrapped under the kit passphrase with the
+    /// `coffer-wrap-v2` AD (which holds the epoch).
+    static var rekeyedWrapped: [UInt8] {
+        let kek = try! Argon2id.deriveKey(passphrase: SecretBytes(copying: Array(passphrase.utf8)), salt: salt, parameters: kdf)
+        return AEAD.sealSecret(
+            SecretBytes(copying: rekeyedMasterKey), nonce: fixed("coffer kit rekeyed wrap nonce", 24), key: kek,
+            associatedData: KeyHierarchy.wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epochOne))
     }
 
     static func forge(_ label: String, master: [UInt8] = masterKey, wrappedKey: [UInt8]) -> BundleForge {
@@ -264,8 +278,8 @@ enum BundleKit {
         damaged("truncated-before-final", "multi-chunk.cb cut after its first chunk (no FINAL chunk)", expect: "truncated", Array(multi.prefix(firstChunkEnd)))
         damaged("trailing-data", "one zero byte appended", expect: "trailing data", full + [0])
         var newer = full
-        newer[9] = 3
-        damaged("newer-version", "format version 3", expect: "unsupported version", newer)
+        newer[9] = 4
+        damaged("newer-version", "format version 4", expect: "unsupported version", newer)
         var v2Body1 = full
         v2Body1[9] = 2
         damaged("version-2-without-wrapping", "format version 2 on a format-1 header body (the passphrase wrapping's version is missing)", expect: "malformed header", v2Body1)
@@ -284,6 +298,27 @@ enum BundleKit {
         var wrapTampered = changedBytes
         wrapTampered[prefixLengthOf(changedBytes) - 1] ^= 0x01  // last byte of changedAt
         damaged("header-wrapping-tampered", "passphrase-changed.cb with its wrapping's change time altered", expect: "authentication failure", wrapTampered)
+        // Format 3: a bundle written under the key of epoch 1 (a rekey on
+        // bb), its key wrapped under the kit passphrase with the epoch in
+        // the wrap AD (docs/bundle-format.md §Format 3).
+        let rekeyedWrappedKey = rekeyedWrapped
+        var rekeyed = header(count: 0, summary: v([A: 2]), wrapped: rekeyedWrappedKey)
+        rekeyed.wrapping = KeyWrappingVersion(vector: v([B: 1]), changedBy: B, changedAt: t0)
+        rekeyed.keyEpoch = epochOne
+        let rekeyedBytes = rawBundle(forge("rekeyed", master: rekeyedMasterKey, wrappedKey: rekeyedWrappedKey), header: rekeyed, plaintext: [], label: "rekeyed", emptyFinal: false)
+        cases.append(Case(name: "rekeyed", bytes: rekeyedBytes, sidecar: [
+            "file": "rekeyed.cb", "description": "format 3: an empty full bundle written under the master key of key epoch 1 (rekeyed on bb at t0); its header wraps that key under the kit passphrase with the coffer-wrap-v2 AD; read it with rekeyedMasterKey of keys.json",
+            "expect": "success", "header": headerJSON(rekeyed), "records": 0, "plaintext": "", "plaintextLength": 0,
+            "keyEpoch": ["number": 1, "rekeyedBy": B.hex, "rekeyedAt": t0],
+            "construction": "header format 3 (wrapping version {bb: 1} changed by bb, then the key epoch appended to the body), one empty FINAL chunk under the bundle key of rekeyedMasterKey", "streamHeaderLabel": "coffer kit rekeyed stream",
+            "blake2b256": Hex.encode(KeyedHash.digest(rekeyedBytes)),
+        ]))
+        var epochTampered = rekeyedBytes
+        epochTampered[prefixLengthOf(rekeyedBytes) - 1] ^= 0x01  // last byte of rekeyedAt
+        damaged("header-epoch-tampered", "rekeyed.cb with its key epoch's time altered", expect: "authentication failure", epochTampered)
+        var v3Body2 = changedBytes
+        v3Body2[9] = 3
+        damaged("version-3-without-epoch", "passphrase-changed.cb declared format 3 (the key epoch is missing from its body)", expect: "malformed header", v3Body2)
         var zero = full
         zero[9] = 0
         damaged("version-zero", "format version 0", expect: "unsupported version", zero)
@@ -396,6 +431,9 @@ enum BundleKit {
             "bundleKey": Hex.encode(KeyHierarchy.subKey(.bundle, of: master).revealedBytes()),
             "fieldIDKey": Hex.encode(KeyHierarchy.subKey(.fieldID, of: master).revealedBytes()),
             "otherMasterKey": Hex.encode(otherMasterKey),
+            "rekeyedMasterKey": Hex.encode(rekeyedMasterKey), "rekeyedWrappedMasterKey": Hex.encode(rekeyedWrapped),
+            "rekeyedWrapNonceLabel": "coffer kit rekeyed wrap nonce",
+            "keyEpochOne": ["number": 1, "rekeyedBy": B.hex, "rekeyedAt": t0, "encoded": Hex.encode(epochOne.encoded)],
             "vault": vault.hex, "createdAt": createdAt,
             "nonces": "payload nonce of write i of a case = BLAKE2b-192(\"<nonceLabel> payload <i>\"); stream header = BLAKE2b-192(streamHeaderLabel); BLAKE2b unkeyed",
             "expectations": [
@@ -417,13 +455,14 @@ enum BundleKit {
     /// as one of the kit's expectation strings, and the decrypted versions
     /// of a valid file.
     static func outcome(_ bytes: [UInt8]) -> (String, [[String: Any]]) {
-        let master = SecretBytes(copying: masterKey)
-        let itemKey = KeyHierarchy.subKey(.itemPayload, of: master)
-        let fieldIDKey = KeyHierarchy.subKey(.fieldID, of: master)
         var versions: [[String: Any]] = []
         do {
             let input = ByteArrayInput(bytes)
             let (h, p) = try BundleHeader.read(from: input)
+            // The key of the header's epoch (a format-3 file is of epoch 1).
+            let master = SecretBytes(copying: h.keyEpoch.isInitial ? masterKey : rekeyedMasterKey)
+            let itemKey = KeyHierarchy.subKey(.itemPayload, of: master)
+            let fieldIDKey = KeyHierarchy.subKey(.fieldID, of: master)
             let r = try BundleReader(header: h, prefix: p, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master))
             while let state = try r.next() {
                 for rid in state.registers.keys.sorted() {

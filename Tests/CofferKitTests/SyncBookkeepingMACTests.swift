@@ -56,6 +56,9 @@ struct SyncBookkeepingMACTests {
             try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
             try db.execute(sql: "UPDATE vaultIntegrity SET mac = ?", arguments: [Data(old)])
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+            // Nor had a format-3 build the key epoch table (format 5).
+            try db.execute(sql: "DROP TABLE keyEpoch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
             try db.execute(sql: "PRAGMA user_version = 3")
         }
     }
@@ -81,7 +84,7 @@ struct SyncBookkeepingMACTests {
         #expect(writers.count == 1)
         let report = try v.verify()
         #expect(report.isSound, "\(report.problems)")
-        #expect(report.formatVersion == 4)
+        #expect(report.formatVersion == VaultStore.formatVersion)
     }
 
     /// Each covered column, changed without the key, is named by verify
@@ -175,6 +178,9 @@ struct SyncBookkeepingMACTests {
             try db.execute(sql: "UPDATE vault SET formatVersion = 3")
             try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+            // Nor had a format-3 build the key epoch table (format 5).
+            try db.execute(sql: "DROP TABLE keyEpoch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
             try db.execute(sql: "PRAGMA user_version = 3")
         }
         let again = try reopen(v)
@@ -191,5 +197,60 @@ struct SyncBookkeepingMACTests {
         #expect(try macProblems(v).contains { $0.contains("per-area parts are missing") })
         #expect(throws: CofferError.self) { try v.add(ItemDraft(name: "b", type: .apiKey, fields: [secret("2")])) }
         #expect(throws: CofferError.self) { try v.exportBundle(to: bundlePath()) }
+    }
+
+    /// `coffer-bench clone --without-integrity` (the cost baseline of
+    /// docs/benchmarks.md) really leaves the records and MAC terms out, and
+    /// the vault it makes is refused; with them on, the same path makes a
+    /// sound vault.
+    @Test func theBenchmarkBaselineLeavesTheIntegrityDataOut() throws {
+        let a = try makeVault()
+        for i in 0..<10 { try a.add(ItemDraft(name: "i\(i)", type: .apiKey, fields: [secret("v\(i)")])) }
+        let path = bundlePath()
+        defer { unlink(path) }
+        try a.exportBundle(to: path)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
+        for integrity in [false, true] {
+            let target = dir.appendingPathComponent(integrity ? "on.coffer" : "off.coffer").path
+            let report = try Vault._cloneForBenchmarks(bundleAt: path, to: target, passphrase: pw, integrity: integrity)
+            #expect(report.added == 10)
+            let b = try VaultFile.open(path: target).unlock(passphrase: pw)
+            let records = try b.store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM itemRecord") }
+            #expect(records == (integrity ? 10 : 0))
+            #expect(try b.verify().isSound == integrity)
+        }
+    }
+
+    /// A clone counts what `ls` will list while importing (no second pass
+    /// over the vault) and finds the username and url fields by name: both
+    /// as a listing of the new vault shows them.
+    @Test func aCloneCountsListedItemsAndKeepsUsernamesOnTheWayIn() throws {
+        let a = try makeVault()
+        try a.add(ItemDraft(name: "site", type: .login, fields: [
+            Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false),
+            Field(name: "password", value: "pw", isSecret: true),
+        ]))
+        try a.add(ItemDraft(name: "hidden", type: .login, fields: [Field(name: "username", value: "who", isSecret: true), Field(name: "url", value: "https://y", isSecret: false)]))
+        try a.add(ItemDraft(name: "gone", type: .apiKey, fields: [secret("g")]))
+        try a.delete("gone")
+        try a.add(ItemDraft(name: "k", type: .apiKey, fields: [secret("k")]))
+        try a.edit("k", setting(Field(name: "url", value: "https://k", isSecret: false)))
+        let path = bundlePath()
+        defer { unlink(path) }
+        try a.exportBundle(to: path)
+        let target = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))/c.coffer").path
+        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
+        let report = try Vault.clone(bundleAt: path, to: target, passphrase: pw)
+        let b = try VaultFile.open(path: target).unlock(passphrase: pw)
+        let listed = try b.list()
+        #expect(report.listedItems == listed.count)
+        #expect(listed.map(\.name) == ["hidden", "k", "site"])
+        #expect(listed.map(\.username) == [nil, nil, "me"])
+        #expect(listed.map(\.url) == ["https://y", "https://k", "https://x"])
+        #expect(listed == (try a.list()))
+        #expect(try b.verify().isSound)
     }
 }

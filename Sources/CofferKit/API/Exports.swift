@@ -18,3 +18,4 @@
 @_exported import struct CofferSync.VersionVector
 @_exported import struct CofferSync.Dot
 @_exported import struct CofferSync.BundleHeader
+@_exported import struct CofferSync.KeyEpoch

@@ -9,7 +9,7 @@ enum DecodedRecord: Sendable {
     /// An item new to the vault, every version authenticated; its rows
     /// come in ``write(_:)`` statements (imports into a vault without
     /// items).
-    case added(ItemID, hasConflict: Bool, versions: Int)
+    case added(ItemID, hasConflict: Bool, versions: Int, listed: Bool)
     /// The unseen versions, to merge with what the vault holds.
     case merge(ItemState)
     /// Rows to insert, in order.
@@ -23,6 +23,9 @@ struct NewItem: Sendable {
     var record: [UInt8]
     var state: ItemState
     var versions: Int
+    /// Whether `coffer ls` lists it (live, not one of the vault's own
+    /// reserved items): a clone counts these instead of listing the vault.
+    var listed: Bool
 }
 
 /// Runs the CPU half of an import on a second thread: reading and
@@ -143,10 +146,10 @@ final class NewItemBuffer: @unchecked Sendable {
 
     /// `mac` collects the terms of the rows built here (this thread's
     /// own accumulator, absorbed by the writer at the end).
-    init(mac: VaultMAC) { rows = NewItemRows(mac: mac) }
+    init(mac: VaultMAC, integrity: Bool = true) { rows = NewItemRows(mac: mac, integrity: integrity) }
 
     func add(_ item: NewItem) -> [DecodedRecord] {
-        var out: [DecodedRecord] = [.added(item.state.id, hasConflict: item.row.hasConflict, versions: item.versions)]
+        var out: [DecodedRecord] = [.added(item.state.id, hasConflict: item.row.hasConflict, versions: item.versions, listed: item.listed)]
         for p in rows.add(row: item.row, record: item.record, state: item.state) { out.append(.write(p)) }
         return out
     }

@@ -32,6 +32,8 @@ public struct ImportReport: Sendable, Equatable {
     /// For a clone: the items `coffer ls` of the new vault lists (live,
     /// not the vault's own reserved ones); nil for an import.
     public var listedItems: Int?
+    /// Added items that `coffer ls` lists (see ``listedItems``).
+    var addedListed = 0
     /// Items that gained at least one version.
     public var changed: Int = 0
     /// Items whose merge changed nothing (already seen).
@@ -196,7 +198,7 @@ extension Vault {
                     kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
                     salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
                     summary: try Vault.exportableSummary(db), since: since ?? VersionVector(),
-                    wrapping: try Queries.keyWrapping(db))
+                    wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch)
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     // Rows come in bundle order: each goes straight into
@@ -248,6 +250,15 @@ extension Vault {
                 "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
                 hint: "import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
         }
+        // A bundle of another key epoch is refused before its stream is
+        // read: an older one whole (its writer adopts the new key first and
+        // writes its edits again), a newer one until its key is adopted
+        // with the passphrase (docs/sync.md §Master-key rotation).
+        switch keyEpochStatus(of: header) {
+        case .same: break
+        case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .newer(let e): throw Vault.newerEpochError(path: path, bundle: e, vault: keyEpoch)
+        }
         let reader: BundleReader
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
             throw .bundle(error, path: path)
@@ -259,7 +270,10 @@ extension Vault {
         return try importRecords(from: reader, path: path, progress: progress, restore: restore)
     }
 
-    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil) throws(CofferError) -> ImportReport {
+    /// `integrity` is false only for `coffer-bench clone --without-integrity`
+    /// (the baseline of the integrity data's cost): new items then get no
+    /// record and no MAC terms, and the vault is thrown away.
+    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil, integrity: Bool = true) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
             try write { db, mac in
@@ -316,14 +330,14 @@ extension Vault {
                         // on a second thread while this one writes.
                         // Into an empty vault, that thread also builds the
                         // INSERT statements; this one only runs them.
-                        let buffer = NewItemBuffer(mac: decodeMAC)
+                        let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
                                 try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
-                                return empty ? buffer.add(try prepareNew(unseen, path: path)) : [.merge(unseen)]
+                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity)) : [.merge(unseen)]
                             },
                             atEnd: { buffer.finish() })
                         pipeline.start()
@@ -336,8 +350,9 @@ extension Vault {
                                     continue
                                 case .unchanged:
                                     report.unchanged += 1
-                                case .added(let id, let hasConflict, let versions):
+                                case .added(let id, let hasConflict, let versions, let listed):
                                     report.added += 1
+                                    if listed { report.addedListed += 1 }
                                     if hasConflict { report.conflictsOpened += 1 }
                                     report.versionsAdded += versions
                                     report.touchedItems.append(id)
@@ -424,7 +439,7 @@ extension Vault {
     /// without old state. Every version is authenticated, and the shown
     /// name, decrypted on the way, gives the name hash (one decryption per
     /// version in all). Touches no database (runs on the decoding thread).
-    func prepareNew(_ incoming: ItemState, path: String) throws -> NewItem {
+    func prepareNew(_ incoming: ItemState, path: String, sealing: Bool = true) throws -> NewItem {
         var state = incoming
         for (rid, versions) in incoming.registers where versions.count > 1 {
             // Merging into nothing: drop versions another one superseded.
@@ -435,6 +450,7 @@ extension Vault {
         var written: (min: Int64, max: Int64) = (.max, .min)
         var versionCount = 0
         var shown: [RegisterID: FieldPayload] = [:]
+        var name = ""
         for (rid, versions) in state.registers {
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
@@ -442,7 +458,8 @@ extension Vault {
                 let payload: FieldPayload
                 payload = try openIncoming(v, item: state.id, register: rid, path: path)
                 if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
-                    nameHash = KeyHierarchy.nameHash(payload.text, nameKey: keys.nameIndex)
+                    name = payload.text
+                    nameHash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
                 }
                 if versions.count == 1 || v.dot == Register.shown(versions)?.dot { shown[rid] = payload }
             }
@@ -451,13 +468,24 @@ extension Vault {
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        return NewItem(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, versions: versionCount)
+        // Every version passed rule register-name (openIncoming): a user
+        // field's register is the one its payload's name derives, so the
+        // username and url registers are found by name, without deriving
+        // their ids (two keyed hashes per item).
+        var fields: (username: RegisterID?, url: RegisterID?) = (nil, nil)
+        for (rid, payload) in shown where !rid.isMetadata {
+            if payload.name == "username" { fields.username = rid } else if payload.name == "url" { fields.url = rid }
+        }
+        return NewItem(
+            row: row, record: sealing ? try sealRecord(state: state, row: row, shown: shown, fieldRegisters: fields) : [], state: state,
+            versions: versionCount, listed: !state.isDeleted && !Self.isReserved(name))
     }
 
     /// Stores a prepared new item and counts it.
     func insert(_ item: NewItem, into inserter: NewItemInserter, report: inout ImportReport) throws {
         try inserter.add(row: item.row, record: item.record, state: item.state)
         report.added += 1
+        if item.listed { report.addedListed += 1 }
         if item.row.hasConflict { report.conflictsOpened += 1 }
         report.versionsAdded += item.versions
         report.touchedItems.append(item.state.id)
@@ -477,6 +505,21 @@ extension Vault {
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
         progress: ImportProgress? = nil
     ) throws(CofferError) -> ImportReport {
+        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: true)
+    }
+
+    /// ``clone(bundleAt:to:passphrase:allowExpensiveKDF:progress:)`` for
+    /// `coffer-bench clone`: with `integrity` false, the same code without
+    /// item records and vault-MAC terms (a vault no coffer command accepts;
+    /// the baseline of their cost in docs/benchmarks.md).
+    package static func _cloneForBenchmarks(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, integrity: Bool) throws(CofferError) -> ImportReport {
+        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: false, progress: nil, integrity: integrity)
+    }
+
+    static func clone(
+        bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool,
+        progress: ImportProgress?, integrity: Bool
+    ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
             throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
@@ -491,7 +534,8 @@ extension Vault {
         let master: SecretBytes
         do {
             master = try KeyHierarchy.unwrapMasterKey(
-                passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey)
+                passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey,
+                epoch: header.keyEpoch)
         } catch .authenticationFailed {
             throw CofferError(.wrongPassphrase, "wrong passphrase for the bundle \(path)", hint: "use the passphrase of the vault that exported it")
         } catch {
@@ -504,11 +548,11 @@ extension Vault {
         // Built under a temporary name, linked into place when complete
         // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
         return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
-            try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress)
+            try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress, integrity: integrity)
         }
     }
 
-    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?) throws(CofferError) -> ImportReport {
+    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?, integrity: Bool) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
@@ -517,12 +561,27 @@ extension Vault {
             let store = try VaultStore.create(
                 path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host,
                 mac: VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master)))
-            return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader), master: master)
+            if !header.keyEpoch.isInitial {
+                // The clone starts on the bundle's key epoch (its key
+                // check and MAC term in the first transaction after
+                // creation; the header's wrapping is the epoch's).
+                let check = KeyHierarchy.keyCheck(master: master, vault: header.vaultID, epoch: header.keyEpoch)
+                try store.writeImmediate { db in
+                    try Queries.setKeyEpoch(db, header.keyEpoch, check: check)
+                    let mac = VaultMAC(key: KeyHierarchy.subKey(.vaultMAC, of: master))
+                    mac.toggle(IntegrityTerm.keyEpoch(header.keyEpoch, check: check))
+                    try Queries.commitMAC(db, mac)
+                }
+            }
+            let epoch = try store.read { db in try Queries.keyEpoch(db) }
+            return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader, keyEpoch: epoch.epoch, keyCheck: epoch.check), master: master)
         }
-        var report = try vault.importRecords(from: reader, path: path, progress: progress)
+        var report = try vault.importRecords(from: reader, path: path, progress: progress, integrity: integrity)
         // What `coffer ls` of the new vault will show (deleted items and
         // the vault's own reserved items are records, not items to list).
-        report.listedItems = try vault.list().count
+        // Counted on the way in: the vault held nothing before, so every
+        // item is one the import added (no second pass over the vault).
+        report.listedItems = report.addedListed
         return report
     }
 }

@@ -34,7 +34,14 @@ extension Vault {
     /// `attempts` times). Works with an empty remote (the first push
     /// creates the branch) and with nothing to commit. Runs on one machine
     /// are serialized by a lock in the repository's git folder.
-    public func syncGit(dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in }) throws(CofferError) -> GitSyncReport {
+    ///
+    /// `adoptKey` is passed to every round's ``sync(dir:dryRun:adoptKey:)``:
+    /// a bundle of a newer key epoch is adopted, and the later rounds run
+    /// under the new key.
+    public func syncGit(
+        dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in },
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+    ) throws(CofferError) -> GitSyncReport {
         let git = GitRunner(dir: dir)
         guard Vault.isFolder(dir) else {
             throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "clone your sync repository first: git clone URL \(dir)")
@@ -64,8 +71,10 @@ extension Vault {
             ? ["-c", "user.name=coffer", "-c", "user.email=coffer@localhost"] : []
 
         var report = GitSyncReport(remote: remoteName, branch: branch)
+        var current = self
         func syncAndCommit() throws(CofferError) {
-            let r = try sync(dir: dir)
+            let r = try current.sync(dir: dir, adoptKey: adoptKey)
+            if let next = r.adoptedVault { current = next }
             report.rounds.append(r)
             let name = (r.ownBundle as NSString).lastPathComponent
             try git.check(["add", "--", name], what: "stage \(name)")

@@ -76,6 +76,10 @@ public struct SyncReport: Sendable {
             case nothingNew = "nothing-new"
             /// Not a Coffer bundle at all (a README, a .gitattributes …).
             case notABundle = "not-a-bundle"
+            /// Written under a master key this vault replaced (an older key
+            /// epoch): its replica writes it again once it has adopted the
+            /// new key (docs/sync.md §Master-key rotation).
+            case olderKeyEpoch = "older-key-epoch"
         }
         public var path: String
         public var reason: Reason
@@ -104,6 +108,15 @@ public struct SyncReport: Sendable {
     /// The replica id changed (a copied vault, or its id seen in a bundle
     /// written elsewhere).
     public var rebinding: ReplicaRebinding?
+    /// The newer master key this sync adopted (another replica's `coffer
+    /// rekey`) before merging; nil when the key stayed.
+    public var keyEpochAdopted: RekeyReport?
+    /// The vault unlocked under the adopted key (the one this sync's
+    /// caller must use from now on); nil when the key stayed.
+    public var adoptedVault: Vault?
+    /// A newer key epoch found in the folder and not adopted (a dry run, or
+    /// no passphrase was available).
+    public var keyEpochPending: KeyEpoch?
     /// The highest counter of this replica id any bundle in `dir` claims
     /// to have seen.
     var seenOwn: UInt64 = 0
@@ -146,7 +159,7 @@ extension Vault {
 
     /// Reads the clear header of every file in `dir`; sorts them into
     /// candidates to merge, skipped files and failures. Needs no key.
-    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
+    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
         for path in try syncFiles(in: dir) {
             let header: BundleHeader
@@ -180,7 +193,11 @@ extension Vault {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
-            if Vault.bringsNothing(header, summary: summary, wrapping: wrapping) {
+            if header.keyEpoch < epoch {
+                report.skipped.append(.init(path: path, reason: .olderKeyEpoch, replica: header.replicaID))
+                continue
+            }
+            if header.keyEpoch == epoch, Vault.bringsNothing(header, summary: summary, wrapping: wrapping) {
                 report.skipped.append(.init(path: path, reason: .nothingNew, replica: header.replicaID))
                 continue
             }
@@ -192,9 +209,10 @@ extension Vault {
     /// Whether this replica's bundle in `dir` is up to date: same vault,
     /// same replica, full, and its summary equals what an export would
     /// claim now (``exportableSummary(_:)``).
-    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion) -> Bool {
+    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch) -> Bool {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
         return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
+            && h.keyEpoch == epoch
     }
 
     /// Merges every other replica's bundle found in `dir` (whatever its
@@ -204,7 +222,19 @@ extension Vault {
     /// writes or removes another file. A bundle that cannot be merged is
     /// reported in ``SyncReport/failed`` and the others still merge. With
     /// `dryRun`, computes what would change and changes nothing.
-    public func sync(dir: String, dryRun: Bool = false) throws(CofferError) -> SyncReport {
+    ///
+    /// A bundle of a newer key epoch (another replica ran `coffer rekey`)
+    /// is adopted first: `adoptKey` is asked for the passphrase that opens
+    /// the new key (given the epoch, the bundle's path and the attempt
+    /// number; nil gives up after a wrong one), this vault is
+    /// re-encrypted under it (``adoptKeyEpoch(ofBundleAt:passphrase:allowExpensiveKDF:)``)
+    /// and the sync goes on under the new key. Without `adoptKey`, or in a
+    /// dry run, such bundles are reported failed (exit 77's message) and
+    /// the others merge. Bundles of an older epoch are skipped
+    /// (``SyncReport/Skipped/Reason/olderKeyEpoch``).
+    public func sync(
+        dir: String, dryRun: Bool = false, adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+    ) throws(CofferError) -> SyncReport {
         // A vault edited outside coffer is refused before anything is
         // merged or written, dry run included (docs/threat-model.md).
         try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
@@ -219,7 +249,7 @@ extension Vault {
         }
         var ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
-        var candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
+        var candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyEpoch, report: &report)
         // A folder that has seen more of this replica id than this file
         // ever exported shows a restored backup: take a new id (and move
         // the writes since the last export to it) before merging or
@@ -231,13 +261,34 @@ extension Vault {
             }
             ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
             report = SyncReport(dir: dir, ownBundle: ownPath)
-            candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
+            candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyEpoch, report: &report)
         }
         report.rebinding = rebinding
         // Never put this vault's bundle into another vault's folder: every
         // machine of that vault would warn about it on every sync.
         if report.ownVaultBundles == 0, let other = report.foreignVaults.sorted().first {
             throw Vault.foreignFolder(dir: dir, other: other, vaultID: vaultID, vaultPath: path)
+        }
+
+        let epoch = keyEpoch
+        if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }) {
+            if !dryRun, let adoptKey {
+                let (next, adopted) = try adoptKeyEpoch(ofBundleAt: newest.path) { (e, attempt) throws(CofferError) in
+                    try adoptKey(e, newest.path, attempt)
+                }
+                var result = try next.sync(dir: dir, dryRun: false, adoptKey: adoptKey)
+                result.keyEpochAdopted = adopted
+                if result.adoptedVault == nil { result.adoptedVault = next }
+                if result.rebinding == nil { result.rebinding = rebinding }
+                return result
+            }
+            report.keyEpochPending = newest.header.keyEpoch
+            // A dry run says it would adopt the key; it cannot preview the
+            // bundles of that key before (it holds only the old one).
+            for c in candidates where c.header.keyEpoch > epoch && !dryRun {
+                report.failed.append(.init(path: c.path, error: Vault.newerEpochError(path: c.path, bundle: c.header.keyEpoch, vault: epoch)))
+            }
+            candidates.removeAll { $0.header.keyEpoch > epoch }
         }
 
         if dryRun {
@@ -255,7 +306,7 @@ extension Vault {
                 }
             }
             report.preview = MergePreview(bundles: bundles, items: Vault.collapse(items))
-            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
+            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: keyEpoch)
             return report
         }
 
@@ -285,7 +336,7 @@ extension Vault {
         }
         let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
         report.ownBundle = nowOwn
-        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping) {
+        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping, epoch: keyEpoch) {
             try exportBundle(to: nowOwn)
             report.wroteOwnBundle = true
         }
@@ -322,12 +373,12 @@ extension Vault {
         if summary[local.id] > local.counter { return false }
         if let mark = WriteMark.read(vault: file.path, replica: local.id), mark > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
-        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, report: &report)
+        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let exported = try CofferError.wrap { try file.store.read { db in try Queries.exportedCounter(db) } }
         if report.seenOwn > exported { return false }
         let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
-        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable, wrapping: wrapping)
+        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: file.keyEpoch)
     }
 
     // MARK: Preview
@@ -374,6 +425,14 @@ extension Vault {
             throw CofferError(
                 .badData, "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
                 hint: "import bundles only into replicas of the vault that wrote them")
+        }
+        switch keyEpochStatus(of: header) {
+        case .same: break
+        case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .newer(let e):
+            var error = Vault.newerEpochError(path: path, bundle: e, vault: keyEpoch)
+            error.hint = "a dry run cannot show its changes before the new key is adopted; run the import without --dry-run to adopt it (the passphrase is asked once)"
+            throw error
         }
         let reader: BundleReader
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {

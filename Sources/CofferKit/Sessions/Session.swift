@@ -71,14 +71,21 @@ public enum Session {
     public static func unlock(
         file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool = true, now: Date = Date()
     ) throws(CofferError) -> Vault {
-        let master = try masterKey(file: file, token: token, directory: directory, refresh: refresh, now: now)
-        return try file.unlock(masterKey: master)
+        let (master, id) = try masterKeyAndID(file: file, token: token, directory: directory, refresh: refresh, now: now)
+        return try file.unlock(masterKey: master, listingCache: ListingCache(path: directory.path + "/" + Hex.encode(id) + ListingCache.suffix))
     }
 
     /// The session's vault master key after every check.
     static func masterKey(
         file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool, now: Date
     ) throws(CofferError) -> SecretBytes {
+        try masterKeyAndID(file: file, token: token, directory: directory, refresh: refresh, now: now).master
+    }
+
+    /// The master key and the session id.
+    static func masterKeyAndID(
+        file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool, now: Date
+    ) throws(CofferError) -> (master: SecretBytes, id: [UInt8]) {
         let parsed = try Token(parsing: token)
         let name = Hex.encode(parsed.id) + suffix
         guard let stored = try directory.read(name: name) else {
@@ -111,7 +118,7 @@ public enum Session {
             throw CofferError(.locked, "session belongs to another vault (\(header.vaultPath)), not \(file.path); run eval \"$(coffer unlock --vault \(file.path))\"")
         }
         if refresh { directory.touch(name: name) }
-        return master
+        return (master, parsed.id)
     }
 
     /// What a token says about `file`, without refreshing it: the session
@@ -364,7 +371,14 @@ public struct SessionDirectory: Sendable, Equatable {
 
     /// Overwrites a session file with zeros and removes it.
     @discardableResult
-    func remove(name: String) -> Bool { PrivateFile.wipeAndRemove(path: path + "/" + name, maxSize: Self.maxFileSize) }
+    func remove(name: String) -> Bool {
+        // A session's listing cache ends with it (sealed under a key of
+        // the vault, but no use to anyone once the session is over).
+        if name.hasSuffix(Session.suffix) {
+            PrivateFile.removeIfPresent(path: path + "/" + name.dropLast(Session.suffix.count) + ListingCache.suffix)
+        }
+        return PrivateFile.wipeAndRemove(path: path + "/" + name, maxSize: Self.maxFileSize)
+    }
 
     /// The facts of one session file, nil when unreadable.
     func info(name: String) -> SessionInfo? {
@@ -392,6 +406,11 @@ public struct SessionDirectory: Sendable, Equatable {
     public func sweep(now: Date = Date()) {
         guard (try? checkFolder()) != nil, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         let nowMs = Session.millis(now)
+        // Listing caches whose session file is gone.
+        for name in names where name.hasSuffix(ListingCache.suffix) {
+            let session = String(name.dropLast(ListingCache.suffix.count)) + Session.suffix
+            if !names.contains(session) { PrivateFile.removeIfPresent(path: path + "/" + name) }
+        }
         for name in names where name.hasSuffix(Session.suffix) && !PrivateFile.isIrregular(path + "/" + name) {
             guard let stored = try? read(name: name) else { continue }
             var r = ByteReader(stored.bytes)

@@ -118,7 +118,11 @@ package struct ItemRecord: Equatable {
         policy = flags & 4 != 0 ? .localOnly : .sync
         updatedAt = try r.i64()
         func text() throws(FormatError) -> String {
-            guard let s = String(validating: try r.blob16(), as: UTF8.self) else { throw .malformed("item record text is not UTF-8") }
+            let bytes = try r.blob16()
+            // ASCII is valid UTF-8: skip the generic validation (a third
+            // of a 10,000-item listing's decoding, docs/benchmarks-cli.md).
+            if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+            guard let s = String(validating: bytes, as: UTF8.self) else { throw .malformed("item record text is not UTF-8") }
             return s
         }
         func optional() throws(FormatError) -> String? {
@@ -164,11 +168,18 @@ extension Vault {
     /// Builds and seals the record of `state` as stored in `row`. `shown`
     /// gives the shown, non-tombstone payload of a register when the
     /// caller already decrypted it; others are decrypted here.
-    package func sealRecord(state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:]) throws -> [UInt8] {
-        let username = registerID(field: "username", item: state.id)
-        let url = registerID(field: "url", item: state.id)
-        func text(_ rid: RegisterID) throws -> String? {
-            guard let v = Register.shown(state.registers[rid] ?? []), !v.isTombstone else { return nil }
+    /// `fieldRegisters`, when given, are the registers of the `username`
+    /// and `url` fields (nil: the item has none), found by the caller
+    /// (an import, from payloads already checked against their registers);
+    /// otherwise they are derived here.
+    package func sealRecord(
+        state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:],
+        fieldRegisters: (username: RegisterID?, url: RegisterID?)? = nil
+    ) throws -> [UInt8] {
+        let username = fieldRegisters.map(\.username) ?? registerID(field: "username", item: state.id)
+        let url = fieldRegisters.map(\.url) ?? registerID(field: "url", item: state.id)
+        func text(_ register: RegisterID?) throws -> String? {
+            guard let rid = register, let v = Register.shown(state.registers[rid] ?? []), !v.isTombstone else { return nil }
             let p = try known[rid] ?? open(v, item: state.id, register: rid)
             // A field the user marked secret stays out of listings.
             return p.isSecret ? nil : p.text

@@ -12,6 +12,7 @@ extension Vault {
     /// write of the vault goes through here.
     package func write<T>(_ body: (Database, VaultMAC) throws -> T) throws -> T {
         try store.writeImmediate { db in
+            try checkKeyEpoch(db)
             let mac = VaultMAC(key: keys.mac)
             let result = try body(db, mac)
             try Queries.commitMAC(db, mac)
@@ -35,7 +36,9 @@ extension Vault {
     /// - formats 2 and 3: folds the terms of sync's bookkeeping (format 4)
     ///   into the stored MAC and stores the per-area MACs
     ///   (``Queries/upgradeStoredMAC(_:fresh:oldHeader:)``: the old MAC is
-    ///   kept, so an edit made before the upgrade is still detected).
+    ///   kept, so an edit made before the upgrade is still detected);
+    /// - format 4: only the header's format number changes (format 5 adds
+    ///   the key epoch table, empty until a `coffer rekey`).
     /// A vault of format 2 or later without its MAC is refused: the MAC is
     /// never removed by coffer. Costs one read when there is nothing to do.
     func ensureIntegrity() throws {
@@ -49,8 +52,20 @@ extension Vault {
             let hasMAC = try Queries.storedMAC(db) != nil
             if hasMAC && header.formatVersion >= VaultStore.formatVersion { return }
             let oldHeaderTerm = IntegrityTerm.header(header)
+            let oldFormat = header.formatVersion
             header.formatVersion = VaultStore.formatVersion
             try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
+            if hasMAC && oldFormat >= 4 {
+                // Format 4 → 5 (the key epoch table, empty until a rekey):
+                // only the header's format number changes.
+                let mac = VaultMAC(key: keys.mac)
+                try mac.keepingReadable {
+                    mac.toggle(oldHeaderTerm)
+                    mac.toggle(IntegrityTerm.header(header))
+                }
+                try Queries.commitMAC(db, mac)
+                return
+            }
             if hasMAC {
                 let fresh = VaultMAC(key: keys.mac)
                 try Queries.computeMAC(db, into: fresh)
@@ -79,6 +94,7 @@ extension Vault {
     /// Recomputes the vault MAC and compares it with the stored one
     /// (`export`, `import`, `sync` call this inside their transaction).
     func checkVaultMAC(_ db: Database) throws {
+        try checkKeyEpoch(db)
         guard let stored = try Queries.storedMAC(db), let areas = try Queries.storedAreaMACs(db) else {
             throw StoreError.damaged("the vault MAC is missing")
         }
@@ -87,6 +103,18 @@ extension Vault {
         let changed = Self.macMismatches(computed: mac, whole: stored, areas: areas)
         guard changed.isEmpty else {
             throw StoreError.damaged("the vault MAC does not match its rows: \(changed.joined(separator: "; "))")
+        }
+    }
+
+    /// Refuses to go on when another process rotated the master key since
+    /// this vault was unlocked (its keys would write what the new key
+    /// cannot read).
+    func checkKeyEpoch(_ db: Database) throws {
+        let stored = try Queries.keyEpoch(db).epoch
+        guard stored == keyEpoch else {
+            throw CofferError(
+                .locked, "the master key of \(path) was rotated (key epoch \(stored.number)) after this vault was unlocked",
+                hint: "unlock again with the passphrase")
         }
     }
 

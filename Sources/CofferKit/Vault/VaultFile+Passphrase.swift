@@ -39,7 +39,8 @@ extension VaultFile {
         }
         let wrapped: (salt: [UInt8], wrapped: [UInt8])
         do {
-            wrapped = try KeyHierarchy.wrapMasterKey(vault.masterKey, passphrase: new, vault: header.vaultID, kdf: kdf)
+            // Bound to the key epoch from the first rekey on (wrap AD v2).
+            wrapped = try KeyHierarchy.wrapMasterKey(vault.masterKey, passphrase: new, vault: header.vaultID, kdf: kdf, epoch: keyEpoch)
         } catch {
             throw CofferError(.usage, "cannot derive a key with these KDF parameters: \(error)")
         }

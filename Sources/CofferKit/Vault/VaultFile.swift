@@ -30,11 +30,18 @@ public final class VaultFile: Sendable {
     let store: VaultStore
     /// The header as read at open time.
     public let header: VaultHeader
+    /// The key epoch as read at open time (docs/key-hierarchy.md
+    /// §Master-key rotation): which `coffer rekey` made the master key.
+    public let keyEpoch: KeyEpoch
+    /// The stored key check of ``keyEpoch`` (nil at epoch 0).
+    let keyCheck: [UInt8]?
 
-    init(path: String, store: VaultStore, header: VaultHeader) {
+    init(path: String, store: VaultStore, header: VaultHeader, keyEpoch: KeyEpoch = .initial, keyCheck: [UInt8]? = nil) {
         self.path = path
         self.store = store
         self.header = header
+        self.keyEpoch = keyEpoch
+        self.keyCheck = keyCheck
     }
 
     /// The KDF parameters stored in the vault.
@@ -46,9 +53,9 @@ public final class VaultFile: Sendable {
     public static func open(path: String) throws(CofferError) -> VaultFile {
         try CofferError.wrap {
             let store = try VaultStore.open(path: path)
-            let header = try store.read { db in try Queries.header(db) }
+            let (header, epoch) = try store.read { db in (try Queries.header(db), try Queries.keyEpoch(db)) }
             WriteMark.sweep(vault: path)
-            return VaultFile(path: path, store: store, header: header)
+            return VaultFile(path: path, store: store, header: header, keyEpoch: epoch.epoch, keyCheck: epoch.check)
         }
     }
 
@@ -110,7 +117,7 @@ public final class VaultFile: Sendable {
         do {
             master = try KeyHierarchy.unwrapMasterKey(
                 passphrase: passphrase, vault: header.vaultID, kdf: kdf, salt: header.kdfSalt,
-                wrapped: header.wrappedMasterKey)
+                wrapped: header.wrappedMasterKey, epoch: keyEpoch)
         } catch .authenticationFailed {
             throw CofferError(.wrongPassphrase, "wrong passphrase for \(path)", hint: "try again; the passphrase is case-sensitive")
         } catch {
@@ -121,9 +128,20 @@ public final class VaultFile: Sendable {
 
     /// Unlocks with a master key obtained elsewhere (a shell session). The
     /// caller is responsible for having checked that it belongs to this
-    /// vault.
+    /// vault. A key of an older key epoch (a session unlocked before a
+    /// `coffer rekey`) is refused with ``CofferError/Kind/locked``.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
+        if let keyCheck, !Vault.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
+            throw CofferError(
+                .locked,
+                "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after it was unlocked; \(Session.unlockAgain)")
+        }
         return try CofferError.wrap { try Vault(file: self, master: masterKey) }
+    }
+
+    /// Unlocks for a shell session, whose listing cache the vault uses.
+    func unlock(masterKey: SecretBytes, listingCache: ListingCache) throws(CofferError) -> Vault {
+        return try CofferError.wrap { try Vault(file: self, master: masterKey, listingCache: listingCache) }
     }
 
     /// Facts about the vault that need no passphrase.

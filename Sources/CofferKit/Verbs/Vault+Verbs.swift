@@ -11,6 +11,57 @@ public struct FoundItem: Sendable, Equatable {
     public var matchedIn: [String]
 }
 
+/// Case- and diacritic-insensitive substring search. Foundation's
+/// `range(of:options:)` costs microseconds per call (ICU collation); when
+/// the term and the text are both ASCII — neither has diacritics nor
+/// characters whose case folding leaves ASCII — folding ASCII letters is
+/// the same comparison, done on bytes.
+struct TextMatcher {
+    let needle: String
+    /// The needle's bytes with A–Z folded to a–z, nil when not ASCII.
+    let asciiFolded: [UInt8]?
+
+    init(_ needle: String) {
+        self.needle = needle
+        asciiFolded = needle.utf8.allSatisfy({ $0 < 0x80 }) ? needle.utf8.map(TextMatcher.fold) : nil
+    }
+
+    @inline(__always) static func fold(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
+
+    func matches(_ text: String) -> Bool {
+        if let n = asciiFolded {
+            var text = text
+            if let found = text.withUTF8({ bytes -> Bool? in
+                var ascii = true
+                for b in bytes where b >= 0x80 { ascii = false; break }
+                guard ascii else { return nil }
+                return TextMatcher.contains(bytes, n)
+            }) {
+                return found
+            }
+        }
+        return text.range(of: needle, options: [.caseInsensitive, .diacriticInsensitive]) != nil
+    }
+
+    /// Whether ASCII `text` holds `folded` (already folded), ignoring case.
+    static func contains(_ text: UnsafeBufferPointer<UInt8>, _ folded: [UInt8]) -> Bool {
+        let n = folded.count
+        guard n <= text.count else { return false }
+        if n == 0 { return true }
+        let first = folded[0]
+        var i = 0
+        while i <= text.count - n {
+            if fold(text[i]) == first {
+                var j = 1
+                while j < n && fold(text[i + j]) == folded[j] { j += 1 }
+                if j == n { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+}
+
 extension Vault {
     // MARK: find
 
@@ -18,11 +69,17 @@ extension Vault {
     /// case-insensitively. Secret values are never searched (nor
     /// decrypted).
     public func find(_ term: String) throws(CofferError) -> [FoundItem] {
+        try Vault.find(term, in: list())
+    }
+
+    /// ``find(_:)`` over a listing already read.
+    package static func find(_ term: String, in items: [ItemSummary]) throws(CofferError) -> [FoundItem] {
         let needle = term.precomposedStringWithCanonicalMapping
         guard !needle.isEmpty else { throw CofferError(.usage, "the search term is empty") }
-        func has(_ s: String) -> Bool { s.range(of: needle, options: [.caseInsensitive, .diacriticInsensitive]) != nil }
+        let matcher = TextMatcher(needle)
+        func has(_ s: String) -> Bool { matcher.matches(s) }
         var out: [FoundItem] = []
-        for s in try list() {
+        for s in items {
             var matched: [String] = []
             if has(s.name) { matched.append("name") }
             if s.tags.contains(where: has) { matched.append("tag") }

@@ -1,0 +1,294 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+
+/// What a rekey (or the adoption of another replica's rekey) did.
+public struct RekeyReport: Sendable, Equatable {
+    /// The key epoch the vault is on now.
+    public var epoch: KeyEpoch
+    /// The epoch it was on before.
+    public var previous: KeyEpoch
+    /// Items re-encrypted (deleted ones included).
+    public var items = 0
+    /// Current field versions re-encrypted.
+    public var versions = 0
+    /// History versions re-encrypted.
+    public var historyVersions = 0
+}
+
+extension VaultFile {
+    /// Rotates the master key (`coffer rekey`, docs/key-hierarchy.md
+    /// §Master-key rotation): a new random master key, wrapped under
+    /// `passphrase` (the current one, or a new one) with a fresh salt and
+    /// `kdf` (default: the current parameters); in one SQLite transaction
+    /// every current and history version is re-encrypted under the new item
+    /// key, every user field's register id and every item's name hash
+    /// re-derived, every item record re-sealed, the header, wrapping version
+    /// and key epoch replaced and the vault MAC rebuilt. Old or new, never
+    /// half. Returns the vault unlocked under the new key.
+    ///
+    /// `vault` must have been unlocked with the passphrase (a session is
+    /// not enough to rotate the key it holds). `beforeCommit` runs inside
+    /// the transaction, just before it commits (tests interrupt there).
+    public func rekey(
+        _ vault: Vault, passphrase: SecretBytes, kdf newKDF: KDFParameters? = nil, beforeCommit: () -> Void = {}
+    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        guard vault.file === self else { throw CofferError(.internalError, "rekey called with another file's vault") }
+        let kdf = newKDF ?? self.kdf
+        do { try kdf.validate() } catch { throw CofferError(.usage, "invalid KDF parameters: \(error)") }
+        guard passphrase.count > 0 else {
+            throw CofferError(.usage, "the passphrase is empty", hint: "choose a passphrase of several words")
+        }
+        guard passphrase.nfcNormalizedUTF8() != nil else {
+            throw CofferError(.usage, "the passphrase is not valid UTF-8 text", hint: "type it in a UTF-8 terminal, or save the passphrase file as UTF-8")
+        }
+        let local = try CofferError.wrap { try store.read { db in try Queries.localReplica(db) } }
+        let now = Clock.nowMillis()
+        let epoch = keyEpoch.next(by: local.id, at: now)
+        guard epoch.number <= KeyEpoch.maxNumber else {
+            throw CofferError(.badData, "the key epoch of \(path) cannot grow further")
+        }
+        let master = SecretBytes.random(count: 32)
+        let wrapped: (salt: [UInt8], wrapped: [UInt8])
+        do {
+            wrapped = try KeyHierarchy.wrapMasterKey(master, passphrase: passphrase, vault: header.vaultID, kdf: kdf, epoch: epoch)
+        } catch {
+            throw CofferError(.usage, "cannot derive a key with these KDF parameters: \(error)")
+        }
+        let report = try vault.translate(
+            to: master, epoch: epoch, kdf: kdf, salt: wrapped.salt, wrappedKey: wrapped.wrapped,
+            wrapping: { $0.next(by: local.id, at: now) }, beforeCommit: beforeCommit)
+        return (try VaultFile.open(path: path).unlock(masterKey: master), report)
+    }
+}
+
+/// What a bundle's key epoch means to a vault (``Vault/keyEpochStatus(ofBundle:)``).
+public enum BundleKeyEpochStatus: Sendable, Equatable {
+    /// The bundle is written under this vault's key.
+    case same
+    /// The bundle was written after a rekey this vault has not seen: adopt
+    /// it (``Vault/adoptKeyEpoch(ofBundleAt:passphrase:allowExpensiveKDF:)``)
+    /// before importing it.
+    case newer(KeyEpoch)
+    /// The bundle was written under a key this vault replaced: refused.
+    case older(KeyEpoch)
+}
+
+extension Vault {
+    /// This vault's key epoch.
+    public var keyEpoch: KeyEpoch { file.keyEpoch }
+
+    /// How a bundle header's key epoch compares with this vault's.
+    public func keyEpochStatus(of header: BundleHeader) -> BundleKeyEpochStatus {
+        if header.keyEpoch == keyEpoch { return .same }
+        return header.keyEpoch > keyEpoch ? .newer(header.keyEpoch) : .older(header.keyEpoch)
+    }
+
+    /// Reads the clear header of the bundle at `path` and compares its key
+    /// epoch with this vault's (nothing is authenticated yet).
+    public func keyEpochStatus(ofBundleAt path: String) throws(CofferError) -> BundleKeyEpochStatus {
+        let header = try Vault.inspectBundle(at: path).header
+        guard header.vaultID == vaultID else { return .same }
+        return keyEpochStatus(of: header)
+    }
+
+    /// The refusal of a bundle written under a key this vault replaced.
+    static func olderEpochError(path: String, bundle: KeyEpoch, vault: KeyEpoch) -> CofferError {
+        CofferError(
+            .badData,
+            "\(path) was written under key epoch \(bundle.number), older than this vault's key epoch \(vault.description); nothing was imported",
+            hint: "the replica that wrote it must first import a bundle of epoch \(vault.number) (`coffer sync` or `coffer import`): it adopts the new key and writes its edits again under it")
+    }
+
+    /// The refusal of a bundle of a newer epoch by an import that was not
+    /// given the passphrase to adopt it.
+    static func newerEpochError(path: String, bundle: KeyEpoch, vault: KeyEpoch) -> CofferError {
+        CofferError(
+            .locked,
+            "\(path) was written after the master key was rotated on \(bundle.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(bundle.number); this vault is on \(vault.number)); the passphrase is needed once to adopt the new key",
+            hint: "run `coffer import` or `coffer sync` with the passphrase (terminal, --passphrase-fd, --passphrase-file or COFFER_PASSPHRASE), not a session")
+    }
+
+    /// Adopts the newer master key of the bundle at `path` (another
+    /// replica's `coffer rekey`): unwraps it from the bundle header with
+    /// `passphrase` (the passphrase the rekeying replica set), checks that
+    /// the bundle authenticates under it, then re-encrypts this vault's own
+    /// state — its edits the rekeying replica has not seen included — under
+    /// the new key in one transaction, exactly as `rekey` does, and takes
+    /// the header's passphrase wrapping and key epoch. Returns the vault
+    /// unlocked under the new key; import the bundle into that one.
+    ///
+    /// The bundle's Argon2id parameters are checked against the clone
+    /// ceiling before they are used (they are not authenticated until the
+    /// key is unwrapped), unless `allowExpensiveKDF`.
+    public func adoptKeyEpoch(
+        ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false
+    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        let input = try BundleFileInput(path: path)
+        let (header, prefix): (BundleHeader, [UInt8])
+        do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
+        guard header.vaultID == vaultID else {
+            throw CofferError(
+                .badData,
+                "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
+                hint: "import bundles only into replicas of the vault that wrote them")
+        }
+        switch keyEpochStatus(of: header) {
+        case .same:
+            throw CofferError(.usage, "\(path) is written under this vault's key (epoch \(keyEpoch.number)): there is no newer key to adopt")
+        case .older(let e):
+            throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .newer:
+            break
+        }
+        if !allowExpensiveKDF { try Vault.checkCloneKDF(header.kdf, path: path) }
+        let master: SecretBytes
+        do {
+            master = try KeyHierarchy.unwrapMasterKey(
+                passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt,
+                wrapped: header.wrappedMasterKey, epoch: header.keyEpoch)
+        } catch .authenticationFailed {
+            throw CofferError(
+                .wrongPassphrase, "wrong passphrase for the new key in \(path)",
+                hint: "use the passphrase the vault has since the rekey on \(header.keyEpoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "the other replica")")
+        } catch {
+            throw CofferError(.badData, "cannot unwrap the new key in \(path): \(error)")
+        }
+        // The first chunk authenticates the whole header under the new
+        // bundle key: a holder of the new key wrote it.
+        do { _ = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master)) } catch {
+            throw .bundle(error, path: path)
+        }
+        let expected = keyEpoch
+        let report = try translate(
+            to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: header.wrappedMasterKey,
+            wrapping: { _ in header.wrapping }, expecting: expected)
+        return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
+    }
+
+    /// ``adoptKeyEpoch(ofBundleAt:passphrase:allowExpensiveKDF:)`` with
+    /// passphrases from `passphrases`, asked with the bundle's epoch and
+    /// the attempt number (0, 1, …) until one opens the new key or it
+    /// returns nil (then the last wrong-passphrase error is thrown).
+    public func adoptKeyEpoch(
+        ofBundleAt path: String, passphrases: (KeyEpoch, Int) throws(CofferError) -> SecretBytes?
+    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        let header = try Vault.inspectBundle(at: path).header
+        var last: CofferError?
+        var attempt = 0
+        while true {
+            guard let passphrase = try passphrases(header.keyEpoch, attempt) else {
+                throw last ?? Vault.newerEpochError(path: path, bundle: header.keyEpoch, vault: keyEpoch)
+            }
+            do {
+                return try adoptKeyEpoch(ofBundleAt: path, passphrase: passphrase)
+            } catch where error.kind == .wrongPassphrase {
+                last = error
+                attempt += 1
+            }
+        }
+    }
+
+    /// Re-encrypts the whole vault under `master` in one transaction (the
+    /// core of `rekey` and of adopting another replica's rekey). Checks the
+    /// vault MAC and every item's record under the current key first; a
+    /// version or record that fails is refused (exit 65) and nothing
+    /// changes.
+    func translate(
+        to master: SecretBytes, epoch: KeyEpoch, kdf: KDFParameters, salt: [UInt8], wrappedKey: [UInt8],
+        wrapping: (KeyWrappingVersion) -> KeyWrappingVersion, expecting expected: KeyEpoch? = nil,
+        beforeCommit: () -> Void = {}
+    ) throws(CofferError) -> RekeyReport {
+        let target = Vault(file: file, rekeyTarget: master)
+        let previous = expected ?? keyEpoch
+        return try CofferError.wrap {
+            try store.writeImmediate { db in
+                guard try Queries.keyEpoch(db).epoch == previous else {
+                    throw CofferError(
+                        .busy, "the master key of \(path) was rotated by another process meanwhile",
+                        hint: "run the command again")
+                }
+                try checkVaultMAC(db)
+                var report = RekeyReport(epoch: epoch, previous: previous)
+                try keys.item.keepingReadable {
+                    try keys.record.keepingReadable {
+                        try target.keys.item.keepingReadable {
+                            try target.keys.record.keepingReadable {
+                                try target.keys.fieldID.keepingReadable {
+                                    try target.keys.nameIndex.keepingReadable {
+                                        for listed in try Queries.listedItems(db) {
+                                            try translateItem(db, listed, into: target, report: &report)
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                // A throwaway accumulator: the MAC is rebuilt from every
+                // row under the new key below.
+                let scratch = VaultMAC(key: target.keys.mac)
+                var header = try Queries.header(db)
+                header.kdfMemoryKiB = kdf.memoryKiB
+                header.kdfIterations = kdf.iterations
+                header.kdfParallelism = kdf.parallelism
+                header.kdfSalt = salt
+                header.wrappedMasterKey = wrappedKey
+                try Queries.updateKeyWrapping(db, header: header, mac: scratch)
+                try Queries.setFormatVersion(db, VaultStore.formatVersion)
+                try Queries.setKeyWrapping(db, wrapping(try Queries.keyWrapping(db)), mac: scratch)
+                try Queries.setKeyEpoch(db, epoch, check: KeyHierarchy.keyCheck(master: master, vault: vaultID, epoch: epoch))
+                let mac = VaultMAC(key: target.keys.mac)
+                try Queries.computeMAC(db, into: mac)
+                try Queries.setStoredMAC(db, mac)
+                beforeCommit()
+                return report
+            }
+        }
+    }
+
+    /// Re-encrypts one item under `target`'s keys.
+    private func translateItem(_ db: Database, _ listed: Queries.ListedItem, into target: Vault, report: inout RekeyReport) throws {
+        let id = listed.row.id
+        let record = try openRecord(listed.record, item: id)
+        let state = try Queries.cachedItemState(db, id: id)
+        try check(record, row: listed.row, state: state)
+        func move(_ v: FieldVersion, register rid: RegisterID) throws -> (RegisterID, FieldVersion, FieldPayload) {
+            let payload = try open(v, item: id, register: rid)
+            // A user field's register id is the field-id hash of the item
+            // id and the name's exact bytes (docs/bundle-format.md, rule
+            // register-name): every replica derives the same new id.
+            let newID = rid.isMetadata ? rid : KeyHierarchy.registerID(field: payload.name, item: id, fieldIDKey: target.keys.fieldID)
+            let sealed = target.seal(
+                payload, item: id, register: newID, dot: v.dot, vector: v.vector, at: v.writtenAt, tombstone: v.isTombstone)
+            return (newID, sealed, payload)
+        }
+        var moved = ItemState(id: id)
+        var versions: [(RegisterID, FieldVersion)] = []
+        var shown: [RegisterID: FieldPayload] = [:]
+        for (rid, list) in state.registers {
+            let shownDot = Register.shown(list)?.dot
+            for v in list {
+                let (newID, sealed, payload) = try move(v, register: rid)
+                moved.registers[newID, default: []].append(sealed)
+                versions.append((newID, sealed))
+                if v.dot == shownDot, !v.isTombstone { shown[newID] = payload }
+                report.versions += 1
+            }
+        }
+        for k in moved.registers.keys { moved.registers[k]?.sort { $0.dot < $1.dot } }
+        var history: [(RegisterID, FieldVersion, Int64)] = []
+        for (rid, v, at) in try Queries.history(db, item: id) {
+            let (newID, sealed, _) = try move(v, register: rid)
+            history.append((newID, sealed, at))
+            report.historyVersions += 1
+        }
+        let row = try target.derivedRow(
+            for: moved, policy: listed.row.policy, createdAt: listed.row.createdAt, updatedAt: listed.row.updatedAt)
+        let sealedRecord = try target.sealRecord(state: moved, row: row, shown: shown)
+        try Queries.rewriteItemForRekey(db, row: row, record: sealedRecord, versions: versions, history: history)
+        report.items += 1
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import CofferKit
+import CofferSystem
+import Foundation
+
+/// Clones a full bundle, with or without the integrity data, for
+/// benchmarks (scripts/bench-integrity.sh): the same bulk-import code, so
+/// that the cost of item records and vault-MAC terms is measured against
+/// that code with them turned off (issue 12's target: +10 % at most).
+struct Clone: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clone",
+        abstract: "Clone a full bundle into a new vault (benchmarks only).")
+
+    @Argument(help: "The full bundle.")
+    var bundle: String
+
+    @Option(help: "The new vault file.")
+    var vault: String
+
+    @Option(help: "Read the passphrase from this file.")
+    var passphraseFile: String
+
+    @Flag(help: "Store no item records and no vault-MAC terms (the baseline; the vault is unusable).")
+    var withoutIntegrity = false
+
+    func run() throws {
+        let report = try Vault._cloneForBenchmarks(
+            bundleAt: bundle, to: vault, passphrase: try SecretInput.read(path: passphraseFile), integrity: !withoutIntegrity)
+        note("cloned \(report.added) items\(withoutIntegrity ? " without integrity data" : "")")
+    }
+}
