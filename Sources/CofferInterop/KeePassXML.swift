@@ -163,7 +163,8 @@ public enum KeePassXML {
         clean.reserveCapacity(text.utf8.count)
         for b in text.utf8 where b != 0x20 && b != 0x09 && b != 0x0A && b != 0x0D { clean.append(b) }
         guard let data = Data(base64Encoded: Data(clean)) else { return .malformed("its data is not valid base64") }
-        guard compressed else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
+        // KeePassXC writes an empty attachment as `<Binary ID="N" Compressed="True"/>`.
+        guard compressed, !data.isEmpty else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
         switch Gzip.decompress([UInt8](data), limit: Field.maxValueBytes) {
         case .success(let bytes): return .bytes(bytes)
         case .failure(.tooLarge): return .tooLarge
@@ -523,18 +524,22 @@ public enum KeePassXML {
             out += "\(pad)</Group>\n"
         }
         emit(root, depth: 2)
-        var head = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n"
-        head += "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n"
+        // The file's bytes are written once, straight into one buffer (the
+        // base64 of the attachments is most of it).
+        let base64Size = binaries.reduce(0) { $0 + ($1.count + 2) / 3 * 4 + 64 }
+        var data = Data(capacity: 512 + base64Size + out.utf8.count)
+        data.append(contentsOf: "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n".utf8)
+        data.append(contentsOf: "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n".utf8)
         if !binaries.isEmpty {
-            head += "\t\t<Binaries>\n"
+            data.append(contentsOf: "\t\t<Binaries>\n".utf8)
             for (id, bytes) in binaries.enumerated() {
-                head += "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">\(Data(bytes).base64EncodedString())</Binary>\n"
+                data.append(contentsOf: "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">".utf8)
+                data.append(Data(bytes).base64EncodedData())
+                data.append(contentsOf: "</Binary>\n".utf8)
             }
-            head += "\t\t</Binaries>\n"
+            data.append(contentsOf: "\t\t</Binaries>\n".utf8)
         }
-        head += "\t</Meta>\n\t<Root>\n"
-        var data = Data(capacity: head.utf8.count + out.utf8.count + 32)
-        data.append(contentsOf: head.utf8)
+        data.append(contentsOf: "\t</Meta>\n\t<Root>\n".utf8)
         data.append(contentsOf: out.utf8)
         data.append(contentsOf: "\t</Root>\n</KeePassFile>\n".utf8)
         return data
