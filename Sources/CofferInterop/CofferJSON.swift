@@ -97,7 +97,9 @@ public enum CofferJSON {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         do {
-            return try enc.encode(file) + Data("\n".utf8)
+            var data = try enc.encode(file)
+            data.append(0x0A)
+            return data
         } catch {
             throw CofferError(.internalError, "cannot encode the export: \(error)")
         }

@@ -5,6 +5,28 @@ import Foundation
 import FoundationXML
 #endif
 
+/// A read running on its own thread into an ``InterchangeStream``
+/// (``KeePassXML/stream(path:)``).
+public final class StreamedRead: Sendable {
+    public let stream: InterchangeStream
+    let box: Box
+
+    init(stream: InterchangeStream, box: Box) {
+        self.stream = stream
+        self.box = box
+    }
+
+    /// The reader's warnings, once the import that used ``stream`` returned.
+    public var warnings: [InterchangeWarning] { box.get() }
+
+    final class Box: @unchecked Sendable {
+        private let lock = NSLock()
+        private var warnings: [InterchangeWarning] = []
+        func set(_ w: [InterchangeWarning]) { lock.lock(); warnings = w; lock.unlock() }
+        func get() -> [InterchangeWarning] { lock.lock(); defer { lock.unlock() }; return warnings }
+    }
+}
+
 /// KeePass 2 XML, as `keepassxc-cli export --format xml` and KeePass write it
 /// (docs/import-export.md#keepass-xml). Read with the platform's streaming
 /// (SAX) parser: the document is never held as a tree.
@@ -23,15 +45,69 @@ public enum KeePassXML {
         return try read(stream: stream, file: path)
     }
 
-    static func read(stream: InputStream, file: String) throws(CofferError) -> ImportedFile {
+    /// Reads the XML file at `path` into `stream`, entry by entry, while
+    /// an import stores them (run on the stream's thread, see
+    /// ``stream(path:)``); returns the warnings.
+    public static func read(path: String, into stream: InterchangeStream) throws(CofferError) -> [InterchangeWarning] {
+        try ImportError.checkReadable(path)
+        guard let input = InputStream(fileAtPath: path) else {
+            throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
+        }
+        return try read(stream: input, file: path, sink: { stream.push($0) }).warnings
+    }
+
+    /// Starts reading the file at `path` on a second thread for
+    /// ``Vault/importEntries(_:options:progress:)-(InterchangeStream,_,_)``:
+    /// the file is parsed while the entries before are stored, and never
+    /// all in memory. A missing or unreadable file fails here, before any
+    /// transaction.
+    public static func stream(path: String) throws(CofferError) -> StreamedRead {
+        try ImportError.checkReadable(path)
+        let box = StreamedRead.Box()
+        let stream = InterchangeStream.start(expectedCount: countEntries(path: path)) { s throws(CofferError) in
+            box.set(try read(path: path, into: s))
+        }
+        return StreamedRead(stream: stream, box: box)
+    }
+
+    /// At least the number of entries in the file at `path` (history and
+    /// recycle-bin entries count too): its `<Entry` start tags, counted on
+    /// the mapped file without parsing it. 0 when it cannot be read.
+    static func countEntries(path: String) -> Int {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return 0 }
+        let tag = Array("<Entry".utf8)
+        return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
+            guard let base = raw.baseAddress else { return 0 }
+            let n = raw.count
+            var count = 0
+            var i = 0
+            while i + tag.count < n {
+                guard let hit = memchr(base + i, Int32(UInt8(ascii: "<")), n - i - tag.count) else { break }
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                var match = true
+                for k in 1..<tag.count where raw[at + k] != tag[k] { match = false; break }
+                if match {
+                    let after = raw[at + tag.count]
+                    if after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x09 || after == 0x0A || after == 0x0D { count += 1 }
+                }
+                i = at + 1
+            }
+            return count
+        }
+    }
+
+    static func read(stream: InputStream, file: String, sink: ((InterchangeEntry) -> Bool)? = nil) throws(CofferError) -> ImportedFile {
         // Fed to libxml2 in chunks (a stream): a whole buffer of more than
         // about 10 MB in one piece trips its "huge input" limit.
         let parser = XMLParser(stream: stream)
         let reader = Reader(file: file)
+        reader.sink = sink
         parser.delegate = reader
         parser.shouldResolveExternalEntities = false
         let ok = parser.parse()
         if let failure = reader.failure { throw failure }
+        // The import stopped taking entries (it failed): nothing more to say.
+        if reader.stopped { return reader.result }
         guard ok, parser.parserError == nil, reader.sawRoot, reader.closed else {
             let why = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "not a KeePass XML file"
             let line = parser.lineNumber
@@ -87,7 +163,8 @@ public enum KeePassXML {
         clean.reserveCapacity(text.utf8.count)
         for b in text.utf8 where b != 0x20 && b != 0x09 && b != 0x0A && b != 0x0D { clean.append(b) }
         guard let data = Data(base64Encoded: Data(clean)) else { return .malformed("its data is not valid base64") }
-        guard compressed else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
+        // KeePassXC writes an empty attachment as `<Binary ID="N" Compressed="True"/>`.
+        guard compressed, !data.isEmpty else { return data.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](data)) }
         switch Gzip.decompress([UInt8](data), limit: Field.maxValueBytes) {
         case .success(let bytes): return .bytes(bytes)
         case .failure(.tooLarge): return .tooLarge
@@ -140,6 +217,10 @@ public enum KeePassXML {
         var binaryInline: BinaryData?
         /// Attachments already warned about for the entry being finished.
         var warnedAttachments = Set<String>()
+        /// Where finished entries go (a streamed read); else `result`.
+        var sink: ((InterchangeEntry) -> Bool)?
+        /// The sink took no more entries.
+        var stopped = false
 
         init(file: String) { self.file = file }
 
@@ -249,6 +330,7 @@ public enum KeePassXML {
                     failure = error
                     parser.abortParsing()
                 }
+                if stopped { parser.abortParsing() }
             case "Root":
                 if skippedInBin > 0 {
                     result.warnings.append(InterchangeWarning(entry: "", "\(skippedInBin) entr\(skippedInBin == 1 ? "y" : "ies") in the recycle bin were not imported"))
@@ -331,7 +413,11 @@ public enum KeePassXML {
                 let version = InterchangeVersion(fields: try fields(of: h, name: name), writtenAt: h.modified.flatMap(KeePassXML.date))
                 if !version.fields.isEmpty { entry.history.append(version) }
             }
-            result.entries.append(entry)
+            if let sink {
+                if !sink(entry) { stopped = true }
+            } else {
+                result.entries.append(entry)
+            }
         }
     }
 
@@ -438,18 +524,22 @@ public enum KeePassXML {
             out += "\(pad)</Group>\n"
         }
         emit(root, depth: 2)
-        var head = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n"
-        head += "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n"
+        // The file's bytes are written once, straight into one buffer (the
+        // base64 of the attachments is most of it).
+        let base64Size = binaries.reduce(0) { $0 + ($1.count + 2) / 3 * 4 + 64 }
+        var data = Data(capacity: 512 + base64Size + out.utf8.count)
+        data.append(contentsOf: "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n".utf8)
+        data.append(contentsOf: "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n".utf8)
         if !binaries.isEmpty {
-            head += "\t\t<Binaries>\n"
+            data.append(contentsOf: "\t\t<Binaries>\n".utf8)
             for (id, bytes) in binaries.enumerated() {
-                head += "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">\(Data(bytes).base64EncodedString())</Binary>\n"
+                data.append(contentsOf: "\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">".utf8)
+                data.append(Data(bytes).base64EncodedData())
+                data.append(contentsOf: "</Binary>\n".utf8)
             }
-            head += "\t\t</Binaries>\n"
+            data.append(contentsOf: "\t\t</Binaries>\n".utf8)
         }
-        head += "\t</Meta>\n\t<Root>\n"
-        var data = Data(capacity: head.utf8.count + out.utf8.count + 32)
-        data.append(contentsOf: head.utf8)
+        data.append(contentsOf: "\t</Meta>\n\t<Root>\n".utf8)
         data.append(contentsOf: out.utf8)
         data.append(contentsOf: "\t</Root>\n</KeePassFile>\n".utf8)
         return data

@@ -88,15 +88,18 @@ enum InterchangeImportCommand {
         // Unlock first: a wrong vault passphrase should not cost a whole
         // round of gpg prompts.
         let vault = dryRun ? try vaultOptions.unlock() : try vaultOptions.unlockForWriting()
-        let read: ImportedFile
-        do {
+        var options = InterchangeOptions(prefix: format == .dotenv ? nil : o.prefix, onConflict: policy, dryRun: dryRun)
+        if format == .dotenv { options.prefix = nil }
+        // KeePass XML (the format of large exports) is parsed on a second
+        // thread while the entries before are stored (docs/import-export.md).
+        let streamed = format == .keepassXML ? try KeePassXML.stream(path: path) : nil
+        var read = ImportedFile()
+        if streamed == nil {
             defer { Progress.clear() }
             read = try Importer.read(format, path: path, options: readOptions)
         }
-        var options = InterchangeOptions(prefix: format == .dotenv ? nil : o.prefix, onConflict: policy, dryRun: dryRun)
-        if format == .dotenv { options.prefix = nil }
         var progress: InterchangeProgress?
-        if Output.stderrIsTerminal && read.entries.count >= 1000 {
+        if Output.stderrIsTerminal && max(read.entries.count, streamed?.stream.expectedCount ?? 0) >= 1000 {
             progress = { @Sendable (n: Int, total: Int) in
                 try? FileHandle.standardError.write(contentsOf: Data("\rcoffer: importing \(n) of \(total) entries".utf8))
                 Progress.shown = true
@@ -105,7 +108,12 @@ enum InterchangeImportCommand {
         let report: InterchangeReport
         do {
             defer { Progress.clear() }
-            report = try vault.importEntries(read.entries, options: options, progress: progress)
+            if let streamed {
+                report = try vault.importEntries(streamed.stream, options: options, progress: progress)
+                read.warnings = streamed.warnings
+            } else {
+                report = try vault.importEntries(read.entries, options: options, progress: progress)
+            }
         }
         if o.json {
             try Output.json(ImportReportJSON(report, format: format, path: path, warnings: read.warnings))

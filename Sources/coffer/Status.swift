@@ -47,7 +47,7 @@ struct Status: ParsableCommand {
                         .init(id: $0.id, expiresAt: $0.expiresAt, lifetimeEndsAt: $0.lifetimeEndsAt, lastUsedAt: $0.lastUsedAt, idleTimeoutSeconds: $0.idleTimeout)
                     },
                     activeSessions: others, sessionDirectory: directory.path,
-                    counter: info.counter, counterSeenElsewhere: info.counterSeenElsewhere))
+                    counter: info.counter, counterSeenElsewhere: info.counterSeenElsewhere, keyEpoch: file.keyEpoch.number))
             return
         }
         var lines = [
@@ -55,6 +55,7 @@ struct Status: ParsableCommand {
             "vault id:       \(info.vaultID.hex)",
             "replica id:     \(info.replicaID.hex)",
             "format version: \(info.formatVersion)",
+            "key epoch:      \(file.keyEpoch.number)" + (file.keyEpoch.rekeyedBy.map { " (master key rotated on \($0.hex.prefix(8)) at \(ISO8601.string(Date(timeIntervalSince1970: Double(file.keyEpoch.rekeyedAt) / 1000))))" } ?? ""),
             "items:          \(info.itemCount)",
             "kdf:            argon2id, \(info.kdf.memoryKiB / 1024) MiB, \(info.kdf.iterations) iterations, \(info.kdf.parallelism) lanes",
         ]
@@ -102,10 +103,11 @@ struct StatusJSON: Encodable {
     var sessionDirectory: String
     var counter: UInt64
     var counterSeenElsewhere: UInt64
+    var keyEpoch: UInt64
 
     enum CodingKeys: String, CodingKey {
         case vault, vaultId, replicaId, formatVersion, itemCount, createdAt, kdf, locked, lockedReason, session, activeSessions, sessionDirectory
-        case counter, counterSeenElsewhere
+        case counter, counterSeenElsewhere, keyEpoch
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -124,5 +126,6 @@ struct StatusJSON: Encodable {
         try c.encode(sessionDirectory, forKey: .sessionDirectory)
         try c.encode(counter, forKey: .counter)
         try c.encode(counterSeenElsewhere, forKey: .counterSeenElsewhere)
+        try c.encode(keyEpoch, forKey: .keyEpoch)
     }
 }

@@ -3,7 +3,8 @@ import Testing
 
 /// Attachments checked against the real programs: Coffer's keepass-xml
 /// export imported by `keepassxc-cli import`, each attachment saved back
-/// with `keepassxc-cli attachment-export` (bytes equal); a binary file
+/// with `keepassxc-cli attachment-export` (bytes equal) and the database
+/// exported by KeePassXC imported back into Coffer (bytes equal); a binary file
 /// encrypted into a pass store by `gpg` imported as an attachment.
 /// Run by `make test-interop` (COFFER_INTEROP=1).
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
@@ -52,6 +53,23 @@ struct AttachmentsInteropTests {
         #expect(exported("copy", "empty") == [])
         let shown = tool(home, ["keepassxc-cli", "show", "-q", "-s", "-a", "Password", db, "Work/Cloud ☁/AWS"], stdin: "pw\n")
         #expect(shown.out == "pw", "\(shown)")
+        // And back: KeePassXC's own XML export of that database imports
+        // into Coffer with the same bytes.
+        let back = tool(home, ["keepassxc-cli", "export", "--format", "xml", db], stdin: "pw\n")
+        try #require(back.status == 0, "\(back)")
+        let backPath = home.path("back.xml")
+        FileManager.default.createFile(atPath: backPath, contents: Data(back.stdout.utf8))
+        let r = home.unlocked(["import", "--from", "keepass-xml", backPath, "--prefix", "back"])
+        #expect(r.status == 0, "\(r)")
+        func saved(_ item: String, _ field: String) -> [UInt8]? {
+            let out = home.path("saved-\(UUID().uuidString.prefix(8))")
+            guard home.unlocked(["get", item, "--field", field, "--out", out]).status == 0 else { return nil }
+            return FileManager.default.contents(atPath: out).map { [UInt8]($0) }
+        }
+        #expect(saved("back/Work/Cloud ☁/AWS", "id.bin") == Self.binary)
+        #expect(saved("back/Work/Cloud ☁/AWS", "ключ.dat") == random)
+        #expect(saved("back/copy", "id.bin") == Self.binary)
+        #expect(saved("back/copy", "empty") == [])
     }
 
     @Test func binaryPassEntryBecomesAnAttachment() throws {

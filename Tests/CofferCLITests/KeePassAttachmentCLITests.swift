@@ -94,3 +94,45 @@ import Testing
         #expect(home.unlocked(["ls"]).out == "keep" || home.unlocked(["ls"]).out.hasPrefix("keep "))
     }
 }
+
+/// `--from keepass-xml` parses on a second thread while it stores: an error
+/// late in a large file still leaves the vault as it was.
+@Suite struct KeePassStreamedImportCLITests {
+    static func file(entries: Int, tail: String) -> String {
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<KeePassFile><Meta/><Root><Group><Name>Root</Name><Group><Name>g</Name>\n"
+        for i in 0..<entries {
+            xml += "<Entry><String><Key>Title</Key><Value>e\(i)</Value></String><String><Key>Password</Key><Value ProtectInMemory=\"True\">pw\(i)</Value></String></Entry>\n"
+        }
+        return xml + tail
+    }
+
+    @Test func anErrorAfterThousandsOfStoredEntriesLeavesTheVaultUnchanged() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "keep", "--type", "api-key"], stdin: "k").status == 0)
+        let before = home.vaultBytes()
+        for (name, tail, message) in [
+            ("truncated.xml", "</Group>", "truncated.xml: line 3003: malformed XML"),
+            ("bad-attachment.xml", "<Entry><String><Key>Title</Key><Value>last</Value></String><Binary><Key>k</Key><Value Ref=\"9\"/></Binary></Entry></Group></Group></Root></KeePassFile>\n", "(entry 'g/last'): attachment 'k'"),
+            ("bad-tag.xml", "<Entry><Tags>one\ntwo</Tags><String><Key>Title</Key><Value>last</Value></String></Entry></Group></Group></Root></KeePassFile>\n", "(entry 'g/last'): invalid tag"),
+        ] {
+            let path = home.path(name)
+            FileManager.default.createFile(atPath: path, contents: Data(Self.file(entries: 3000, tail: tail).utf8))
+            let r = home.unlocked(["import", "--from", "keepass-xml", path])
+            #expect(r.status == 65, "\(name): \(r)")
+            #expect(r.stderr.hasPrefix("coffer: error: ") && r.stderr.contains(message), "\(name): \(r.stderr)")
+            #expect(home.vaultBytes() == before, "\(name)")
+        }
+        #expect(home.unlocked(["ls"]).out.split(separator: "\n").count == 1)
+        // The same entries, well formed, all arrive (3,000: more than the
+        // reader may be ahead), and a second import finds them identical.
+        let good = home.path("good.xml")
+        FileManager.default.createFile(atPath: good, contents: Data(Self.file(entries: 3000, tail: "</Group></Group></Root></KeePassFile>\n").utf8))
+        let r = home.unlocked(["import", "--from", "keepass-xml", good])
+        #expect(r.status == 0 && r.stderr.contains("3000 added"), "\(r)")
+        #expect(home.unlocked(["get", "g/e2999", "--field", "password"]).out == "pw2999")
+        let again = home.unlocked(["import", "--from", "keepass-xml", good, "--dry-run"])
+        #expect(again.status == 0 && again.stderr.contains("0 added") && again.stderr.contains("3000 identical"), "\(again)")
+        #expect(home.unlocked(["verify"]).status == 0)
+    }
+}

@@ -172,6 +172,11 @@ struct PassKeePassInteropTests {
         #expect(home.unlocked(["add", "work/github", "--type", "login", "--field", "username=alice", "--url", "https://github.com", "--field", "notes=two\nlines", "--field", "totp=otpauth://totp/GH?secret=JBSWY3DPEHPK3PXP", "--secret", "password"], stdin: "gh-pässword <&>").status == 0)
         #expect(home.unlocked(["add", "api/openai", "--type", "api-key", "--tag", "ai"], stdin: "sk-ключ-123").status == 0)
         #expect(home.unlocked(["add", "svc", "--type", "custom", "--field", "region=eu", "--field", "token=t0k3n"]).status == 0)
+        // An attachment makes the whole trip too: Coffer → KeePass XML →
+        // keepassxc-cli's database → Coffer (read as kdbx), bytes equal.
+        let key = Data((0..<50_000).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) } + [0, 0xFF, 0xC3, 0x28])
+        FileManager.default.createFile(atPath: home.path("deploy.key"), contents: key)
+        #expect(home.unlocked(["attach", "svc", home.path("deploy.key")]).status == 0)
         let xml = home.path("coffer.xml")
         let ex = home.unlocked(["export", "--format", "keepass-xml", "--plaintext", "--out", xml])
         try #require(ex.status == 0, "\(ex)")
@@ -200,5 +205,14 @@ struct PassKeePassInteropTests {
         #expect(get(home, "back/work/github", "password") == "gh-pässword <&>")
         #expect(get(home, "back/api/openai", "key") == "sk-ключ-123")
         #expect(get(home, "back/svc", "token") == "t0k3n")
+        let pw = home.path("pw")
+        FileManager.default.createFile(atPath: pw, contents: Data("pw\n".utf8))
+        let fromDB = home.unlocked(["import", "--from", "kdbx", db, "--prefix", "kdbx", "--source-passphrase-file", pw])
+        #expect(fromDB.status == 0 && !fromDB.stderr.contains("warning"), "\(fromDB)")
+        for prefix in ["back", "kdbx"] {
+            let out = home.path("\(prefix)-deploy.key")
+            #expect(home.unlocked(["get", "\(prefix)/svc", "--field", "deploy.key", "--out", out]).status == 0)
+            #expect(FileManager.default.contents(atPath: out) == key, "\(prefix)")
+        }
     }
 }

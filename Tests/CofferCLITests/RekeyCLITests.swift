@@ -49,6 +49,12 @@ struct RekeyCLITests {
         let old = a.run(["get", "work/openai"], env: ["COFFER_SESSION": token])
         SessionTests.expectSessionRefused(old, mentioning: "master key", token: token)
         #expect(old.stderr.contains("key epoch 1"), "\(old.stderr)")
+        // status shows the epoch (no passphrase needed), JSON per its schema.
+        let status = a.run(["status"])
+        #expect(status.stdout.contains("key epoch:      1 (master key rotated on"), "\(status.stdout)")
+        let statusJSON = a.run(["status", "--json"])
+        SchemaValidation.expectValid(statusJSON.stdout, schema: "status.schema.json")
+        #expect(statusJSON.stdout.contains("\"keyEpoch\":1") || statusJSON.stdout.contains("\"keyEpoch\" : 1"), "\(statusJSON.stdout)")
         // Unlocking again works.
         let fresh = try SessionTests.unlock(a)
         #expect(a.run(["get", "work/openai"], env: ["COFFER_SESSION": fresh]).out == "sk-rekey-123")

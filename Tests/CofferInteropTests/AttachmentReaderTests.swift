@@ -266,6 +266,21 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
     }
 }
 
+@Suite struct KeePassEmptyAttachmentTests {
+    /// What `keepassxc-cli export --format xml` writes for an empty
+    /// attachment: a pool entry marked Compressed with no data at all.
+    @Test func emptyCompressedBinaryIsAnEmptyAttachment() throws {
+        let xml = """
+            <KeePassFile><Meta><Binaries><Binary ID="0" Compressed="True"/></Binaries></Meta><Root><Group><Name>Root</Name>
+            <Entry><String><Key>Title</Key><Value>copy</Value></String><Binary><Key>empty</Key><Value Ref="0"/></Binary></Entry>
+            </Group></Root></KeePassFile>
+            """
+        let r = try KeePassXML.read(Data(xml.utf8), file: "k.xml")
+        let e = try #require(r.entry("copy"))
+        #expect(e.file("empty")?.bytes == [])
+    }
+}
+
 @Suite struct BitwardenAttachmentTests {
     @Test func listedAttachmentsAreWarnedAboutByName() throws {
         let json = """

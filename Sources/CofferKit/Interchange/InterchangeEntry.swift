@@ -61,6 +61,12 @@ public struct InterchangeEntry: Sendable, Equatable {
     /// A field name Coffer accepts: no leading `@`, no `=`, no control
     /// characters (replaced by `_`); an empty name becomes `field`.
     public static func cleanFieldName(_ raw: String) -> String {
+        // Fast path (most names): printable ASCII, nothing to change.
+        if let first = raw.utf8.first, let last = raw.utf8.last, first != UInt8(ascii: "@"), first != 0x20, last != 0x20,
+            raw.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "=") })
+        {
+            return raw
+        }
         var out = ""
         for u in raw.unicodeScalars {
             if u == "=" || u.properties.generalCategory == .control { out += "_" } else { out.unicodeScalars.append(u) }
@@ -75,8 +81,13 @@ public struct InterchangeEntry: Sendable, Equatable {
     /// `id:` or `.coffer/` gets a `_` in front, an empty name is `untitled`.
     public static func cleanName(_ raw: String) -> String {
         var text = ""
-        for u in raw.precomposedStringWithCanonicalMapping.unicodeScalars {
-            if u.properties.generalCategory == .control { text += " " } else { text.unicodeScalars.append(u) }
+        if raw.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            // Printable ASCII: already NFC, no control characters.
+            text = raw
+        } else {
+            for u in raw.precomposedStringWithCanonicalMapping.unicodeScalars {
+                if u.properties.generalCategory == .control { text += " " } else { text.unicodeScalars.append(u) }
+            }
         }
         let parts = text.split(separator: "/").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         var name = parts.joined(separator: "/")

@@ -19,17 +19,41 @@ extension Vault {
         _ entries: [InterchangeEntry], options: InterchangeOptions = InterchangeOptions(),
         progress: InterchangeProgress? = nil
     ) throws(CofferError) -> InterchangeReport {
+        // Every entry is checked before the transaction starts.
+        for e in entries { try Vault.checkEntry(e) }
+        var i = 0
+        return try importEntries(expectedCount: entries.count, options: options, progress: progress) { () throws(CofferError) -> InterchangeEntry? in
+            guard i < entries.count else { return nil }
+            i += 1
+            return entries[i - 1]
+        }
+    }
+
+    /// Stores the entries a reading thread produces (``InterchangeStream``)
+    /// while it reads: the same rules and the same single transaction as
+    /// ``importEntries(_:options:progress:)``; the reader's error, or an
+    /// entry Coffer cannot store, rolls everything back. The stream is
+    /// stopped when this returns.
+    public func importEntries(
+        _ stream: InterchangeStream, options: InterchangeOptions = InterchangeOptions(),
+        progress: InterchangeProgress? = nil
+    ) throws(CofferError) -> InterchangeReport {
+        defer { stream.stop() }
+        return try importEntries(expectedCount: stream.expectedCount, options: options, progress: progress) { () throws(CofferError) -> InterchangeEntry? in
+            guard let e = try stream.next() else { return nil }
+            try Vault.checkEntry(e)
+            return e
+        }
+    }
+
+    private func importEntries(
+        expectedCount: Int, options: InterchangeOptions, progress: InterchangeProgress?,
+        next: () throws(CofferError) -> InterchangeEntry?
+    ) throws(CofferError) -> InterchangeReport {
         var prefix = ""
         if let p = options.prefix?.trimmingCharacters(in: CharacterSet(charactersIn: "/")), !p.isEmpty {
             prefix = try Vault.normalizeName(p)
             try Vault.checkNotReserved(prefix)
-        }
-        var prepared: [(name: String, entry: InterchangeEntry)] = []
-        prepared.reserveCapacity(entries.count)
-        for e in entries {
-            try Vault.checkEntry(e)
-            let cleaned = InterchangeEntry.cleanName(e.name)
-            prepared.append((prefix.isEmpty ? cleaned : prefix + "/" + cleaned, e))
         }
         var last: Dot?
         /// The first write checks that this file still owns its replica id
@@ -60,14 +84,20 @@ extension Vault {
             // table is keyed by item id first, so the rows are appended at
             // the end of each B-tree instead of landing on a random page
             // of tables far larger than SQLite's cache (docs/import-export.md).
-            var newIDs = options.dryRun ? [] : Vault.ascendingRandomIDs(prepared.count)
+            // (More than needed when the count is an estimate; past it,
+            // ids are drawn one by one.)
+            let newIDs = options.dryRun ? [] : Vault.ascendingRandomIDs(expectedCount)
             var nextID = 0
+            var done = 0
             func flush(_ pending: [PendingInsert]) throws {
                 let inserter = NewItemInserter(db, mac: mac)
                 for p in pending { try inserter.execute(p) }
             }
-            for (i, (base, entry)) in prepared.enumerated() {
-                if let progress, i % 256 == 0 { progress(i, prepared.count) }
+            while let entry = try next() {
+                if let progress, done % 256 == 0 { progress(done, max(expectedCount, done)) }
+                done += 1
+                let cleaned = InterchangeEntry.cleanName(entry.name)
+                let base = prefix.isEmpty ? cleaned : prefix + "/" + cleaned
                 var n = 1
                 while true {
                     let candidate = n == 1 ? base : "\(base) (\(n))"
@@ -77,7 +107,8 @@ extension Vault {
                     if ids.isEmpty {
                         taken.insert(candidate)
                         if !options.dryRun {
-                            try insertEntry(db, id: newIDs[nextID], name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
+                            let id = nextID < newIDs.count ? newIDs[nextID] : ItemID.random()
+                            try insertEntry(db, id: id, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
                             nextID += 1
                         }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
@@ -108,7 +139,7 @@ extension Vault {
                 try flush(rows.finish())
                 if let last { try Queries.storeLocalCounter(db, last, mac: mac) }
             }
-            progress?(prepared.count, prepared.count)
+            progress?(done, done)
             return report
         }
         return try CofferError.wrap {
@@ -117,10 +148,26 @@ extension Vault {
             try keys.item.keepingReadable {
                 try keys.nameIndex.keepingReadable {
                     try keys.fieldID.keepingReadable {
-                        if options.dryRun { return try store.read(work) }
-                        return try write { db, accumulator in
-                            mac = accumulator
-                            return try work(db)
+                        try keys.record.keepingReadable {
+                            if options.dryRun { return try store.read(work) }
+                            return try write { db, accumulator in
+                                mac = accumulator
+                                return try accumulator.keepingReadable {
+                                    // As a bundle import does: a larger page cache for
+                                    // the transaction, and into a vault without items
+                                    // the two secondary indexes (a keyed name hash in
+                                    // random order, and the dots) built once at the
+                                    // end; inside the transaction, so a failure
+                                    // brings them back with everything else.
+                                    let empty = try Queries.holdsNoItems(db)
+                                    try db.execute(sql: empty ? "PRAGMA cache_size = -16384" : "PRAGMA cache_size = -65536")
+                                    defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
+                                    let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
+                                    let report = try work(db)
+                                    try Queries.createIndexes(db, rebuild)
+                                    return report
+                                }
+                            }
                         }
                     }
                 }
@@ -152,7 +199,13 @@ extension Vault {
         for version in e.history.map(\.fields) + [e.fields] {
             seen.removeAll()
             for f in version {
-                do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
+                // Printable ASCII without '=' and not starting with '@' is
+                // valid (most names): no per-character Unicode look-ups.
+                let plain = f.name.utf8.first.map { $0 != UInt8(ascii: "@") } == true
+                    && f.name.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "=") }
+                if !plain {
+                    do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
+                }
                 guard seen.insert(f.name).inserted else { throw bad("field '\(f.name)' is given twice") }
                 guard f.bytes.count <= Field.maxValueBytes else { throw bad("field '\(f.name)' holds \(f.bytes.count) bytes; a field may hold at most 16 MiB") }
             }
@@ -160,7 +213,7 @@ extension Vault {
             guard total <= Field.maxItemBytes else { throw bad("its values total \(total) bytes; an item may hold at most 28 MiB") }
         }
         for t in e.tags {
-            do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t)' (tags contain no comma or newline)") }
+            do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t.replacingOccurrences(of: "\n", with: "\\n"))' (tags contain no comma or newline)") }
         }
         for (field, variable) in e.env where !EnvNaming.isValidOverride(variable) {
             throw bad("invalid variable name '\(variable)' for field '\(field)'")
@@ -215,6 +268,11 @@ extension Vault {
         var saved: ItemState?
         var previous: [Field] = []
         var createdAt = now
+        // What each register shows, as written here: the row and the
+        // record need the name, type, username… that were just sealed,
+        // so they are taken from here instead of decrypted again.
+        var shown: [RegisterID: FieldPayload] = [:]
+        let nameHash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
         for (i, version) in versions.enumerated() {
             let at = i == versions.count - 1 ? now : min(now, version.writtenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? now)
             if i == 0 { createdAt = at }
@@ -222,15 +280,18 @@ extension Vault {
             previous = version.fields
             guard !write.isEmpty else { continue }
             apply(write, to: &state, dot: try dot(db), at: at)
-            let row = try derivedRow(for: state, policy: entry.policy, createdAt: createdAt, updatedAt: at)
+            for c in write { shown[c.register] = c.payload }
+            // As ``derivedRow(for:policy:createdAt:updatedAt:)`` gives it
+            // for a new local item: named, not deleted, no conflict.
+            let row = ItemRow(id: id, policy: entry.policy, nameHash: nameHash, isDeleted: false, hasConflict: false, createdAt: createdAt, updatedAt: at)
             if let saved {
                 try save(db, row: row, old: saved, new: state, now: at, mac: mac)
             } else if versions.count == 1 {
                 // A new id without history: buffered multi-row INSERTs.
-                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row), state: state))
+                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state))
             } else {
                 // Later writes retire these versions: insert them now.
-                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row), state: state, mac: mac)
+                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, mac: mac)
             }
             saved = state
         }

@@ -59,7 +59,7 @@ extension Vault {
                 // Format 4 → 5 (the key epoch table, empty until a rekey):
                 // only the header's format number changes.
                 let mac = VaultMAC(key: keys.mac)
-                try mac.keepingReadable {
+                mac.keepingReadable {
                     mac.toggle(oldHeaderTerm)
                     mac.toggle(IntegrityTerm.header(header))
                 }

@@ -131,18 +131,24 @@ public final class VaultFile: Sendable {
     /// vault. A key of an older key epoch (a session unlocked before a
     /// `coffer rekey`) is refused with ``CofferError/Kind/locked``.
     public func unlock(masterKey: SecretBytes) throws(CofferError) -> Vault {
-        try unlock(masterKey: masterKey, listingCache: nil)
+        try checkEpoch(of: masterKey)
+        return try CofferError.wrap { try Vault(file: self, master: masterKey) }
     }
 
-    /// Unlocks with a master key (a shell session's, whose listing cache
-    /// the vault then uses), after checking it is of the current key epoch.
-    func unlock(masterKey: SecretBytes, listingCache: ListingCache?) throws(CofferError) -> Vault {
+    /// Unlocks for a shell session, whose listing cache the vault uses.
+    /// The key epoch is checked as by ``unlock(masterKey:)``.
+    func unlock(masterKey: SecretBytes, listingCache: ListingCache) throws(CofferError) -> Vault {
+        try checkEpoch(of: masterKey)
+        return try CofferError.wrap { try Vault(file: self, master: masterKey, listingCache: listingCache) }
+    }
+
+    /// Refuses a master key of an older key epoch than the vault's.
+    private func checkEpoch(of masterKey: SecretBytes) throws(CofferError) {
         if let keyCheck, !Vault.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
             throw CofferError(
                 .locked,
                 "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after it was unlocked; \(Session.unlockAgain)")
         }
-        return try CofferError.wrap { try Vault(file: self, master: masterKey, listingCache: listingCache) }
     }
 
     /// Facts about the vault that need no passphrase.
