@@ -53,7 +53,10 @@ if command -v Xvfb >/dev/null 2>&1 && command -v xclip >/dev/null 2>&1; then
   Xvfb :"$((200 + RANDOM % 500))" -nolisten tcp >/dev/null 2>&1 & XPID=$!
   sleep 1
   DISPLAY="$(tr '\0' '\n' < /proc/$XPID/cmdline | sed -n 2p)"; export DISPLAY
-  hf "$COFFER clip personal/github --clear-after 0"
+  # clip = get + the clipboard tool: xclip alone (reading the same value
+  # from a file) in the same run shows which part is coffer's.
+  printf 'hunter2' > "$DIR/value"
+  hf "$COFFER get personal/github" "$COFFER clip personal/github --clear-after 0" "$COFFER clip personal/github" "xclip -selection clipboard -in $DIR/value"
 else
   echo "  clip: Xvfb or xclip not installed; skipped"
 fi
