@@ -16,23 +16,7 @@ extension PrivateFile {
         let random = Random.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
         let tmp = String(path[..<slash]) + "." + String(path[slash...]) + "." + String(random, radix: 16) + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .system(String(cString: strerror(errno))) }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let why = String(cString: strerror(errno))
-                close(fd)
-                unlink(tmp)
-                throw .system(why)
-            }
-            written += n
-        }
-        // The umask may have cleared bits, never added them; make sure.
-        fchmod(fd, 0o600)
-        close(fd)
+        try writeNew(path: tmp, bytes: bytes, sync: false)
         guard rename(tmp, path) == 0 else {
             let why = String(cString: strerror(errno))
             unlink(tmp)

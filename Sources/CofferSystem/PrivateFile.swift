@@ -25,6 +25,13 @@ public enum PrivateFile {
 
     /// Creates `path` with `bytes` (mode 0600). Never replaces a file.
     public static func create(path: String, bytes: [UInt8]) throws(Failure) {
+        try writeNew(path: path, bytes: bytes, sync: true)
+    }
+
+    /// Writes `bytes` to a new file at `path` (`O_EXCL`, never through a
+    /// link, mode 0600 whatever the umask), fsync'd when `sync`; on a
+    /// failed write the partial file is removed.
+    static func writeNew(path: String, bytes: [UInt8], sync: Bool) throws(Failure) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .system(String(cString: strerror(errno))) }
         var written = 0
@@ -39,7 +46,9 @@ public enum PrivateFile {
             }
             written += n
         }
-        fsync(fd)
+        // The umask may have cleared bits, never added them; make sure.
+        fchmod(fd, 0o600)
+        if sync { fsync(fd) }
         close(fd)
     }
 
