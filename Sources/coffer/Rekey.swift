@@ -26,49 +26,18 @@ struct Rekey: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Flag(help: "Also set a new passphrase (asked twice on the terminal).")
+    @Flag(help: "Also set a new passphrase (asked twice on the terminal; --new-passphrase-fd and --new-passphrase-file imply it).")
     var changePassphrase = false
 
-    @Option(help: ArgumentHelp("Read the new passphrase from this open file descriptor (implies --change-passphrase).", valueName: "n"))
-    var newPassphraseFd: Int32?
-
-    @Option(help: ArgumentHelp("Read the new passphrase from this file (implies --change-passphrase).", valueName: "file"))
-    var newPassphraseFile: String?
-
-    @Option(help: ArgumentHelp("New Argon2id memory, e.g. 256M, 1G (no unit: MiB).", valueName: "size"))
-    var kdfMemory: String?
-
-    @Option(help: ArgumentHelp("New Argon2id passes over memory.", valueName: "n"))
-    var kdfIterations: UInt32?
-
-    @Option(help: ArgumentHelp("New Argon2id lanes.", valueName: "n"))
-    var kdfParallelism: UInt32?
-
-    @Flag(help: "Accept a new passphrase below the minimum strength (docs/user-guide.md).")
-    var force = false
+    @OptionGroup var newKey: NewPassphraseOptions
 
     func run() throws {
         let file = try options.openFile()
-        var kdf: KDFParameters?
-        if kdfMemory != nil || kdfIterations != nil || kdfParallelism != nil {
-            kdf = try KDFOptions.parameters(memory: kdfMemory, iterations: kdfIterations, parallelism: kdfParallelism, base: file.kdf)
-        }
-        if let a = options.passphraseFd, let b = newPassphraseFd, a == b {
-            throw CofferError(.usage, "the current and the new passphrase cannot come from the same file descriptor \(a)")
-        }
+        let kdf = try newKey.kdfAndCheck(base: file.kdf, current: options)
         let current = try options.passphrase(prompt: "Passphrase: ")
         let vault = try file.unlock(passphrase: current)
         if let change = try vault.claimReplica() { Output.note(change.message) }
-        var passphrase = current
-        if changePassphrase || newPassphraseFd != nil || newPassphraseFile != nil {
-            if newPassphraseFd == nil, newPassphraseFile == nil, !SecretInput.hasTerminal {
-                throw CofferError(.usage, "a new passphrase is needed and there is no terminal to ask on", hint: "use --new-passphrase-fd N or --new-passphrase-file F")
-            }
-            let new = try PassphraseSource.read(
-                fd: newPassphraseFd, file: newPassphraseFile, environment: nil, prompt: "New passphrase: ", confirm: true)
-            try PassphrasePolicy.check(new, force: force)
-            passphrase = new
-        }
+        let passphrase = try changePassphrase || newKey.givesNewPassphrase ? newKey.newPassphrase() : current
         let (rekeyed, report) = try file.rekey(vault, passphrase: passphrase, kdf: kdf, beforeCommit: TestHooks.pauseBeforeCommit)
         let ended = KeyAdoption.endSessions(of: rekeyed)
         Output.note(
