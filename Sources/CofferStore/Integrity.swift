@@ -141,26 +141,23 @@ public enum IntegrityTerm {
     }
 
     public static func local(_ id: ReplicaID, counter: UInt64) -> [UInt8] {
-        var w = ByteWriter(capacity: 25)
-        w.u8(UInt8(ascii: "L"))
-        w.id(id)
-        w.u64(counter)
-        return w.data
+        replicaCounter(UInt8(ascii: "L"), id, counter)
     }
 
     public static func replica(_ id: ReplicaID, counter: UInt64) -> [UInt8] {
-        var w = ByteWriter(capacity: 25)
-        w.u8(UInt8(ascii: "R"))
-        w.id(id)
-        w.u64(counter)
-        return w.data
+        replicaCounter(UInt8(ascii: "R"), id, counter)
     }
 
     /// The export mark (`localExport`, format 4): the replica id and the
     /// highest of its counters this file has put in a bundle.
     public static func exportMark(_ id: ReplicaID, counter: UInt64) -> [UInt8] {
+        replicaCounter(UInt8(ascii: "E"), id, counter)
+    }
+
+    /// `tag || replica id || u64 counter`: the shape of the "L", "R" and "E" terms.
+    private static func replicaCounter(_ tag: UInt8, _ id: ReplicaID, _ counter: UInt64) -> [UInt8] {
         var w = ByteWriter(capacity: 25)
-        w.u8(UInt8(ascii: "E"))
+        w.u8(tag)
         w.id(id)
         w.u64(counter)
         return w.data

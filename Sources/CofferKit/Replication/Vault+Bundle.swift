@@ -241,15 +241,8 @@ extension Vault {
     /// number of records read and the header's record count.
     @discardableResult
     public func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
-        let input = try BundleFileInput(path: path)
-        let (header, prefix): (BundleHeader, [UInt8])
-        do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
-        guard header.vaultID == vaultID else {
-            throw CofferError(
-                .badData,
-                "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                hint: "import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
-        }
+        let (input, header, prefix) = try openOwnBundle(
+            at: path, hint: "import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
         // A bundle of another key epoch is refused before its stream is
         // read: an older one whole (its writer adopts the new key first and
         // writes its edits again), a newer one until its key is adopted
@@ -583,5 +576,25 @@ extension Vault {
         // item is one the import added (no second pass over the vault).
         report.listedItems = report.addedListed
         return report
+    }
+}
+
+extension Vault {
+    /// Opens the bundle at `path` and reads its header, refusing (exit 65)
+    /// a bundle of another vault: what `import`, a dry run and a key
+    /// adoption do first.
+    func openOwnBundle(
+        at path: String, hint: String = "import bundles only into replicas of the vault that wrote them"
+    ) throws(CofferError) -> (input: BundleFileInput, header: BundleHeader, prefix: [UInt8]) {
+        let input = try BundleFileInput(path: path)
+        let (header, prefix): (BundleHeader, [UInt8])
+        do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
+        guard header.vaultID == vaultID else {
+            throw CofferError(
+                .badData,
+                "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
+                hint: hint)
+        }
+        return (input, header, prefix)
     }
 }

@@ -418,14 +418,7 @@ extension Vault {
     }
 
     func previewBundle(at path: String, overlay: inout [ItemID: Overlay]) throws(CofferError) -> (ImportReport, [MergePreview.ItemChange]) {
-        let input = try BundleFileInput(path: path)
-        let (header, prefix): (BundleHeader, [UInt8])
-        do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
-        guard header.vaultID == vaultID else {
-            throw CofferError(
-                .badData, "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                hint: "import bundles only into replicas of the vault that wrote them")
-        }
+        let (input, header, prefix) = try openOwnBundle(at: path)
         switch keyEpochStatus(of: header) {
         case .same: break
         case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)

@@ -126,15 +126,7 @@ extension Vault {
     public func adoptKeyEpoch(
         ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
-        let input = try BundleFileInput(path: path)
-        let (header, prefix): (BundleHeader, [UInt8])
-        do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
-        guard header.vaultID == vaultID else {
-            throw CofferError(
-                .badData,
-                "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                hint: "import bundles only into replicas of the vault that wrote them")
-        }
+        let (input, header, prefix) = try openOwnBundle(at: path)
         switch keyEpochStatus(of: header) {
         case .same:
             throw CofferError(.usage, "\(path) is written under this vault's key (epoch \(keyEpoch.number)): there is no newer key to adopt")
