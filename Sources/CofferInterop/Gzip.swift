@@ -32,7 +32,8 @@ enum Gzip {
         return input.withUnsafeBufferPointer { (source: UnsafeBufferPointer<UInt8>) -> Result<[UInt8], Failure> in
             guard let base = source.baseAddress else { return .failure(.malformed("empty gzip data")) }
             stream.next_in = UnsafeMutablePointer(mutating: base)
-            stream.avail_in = UInt32(source.count)
+            guard let available = UInt32(exactly: source.count) else { return .failure(.malformed("gzip data larger than 4 GiB")) }
+            stream.avail_in = available
             while true {
                 let status: Int32 = buffer.withUnsafeMutableBufferPointer { b in
                     stream.next_out = b.baseAddress
