@@ -212,10 +212,12 @@ public enum PipedProcess {
         return (termination, timedOut)
     }
 
-    /// Starts `arguments` in a session of its own, not waited for, with
-    /// `input` on its stdin through a pipe and /dev/null for stdout and
-    /// stderr. It outlives this process.
-    public static func spawnDetached(_ arguments: [String], environment: [String]?, input: [UInt8]) throws(ChildProcessError) {
+    /// Starts `arguments` in a process group of its own (so the terminal's
+    /// Ctrl-C, Ctrl-\ and hang-up, sent to the foreground group, never
+    /// reach it), not waited for, its stdin a pipe (written with
+    /// ``Detached/send(_:)``) and /dev/null for stdout and stderr. It
+    /// outlives this process.
+    public static func spawnDetached(_ arguments: [String], environment: [String]?) throws(ChildProcessError) -> Detached {
         var inPipe: [Int32] = [-1, -1]
         guard ChildProcess.makePipe(&inPipe, nonblocking: false) else {
             throw .spawnFailed(arguments[0], "cannot create a pipe: \(String(cString: strerror(errno)))")
@@ -231,13 +233,30 @@ public enum PipedProcess {
             throw error
         }
         close(inPipe[0])
-        var ign = sigaction()
-        ign.__sigaction_handler.sa_handler = SIG_IGN
-        var oldPipe = sigaction()
-        sigaction(SIGPIPE, &ign, &oldPipe)
-        writeAll(inPipe[1], input)
-        close(inPipe[1])
-        sigaction(SIGPIPE, &oldPipe, nil)
+        return Detached(stdinFD: inPipe[1])
+    }
+
+    /// The write end of a detached child's standard input: ``send(_:)``
+    /// gives it its input; dropping it unsent gives it an empty one.
+    public final class Detached {
+        private var stdinFD: Int32
+
+        init(stdinFD: Int32) { self.stdinFD = stdinFD }
+
+        /// Writes `input` and closes the pipe.
+        public func send(_ input: [UInt8]) {
+            guard stdinFD >= 0 else { return }
+            var ign = sigaction()
+            ign.__sigaction_handler.sa_handler = SIG_IGN
+            var oldPipe = sigaction()
+            sigaction(SIGPIPE, &ign, &oldPipe)
+            writeAll(stdinFD, input)
+            close(stdinFD)
+            stdinFD = -1
+            sigaction(SIGPIPE, &oldPipe, nil)
+        }
+
+        deinit { if stdinFD >= 0 { close(stdinFD) } }
     }
 
     /// Reads standard input to its end (at most `max` bytes).
@@ -269,7 +288,16 @@ public enum PipedProcess {
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attr, &none)
         var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-        if detached { flags |= posixSpawnSetsid }
+        // Not a session of its own (POSIX_SPAWN_SETSID): with scheduler
+        // autogroups (the default on desktop kernels) setsid moves the
+        // child into a new task group while this process, vforked, waits
+        // for its exec — 2.3–2.9 ms per `coffer clip` on a loaded machine
+        // (docs/benchmarks-verbs.md). A process group of its own is enough
+        // to keep the terminal's signals away.
+        if detached {
+            flags |= POSIX_SPAWN_SETPGROUP
+            posix_spawnattr_setpgroup(&attr, 0)
+        }
         posix_spawnattr_setflags(&attr, Int16(flags))
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         // nil: this process's own environment, passed as it is (no copy).
@@ -301,10 +329,6 @@ public enum PipedProcess {
             written += n
         }
     }
-
-    /// glibc's POSIX_SPAWN_SETSID (2.26+), which Swift's Glibc module
-    /// does not export: the child starts a new session.
-    static let posixSpawnSetsid: Int32 = 0x80
 
     private static func closeAll(_ fds: [Int32]) { for fd in fds where fd >= 0 { close(fd) } }
 

@@ -69,9 +69,16 @@ struct Clip: ParsableCommand {
         }
         let started: PipedProcess.Started
         if let early { started = early } else { started = try tool.start() }
+        // The clearer is started before the tool gets the value, so that
+        // its start (this process waits, vforked, until its exec) overlaps
+        // the tool's; it gets the value only once the tool has succeeded,
+        // and an empty input (the tool failed) ends it. Should it not
+        // start, the tool is killed unfed: nothing is copied that would
+        // not be cleared.
+        let clearer = seconds > 0 ? try tool.startClearer(after: seconds) : nil
         try tool.copy(chosen.bytes, through: started)
-        if seconds > 0 {
-            try tool.scheduleClear(of: chosen.bytes, after: seconds)
+        if let clearer {
+            clearer.send(chosen.bytes)
             Output.note("copied '\(chosen.name)' of \(itemName) to the clipboard (\(tool.name)); clearing it in \(seconds)s")
         } else {
             Output.note("copied '\(chosen.name)' of \(itemName) to the clipboard (\(tool.name)); it stays there")
@@ -169,15 +176,15 @@ struct ClipboardTool {
         }
     }
 
-    /// Starts a detached `coffer clip-clear` that clears the clipboard
-    /// after `seconds` if it still holds `value`; the value reaches it
-    /// through a pipe.
-    func scheduleClear(of value: [UInt8], after seconds: Int) throws(CofferError) {
+    /// Starts a detached `coffer clip-clear` that, once sent the value
+    /// (through a pipe), clears the clipboard after `seconds` if it still
+    /// holds that value.
+    func startClearer(after seconds: Int) throws(CofferError) -> PipedProcess.Detached {
         let me = ClipboardTool.executablePath()
         do {
-            try PipedProcess.spawnDetached([me, "clip-clear", "--tool", name, "--after", String(seconds)], environment: nil, input: value)
+            return try PipedProcess.spawnDetached([me, "clip-clear", "--tool", name, "--after", String(seconds)], environment: nil)
         } catch {
-            throw CofferError(.internalError, "cannot start the clipboard clearer: \(error)", hint: "the value stays on the clipboard; clear it by copying something else")
+            throw CofferError(.internalError, "cannot start the clipboard clearer: \(error)", hint: "nothing was copied; use --clear-after 0 to copy without clearing")
         }
     }
 
@@ -220,6 +227,9 @@ struct ClipClear: ParsableCommand {
     /// started it) and clears the clipboard if it still holds the value.
     static func clear(tool: String, after: Int) {
         var value = PipedProcess.readStandardInput(max: Field.maxValueBytes)
+        // Empty: `coffer clip` was not able to copy (or copied an empty
+        // value, which there is no point clearing).
+        guard !value.isEmpty else { return }
         let key = SecretBytes.random(count: 32)
         let expected = KeyedHash.hash(value, key: key)
         _ = value.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
