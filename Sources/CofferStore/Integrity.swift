@@ -93,12 +93,17 @@ public final class VaultMAC: @unchecked Sendable {
 
     private func toggle(_ message: UnsafeBufferPointer<UInt8>) {
         let base = Area.of(tag: message.first ?? 0).rawValue * Self.length
-        delta.withUnsafeMutableBufferPointer { whole in
-            areaDelta.withUnsafeMutableBufferPointer { areas in
+        delta.withUnsafeMutableBytes { whole in
+            areaDelta.withUnsafeMutableBytes { areas in
                 hasher.hash(message) { h in
-                    for i in 0..<Self.length {
-                        whole[i] ^= h[i]
-                        areas[base + i] ^= h[i]
+                    // 32 bytes as four 64-bit words (byte order does not
+                    // matter to a XOR).
+                    let digest = UnsafeRawBufferPointer(h)
+                    for word in stride(from: 0, to: Self.length, by: 8) {
+                        let d = digest.loadUnaligned(fromByteOffset: word, as: UInt64.self)
+                        whole.storeBytes(of: whole.loadUnaligned(fromByteOffset: word, as: UInt64.self) ^ d, toByteOffset: word, as: UInt64.self)
+                        areas.storeBytes(
+                            of: areas.loadUnaligned(fromByteOffset: base + word, as: UInt64.self) ^ d, toByteOffset: base + word, as: UInt64.self)
                     }
                 }
             }

@@ -282,26 +282,31 @@ extension Vault {
         let username = fieldRegisters.map(\.username) ?? registerID(field: "username", item: state.id)
         let url = fieldRegisters.map(\.url) ?? registerID(field: "url", item: state.id)
         // The record is encoded straight from the payloads' bytes (no
-        // strings): the same bytes as ``ItemRecord/encoded`` of the record
-        // the texts decode to (a test compares both).
-        func text(_ register: RegisterID?) throws -> [UInt8]? {
-            guard let rid = register, let v = Register.shown(state.registers[rid] ?? []), !v.isTombstone else { return nil }
-            let p = try known[rid] ?? open(v, item: state.id, register: rid)
-            // A field the user marked secret stays out of listings.
-            return p.isSecret ? nil : ItemRecord.storedText(p.value)
-        }
-        var newest: FieldVersion?
+        // strings), in one pass over the registers: the same bytes as
+        // ``ItemRecord/encoded`` of the record the texts decode to (a test
+        // compares both with the reference code).
+        var name: [UInt8]?, type: [UInt8]?, tags: [UInt8]?, source: [UInt8]?, expires: [UInt8]?
+        var user: [UInt8]?, link: [UInt8]?
+        var newest: (writtenAt: Int64, dot: Dot)?
         var versions: [(register: RegisterID, dot: Dot, tag: [UInt8])] = []
+        versions.reserveCapacity(state.registers.count + 2)
         for (rid, list) in state.registers {
             for v in list {
-                if newest == nil || (v.writtenAt, v.dot) > (newest!.writtenAt, newest!.dot) { newest = v }
+                if newest == nil || (v.writtenAt, v.dot) > newest! { newest = (v.writtenAt, v.dot) }
                 versions.append((rid, v.dot, v.payload.count <= 16 ? v.payload : Array(v.payload.suffix(16))))
             }
+            let isListed = rid.isMetadata ? (rid == .name || rid == .type || rid == .tags || rid == .source || rid == .expires) : (rid == username || rid == url)
+            guard isListed, let shown: FieldVersion = list.count == 1 ? list[0] : Register.shown(list), !shown.isTombstone else { continue }
+            let p = try known[rid] ?? open(shown, item: state.id, register: rid)
+            // A field the user marked secret stays out of listings.
+            let text = p.isSecret ? nil : ItemRecord.storedText(p.value)
+            if rid == .name { name = text } else if rid == .type { type = text } else if rid == .tags { tags = text }
+            else if rid == .source { source = text } else if rid == .expires { expires = text }
+            else if rid == username { user = text } else { link = text }
         }
         let texts = ItemRecord.Texts(
-            name: try text(.name) ?? [], type: try text(.type) ?? Array(ItemType.custom.rawValue.utf8),
-            tags: ItemRecord.storedTags(try text(.tags) ?? []), source: try text(.source), expires: try text(.expires),
-            username: try text(username), url: try text(url))
+            name: name ?? [], type: type ?? Array(ItemType.custom.rawValue.utf8), tags: ItemRecord.storedTags(tags ?? []),
+            source: source, expires: expires, username: user, url: link)
         let plain = ItemRecord.encode(
             texts: texts, policy: row.policy, isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
             lastReplica: newest?.dot.replica, versions: versions)
