@@ -228,4 +228,18 @@ struct IntegrityEncodingTests {
         #expect(a.delta == b.delta && a.areaDelta == b.areaDelta)
         _ = state
     }
+
+    @Test func aListedTextOver64KiBIsCutAtACharacter() throws {
+        let v = try makeVault()
+        // 65,534 ASCII bytes, then "é" (2 bytes) straddling byte 65,535.
+        let url = "https://x/" + String(repeating: "a", count: 65_524) + "é" + String(repeating: "b", count: 5_000)
+        try v.add(ItemDraft(name: "site", type: .login, fields: [Field(name: "url", value: url, isSecret: false), Field(name: "username", value: "me", isSecret: false)]))
+        let listed = try #require(try v.list().first)
+        #expect(listed.url == "https://x/" + String(repeating: "a", count: 65_524))
+        #expect(listed.username == "me")
+        #expect(try v.item(named: "site").fields.first { $0.name == "url" }?.value == url)
+        #expect(try v.verify().isSound)
+        #expect(ItemRecord.fitted(Array("short".utf8)) == Array("short".utf8))
+        #expect(ItemRecord.fitted([UInt8](repeating: 0x41, count: 70_000)).count == 65_535)
+    }
 }

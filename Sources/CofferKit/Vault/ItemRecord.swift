@@ -67,7 +67,7 @@ package struct ItemRecord: Equatable {
                 source: source.map { Array($0.utf8) }, expires: expires.map { Array($0.utf8) },
                 username: username.map { Array($0.utf8) }, url: url.map { Array($0.utf8) }),
             policy: policy, isDeleted: isDeleted, hasConflict: hasConflict, updatedAt: updatedAt, lastReplica: lastReplica,
-            versions: versions.map { ($0.register, $0.dot, $0.tag) })
+            versions: versions.map { RawRef(register: $0.register, dot: $0.dot, tag: $0.tag) })
     }
 
     /// The UTF-8 texts of a record, as stored (see ``encode(texts:policy:isDeleted:hasConflict:updatedAt:lastReplica:versions:)``).
@@ -85,14 +85,18 @@ package struct ItemRecord: Equatable {
     /// The padded plaintext of a record, written straight into one buffer
     /// of its final size (no intermediate strings or arrays: a bulk import
     /// builds one per item). `versions` need not be sorted; tags shorter
-    /// than 16 bytes are padded with zeros. Each text must be under 64 KiB
-    /// (the `u16` length; callers give bounded fields).
+    /// than 16 bytes are padded with zeros. A text longer than 64 KiB is
+    /// cut (``fitted(_:)``).
     static func encode(
-        texts t: Texts, policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64,
-        lastReplica: ReplicaID?, versions unsorted: [(register: RegisterID, dot: Dot, tag: [UInt8])]
+        texts: Texts, policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64,
+        lastReplica: ReplicaID?, versions unsorted: [RawRef]
     ) -> [UInt8] {
         let versions = unsorted.sorted { ($0.register, $0.dot) < ($1.register, $1.dot) }
-        let optionals = [t.source, t.expires, t.username, t.url]
+        var t = texts
+        t.name = fitted(t.name)
+        t.type = fitted(t.type)
+        t.tags = fitted(t.tags)
+        let optionals = [t.source, t.expires, t.username, t.url].map { $0.map(fitted) }
         var size = 1 + 1 + 8 + 2 + t.name.count + 2 + t.type.count + 2 + t.tags.count
         for text in optionals { size += 1 + 2 + (text?.count ?? 0) }
         size += 1 + 16 + 4 + versions.count * 56
@@ -117,10 +121,7 @@ package struct ItemRecord: Equatable {
                 w.id(v.register.high, v.register.low)
                 w.id(v.dot.replica.high, v.dot.replica.low)
                 w.u64(v.dot.counter)
-                // A tag shorter than 16 bytes (a malformed payload) keeps
-                // the zeros already there.
-                w.bytes(v.tag.count <= 16 ? v.tag : Array(v.tag.prefix(16)))
-                w.skip(16 - min(v.tag.count, 16))
+                w.raw16(v.tag)
             }
             precondition(w.written == size, "item record size")
         }
@@ -165,6 +166,52 @@ package struct ItemRecord: Equatable {
             bytes(b)
         }
         mutating func skip(_ n: Int) { written += n }
+        mutating func raw16(_ v: (UInt64, UInt64)) {
+            UnsafeMutableRawPointer(base + written).storeBytes(of: v, as: (UInt64, UInt64).self)
+            written += 16
+        }
+    }
+
+    /// A current version as the record lists it, without references (a
+    /// bulk import sorts one list per item): the tag is the 16 bytes of
+    /// ``VersionRef/tag`` as they lie in memory.
+    struct RawRef {
+        var register: RegisterID
+        var dot: Dot
+        var tag: (UInt64, UInt64)
+
+        init(register: RegisterID, dot: Dot, tag: [UInt8]) {
+            self.init(register: register, dot: dot, payload: tag)
+        }
+
+        /// The tag of `payload`: its last 16 bytes; a shorter (malformed)
+        /// payload gives its bytes followed by zeros, like `suffix(16)`
+        /// padded.
+        init(register: RegisterID, dot: Dot, payload: [UInt8]) {
+            self.register = register
+            self.dot = dot
+            var t: (UInt64, UInt64) = (0, 0)
+            let n = min(payload.count, 16)
+            withUnsafeMutableBytes(of: &t) { dst in
+                payload.withUnsafeBytes { src in
+                    dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[(src.count - n)...]))
+                }
+            }
+            tag = t
+        }
+    }
+
+    /// Longest text a record holds (its `u16` length).
+    static let maxTextBytes = Int(UInt16.max)
+
+    /// `text` cut to ``maxTextBytes`` at a character boundary when longer
+    /// (a url or username of more than 64 KiB: the listing shows its start;
+    /// reads show the whole value). `text` is UTF-8.
+    static func fitted(_ text: [UInt8]) -> [UInt8] {
+        guard text.count > maxTextBytes else { return text }
+        var end = maxTextBytes
+        while end > 0 && text[end] & 0xC0 == 0x80 { end -= 1 }
+        return Array(text[..<end])
     }
 
     /// The bytes a record stores for a field value shown as text: the
@@ -288,12 +335,12 @@ extension Vault {
         var name: [UInt8]?, type: [UInt8]?, tags: [UInt8]?, source: [UInt8]?, expires: [UInt8]?
         var user: [UInt8]?, link: [UInt8]?
         var newest: (writtenAt: Int64, dot: Dot)?
-        var versions: [(register: RegisterID, dot: Dot, tag: [UInt8])] = []
+        var versions: [ItemRecord.RawRef] = []
         versions.reserveCapacity(state.registers.count + 2)
         for (rid, list) in state.registers {
             for v in list {
                 if newest == nil || (v.writtenAt, v.dot) > newest! { newest = (v.writtenAt, v.dot) }
-                versions.append((rid, v.dot, v.payload.count <= 16 ? v.payload : Array(v.payload.suffix(16))))
+                versions.append(ItemRecord.RawRef(register: rid, dot: v.dot, payload: v.payload))
             }
             let isListed = rid.isMetadata ? (rid == .name || rid == .type || rid == .tags || rid == .source || rid == .expires) : (rid == username || rid == url)
             guard isListed, let shown: FieldVersion = list.count == 1 ? list[0] : Register.shown(list), !shown.isTombstone else { continue }
