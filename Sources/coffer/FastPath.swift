@@ -10,6 +10,7 @@ import CofferKit
 enum FastPath {
     /// Runs the command and returns true when it applies; false otherwise.
     static func run(_ args: [String]) throws -> Bool {
+        if try AddFastPath.run(args) { return true }
         if args == ["ls"], let token = SessionEnvironment.token {
             try List.execute(vault: unlock(token: token), prefix: nil)
             return true
