@@ -3,9 +3,11 @@
 
 PREFIX ?= /usr/local
 SWIFT ?= swift
-APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev pkg-config python3 python3-jsonschema
+# libxml2-dev, zlib1g-dev and liblzma-dev hold the static libraries the
+# release build links (STATIC_LIBS below).
+APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop deps-peers bench-peers man build release test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
+.PHONY: all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
 all: build
 
@@ -44,10 +46,27 @@ build: deps
 # A position-dependent executable (-no-pie) needs no relative relocations at
 # start-up: the loader's work drops by a quarter (84,786 relocations, ~170 page
 # faults less; docs/benchmarks.md).
-RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie
+# Every library but libc, libm, libgcc_s and libsodium linked statically too
+# (SQLite, libargon2, libxml2 with zlib and liblzma, libstdc++): each shared
+# library costs the loader its mapping and symbol relocations on every start,
+# and libxml2.so alone brought ICU 72 and libstdc++ with it; about 1.1 ms of
+# CPU per `coffer get` (docs/benchmarks-cli.md, "Start-up").
+# scripts/static-libs.sh links the .a files into STATIC_LIBS, searched before
+# /usr/lib (through PKG_CONFIG_PATH: see the script); Sources/CXMLICU forwards
+# libxml2's ICU calls to Foundation's ICU.
+STATIC_LIBS := $(CURDIR)/.build/static-libs
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie \
+	-Xswiftc -L$(STATIC_LIBS) -Xlinker -llzma -Xcc -DCOFFER_STATIC_LIBXML2
 
 release: deps
-	$(SWIFT) build -c release $(RELEASE_FLAGS)
+	@bash scripts/static-libs.sh $(STATIC_LIBS)
+	PKG_CONFIG_PATH="$(STATIC_LIBS)/pkgconfig$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" $(SWIFT) build -c release $(RELEASE_FLAGS)
+
+# The release binary as linked: no static library left shared, the same
+# Argon2id keys and KeePass XML decoding as the debug build (run by CI).
+release-check: release
+	$(SWIFT) build --product coffer
+	@bash scripts/release-check.sh "$$($(SWIFT) build -c release $(RELEASE_FLAGS) --show-bin-path)/coffer" "$$($(SWIFT) build --show-bin-path)/coffer"
 
 test: deps check-layers
 	$(SWIFT) build

@@ -30,14 +30,16 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
-        // System C libraries.
-        .systemLibrary(
-            name: "CSodium", pkgConfig: "libsodium",
-            providers: [.apt(["libsodium-dev"])]),
-        .systemLibrary(
-            name: "CArgon2", pkgConfig: "libargon2",
-            providers: [.apt(["libargon2-dev"])]),
+        // System C libraries. No pkgConfig: its `-L/usr/lib/<arch>` would
+        // come first in the link's search path and hide the release build's
+        // static libraries (Makefile, STATIC_LIBS); the headers are in
+        // /usr/include.
+        .systemLibrary(name: "CSodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CCofferSys"),
+        // libxml2's ICU calls forwarded to Foundation's ICU when the release
+        // build links libxml2 statically (Sources/CXMLICU/xml_icu.c).
+        .target(name: "CXMLICU"),
 
         // Keys, AEAD, KDF, secretstream, guarded memory, HMAC. Nothing else.
         .target(
@@ -83,7 +85,7 @@ let package = Package(
         .target(
             name: "CofferInterop",
             dependencies: [
-                "CofferKit", "CofferSystem", "CofferCrypto",
+                "CofferKit", "CofferSystem", "CofferCrypto", "CXMLICU",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ],
             swiftSettings: strict),

@@ -127,10 +127,13 @@ public final class PreparedKeyedHash: @unchecked Sendable {
     /// (the digest is valid only inside `body`: the next call overwrites
     /// it). For bulk hashing (the vault MAC's terms).
     public func hash<R>(_ message: [UInt8], _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        message.withUnsafeBufferPointer { m in hash(m, body) }
+    }
+
+    /// The same for bytes in memory (a term written into a reused buffer).
+    public func hash<R>(_ message: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         scratch.copyMemory(from: state, byteCount: stateSize)
-        message.withUnsafeBufferPointer { m in
-            _ = crypto_generichash_update(OpaquePointer(scratch), m.baseAddress, UInt64(m.count))
-        }
+        _ = crypto_generichash_update(OpaquePointer(scratch), message.baseAddress, UInt64(message.count))
         _ = crypto_generichash_final(OpaquePointer(scratch), digest.assumingMemoryBound(to: UInt8.self), length)
         return body(UnsafeBufferPointer(start: digest.assumingMemoryBound(to: UInt8.self), count: length))
     }

@@ -88,17 +88,47 @@ public final class VaultMAC: @unchecked Sendable {
 
     /// XORs in (or out: the same operation) the term of one row.
     public func toggle(_ message: [UInt8]) {
+        message.withUnsafeBufferPointer { toggle($0) }
+    }
+
+    private func toggle(_ message: UnsafeBufferPointer<UInt8>) {
         let base = Area.of(tag: message.first ?? 0).rawValue * Self.length
-        delta.withUnsafeMutableBufferPointer { whole in
-            areaDelta.withUnsafeMutableBufferPointer { areas in
+        delta.withUnsafeMutableBytes { whole in
+            areaDelta.withUnsafeMutableBytes { areas in
                 hasher.hash(message) { h in
-                    for i in 0..<Self.length {
-                        whole[i] ^= h[i]
-                        areas[base + i] ^= h[i]
+                    // 32 bytes as four 64-bit words (byte order does not
+                    // matter to a XOR).
+                    let digest = UnsafeRawBufferPointer(h)
+                    for word in stride(from: 0, to: Self.length, by: 8) {
+                        let d = digest.loadUnaligned(fromByteOffset: word, as: UInt64.self)
+                        whole.storeBytes(of: whole.loadUnaligned(fromByteOffset: word, as: UInt64.self) ^ d, toByteOffset: word, as: UInt64.self)
+                        areas.storeBytes(
+                            of: areas.loadUnaligned(fromByteOffset: base + word, as: UInt64.self) ^ d, toByteOffset: base + word, as: UInt64.self)
                     }
                 }
             }
         }
+    }
+
+    /// A buffer reused for the terms of bulk toggles (``toggleItem(_:record:)``):
+    /// rows' clear columns and sealed records, nothing secret.
+    private var termBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 512)
+    private var termCapacity = 512
+
+    deinit { termBuffer.deallocate() }
+
+    /// Toggles the term that `write` writes (at most `size` bytes) into
+    /// the reused buffer.
+    func toggleWritten(size: Int, _ write: (inout RawTermWriter) -> Void) {
+        if size > termCapacity {
+            termBuffer.deallocate()
+            termCapacity = max(size, termCapacity * 2)
+            termBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: termCapacity)
+        }
+        var w = RawTermWriter(termBuffer)
+        write(&w)
+        precondition(w.written <= size, "integrity term size")
+        toggle(UnsafeBufferPointer(start: termBuffer, count: w.written))
     }
 
     /// XORs in what another accumulator collected (a second thread's).
@@ -173,18 +203,7 @@ public enum IntegrityTerm {
     }
 
     public static func item(_ row: ItemRow, record: [UInt8]) -> [UInt8] {
-        var w = ByteWriter(capacity: 100 + record.count)
-        w.u8(UInt8(ascii: "I"))
-        w.id(row.id)
-        w.blob16(Array(row.policy.rawValue.utf8))
-        w.blob16(row.nameHash ?? [])
-        w.u8(row.nameHash == nil ? 0 : 1)
-        w.u8(row.isDeleted ? 1 : 0)
-        w.u8(row.hasConflict ? 1 : 0)
-        w.i64(row.createdAt)
-        w.i64(row.updatedAt)
-        w.blob32(record)
-        return w.data
+        RawTerm.array(size: RawTerm.itemSize(row, recordCount: record.count)) { RawTerm.writeItem(row, record: record, into: &$0) }
     }
 
     public static func version(item: ItemID, register: RegisterID, _ v: FieldVersion) -> [UInt8] {
@@ -205,24 +224,15 @@ public enum IntegrityTerm {
         tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?, encodedVector: [UInt8]? = nil
     ) -> [UInt8] {
         let vector = encodedVector ?? v.vector.encoded
-        var w = ByteWriter(capacity: 110 + vector.count)
-        w.u8(UInt8(ascii: tag))
-        w.id(item)
-        w.id(register)
-        w.id(v.dot.replica)
-        w.u64(v.dot.counter)
-        w.blob32(vector)
-        w.i64(v.writtenAt)
-        w.u8(v.isTombstone ? 1 : 0)
         // The payload's Poly1305 tag (its last 16 bytes) stands for the
         // payload: it authenticates the ciphertext and its associated data
         // under the item key, and no one without the key finds another
         // payload with the same tag. Hashing 16 bytes instead of the whole
         // payload keeps bulk imports cheap.
-        w.u32(UInt32(clamping: v.payload.count))
-        w.bytes(v.payload.suffix(16))
-        if let supersededAt { w.i64(supersededAt) }
-        return w.data
+        return RawTerm.array(size: RawTerm.versionSize(vectorCount: vector.count, history: supersededAt != nil)) {
+            RawTerm.writeVersion(
+                tag: UInt8(ascii: tag), item: item, register: register, v, vector: vector, supersededAt: supersededAt, into: &$0)
+        }
     }
 }
 

@@ -100,7 +100,7 @@ public struct NewItemRows: @unchecked Sendable {
     public mutating func add(row: ItemRow, record: [UInt8], state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
         if integrity {
-            mac.toggle(IntegrityTerm.item(row, record: record))
+            mac.toggleItem(row, record: record)
             records.append(id)
             records.append(Data(record))
         }
@@ -125,7 +125,7 @@ public struct NewItemRows: @unchecked Sendable {
                 versions.append(v.isTombstone)
                 versions.append(Data(v.payload))
                 versionRows += 1
-                if integrity { mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v, encodedVector: vector)) }
+                if integrity { mac.toggleVersion(item: row.id, register: rid, v, encodedVector: vector) }
             }
         }
         return itemRows == Self.itemsPerStatement ? flush(all: false) : []

@@ -18,7 +18,7 @@ extension Queries {
     /// The vault's key epoch and its key check (``KeyEpoch/initial`` and
     /// nil when the row is absent: the key made by `init`).
     public static func keyEpoch(_ db: Database) throws -> (epoch: KeyEpoch, check: [UInt8]?) {
-        guard try db.tableExists("keyEpoch"),
+        guard try tableExists(db, "keyEpoch"),
             let row = try Row.fetchOne(db, sql: "SELECT epoch, keyCheck FROM keyEpoch WHERE singleton = 1")
         else { return (.initial, nil) }
         let bytes = try row.blob(at: 0, name: "keyEpoch.epoch")

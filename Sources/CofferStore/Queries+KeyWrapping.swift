@@ -17,7 +17,7 @@ extension Queries {
     /// The version of the passphrase wrapping the header holds
     /// (``KeyWrappingVersion/initial`` when the row is absent).
     public static func keyWrapping(_ db: Database) throws -> KeyWrappingVersion {
-        guard try db.tableExists("keyWrapping"),
+        guard try tableExists(db, "keyWrapping"),
             let row = try Row.fetchOne(db, sql: "SELECT version FROM keyWrapping WHERE singleton = 1")
         else { return .initial }
         let bytes = try row.blob(at: 0, name: "keyWrapping.version")

@@ -120,6 +120,13 @@ public enum Queries {
         }
     }
 
+    /// `summary(db)[replica]` without building the whole vector (one row;
+    /// 0 when the replica is unknown): `add`'s replica check asks for its
+    /// own id on every write.
+    public static func seenCounter(_ db: Database, of replica: ReplicaID) throws -> UInt64 {
+        try replicaCounter(db, replica) ?? 0
+    }
+
     /// The summary vector: for each replica, the highest counter seen.
     public static func summary(_ db: Database) throws -> VersionVector {
         var pairs: [ReplicaID: UInt64] = [:]

@@ -36,9 +36,14 @@ public final class VaultStore: Sendable {
         // of any error text all the same.
         config.publicStatementArguments = false
         config.prepareDatabase { db in
-            // A crash never leaves a half-applied write: rollback journal,
-            // fsync on commit.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            // A crash never leaves a half-applied write, and a write that
+            // returned is on the disk: rollback journal (DELETE), the journal
+            // and the file synced before and after the file is written, and
+            // (EXTRA over FULL) the folder synced after the journal is
+            // removed, without which a power cut could bring the journal back
+            // and roll a committed write back. docs/reliability.md,
+            // "Which syncs a write makes".
+            try db.execute(sql: "PRAGMA synchronous = EXTRA")
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         return config

@@ -66,8 +66,42 @@ struct Add: ParsableCommand {
     var totpUri: String?
 
     func run() throws {
-        var draft = ItemDraft(name: name, type: type, tags: tags, source: source, policy: localOnly ? .localOnly : .sync)
-        if let expires {
+        let request = Request(
+            name: name, type: type, fields: fields, secrets: secrets, tags: tags, source: source, url: url,
+            expires: expires, localOnly: localOnly, requirements: requirements, force: force, generate: generate,
+            generateField: generateField, generation: generation.spec, totpUri: totpUri)
+        try Self.execute(request, passphraseOnStdin: options.passphraseFd == 0) { () throws(CofferError) in
+            try options.unlockForWriting()
+        }
+    }
+
+    /// What `coffer add` was asked to do, as plain values: argument-parser
+    /// fills it in ``run()``, ``AddFastPath`` without argument-parser.
+    struct Request: Equatable {
+        var name: String
+        var type: ItemType = .apiKey
+        var fields: [String] = []
+        var secrets: [String] = []
+        var tags: [String] = []
+        var source: String?
+        var url: String?
+        var expires: String?
+        var localOnly = false
+        var requirements: String?
+        var force = false
+        var generate = false
+        var generateField: [String] = []
+        var generation = GenerationSpec()
+        var totpUri: String?
+    }
+
+    /// The command itself, shared by both parsers. `passphraseOnStdin`:
+    /// the passphrase is read from descriptor 0 (`--passphrase-fd 0`), so a
+    /// value cannot be; `unlockForWriting` opens and unlocks the vault.
+    static func execute(_ r: Request, passphraseOnStdin: Bool, unlockForWriting: () throws(CofferError) -> Vault) throws(CofferError) {
+        let name = r.name, type = r.type, source = r.source
+        var draft = ItemDraft(name: name, type: type, tags: r.tags, source: source, policy: r.localOnly ? .localOnly : .sync)
+        if let expires = r.expires {
             guard let day = Day.parseExpiry(expires) else {
                 throw CofferError(.usage, "invalid --expires '\(expires)'", hint: "use YYYY-MM-DD or a span such as 30d, 6w, 3m, 1y")
             }
@@ -76,37 +110,37 @@ struct Add: ParsableCommand {
         }
         // Validate cheap things before asking for any secret.
         _ = try Vault.normalizeName(name)
-        var fieldList = try ItemInput.parseAssignments(fields, type: type)
-        if let url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
-        if generation.isUsed && !generate && generateField.isEmpty {
+        var fieldList = try ItemInput.parseAssignments(r.fields, type: type)
+        if let url = r.url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
+        if r.generation.isUsed && !r.generate && r.generateField.isEmpty {
             throw CofferError(.usage, "--length, --chars, --words, --separator and --no-ambiguous need --generate or --generate-field")
         }
-        _ = try generation.recipe()
-        if let totpUri, totpUri != "-" {
+        _ = try r.generation.recipe()
+        if let totpUri = r.totpUri, totpUri != "-" {
             _ = try TOTP.parse(totpUri)
             Output.warn("the TOTP secret was given on the command line, where other processes and shell history can see it; prefer --totp-uri - and pipe it in")
             fieldList.append(Field(name: "totp", value: totpUri, isSecret: true))
         }
-        var generated = generateField
-        if generate {
+        var generated = r.generateField
+        if r.generate {
             guard let main = type.primaryFieldName else {
                 throw CofferError(.usage, "a custom item has no main secret to generate", hint: "name the field with --generate-field FIELD")
             }
             generated.insert(main, at: 0)
         }
-        let manifest = try CredentialGate.loadManifest(requirements)
-        let vault = try options.unlockForWriting()
+        let manifest = try CredentialGate.loadManifest(r.requirements)
+        let vault = try unlockForWriting()
         if try vault.contains(name) {
             throw CofferError(.duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
         }
-        var stdinUsed = options.passphraseFd == 0
+        var stdinUsed = passphraseOnStdin
         for key in generated {
-            fieldList.append(Field(name: key, value: try generation.generate(), isSecret: true))
+            fieldList.append(Field(name: key, value: try r.generation.generate(), isSecret: true))
         }
-        if totpUri == "-" {
+        if r.totpUri == "-" {
             fieldList.append(try ItemInput.readTOTP(stdinUsed: &stdinUsed))
         }
-        for key in secrets {
+        for key in r.secrets {
             fieldList.append(Field(name: key, value: try ItemInput.readSecret(named: key, stdinUsed: &stdinUsed), isSecret: true))
         }
         if let primary = type.primaryFieldName, type.defaultSecrecy(of: primary),
@@ -114,7 +148,7 @@ struct Add: ParsableCommand {
         {
             fieldList.append(Field(name: primary, value: try ItemInput.readSecret(named: primary, stdinUsed: &stdinUsed), isSecret: true))
         }
-        try CredentialGate.run(vault: vault, fields: fieldList, type: type, source: source, manifest: manifest, force: force)
+        try CredentialGate.run(vault: vault, fields: fieldList, type: type, source: source, manifest: manifest, force: r.force)
         let item = try vault.add(draft.with(fields: fieldList))
         Output.note("added \(item.name) (\(item.type.rawValue)\(item.policy == .localOnly ? ", local-only" : ""))")
     }

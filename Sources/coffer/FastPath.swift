@@ -15,15 +15,16 @@ enum FastPath {
             ClipClear.clear(tool: clear.tool, after: clear.after)
             return true
         }
-        if args == ["ls"], let token = SessionEnvironment.token {
-            try List.execute(vault: unlock(token: token), prefix: nil)
+        if try AddFastPath.run(args) { return true }
+        if args == ["ls"] || args == ["ls", "--tree"], let token = SessionEnvironment.token {
+            try List.execute(vault: unlock(token: token), prefix: nil, tree: args.count == 2)
             return true
         }
         guard args.count == 2, let name = args.last, !name.hasPrefix("-"), let token = SessionEnvironment.token
         else { return false }
         // The daily verbs with a session and no options take the same
-        // path (docs/benchmarks.md, "Daily verbs"); so do `ls PREFIX` and
-        // `find TERM`.
+        // path (docs/benchmarks.md, "Daily verbs"); so do `ls PREFIX`,
+        // `ls --tree` (above) and `find TERM`.
         switch args[0] {
         case "get", "show", "otp", "clip": break
         case "ls":

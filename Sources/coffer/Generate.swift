@@ -19,6 +19,26 @@ struct GenerateOptions: ParsableArguments {
     @Flag(help: "Leave out characters that look alike (0 O o 1 l I | and quotes).")
     var noAmbiguous = false
 
+    /// The same settings as plain values (shared with the `add` fast path,
+    /// which has no argument-parser values to read).
+    var spec: GenerationSpec {
+        GenerationSpec(length: length, chars: chars, words: words, separator: separator, noAmbiguous: noAmbiguous)
+    }
+
+    func recipe() throws(CofferError) -> PasswordGenerator.Recipe { try spec.recipe() }
+    func generate() throws(CofferError) -> String { try spec.generate() }
+    var isUsed: Bool { spec.isUsed }
+}
+
+/// Generation settings (`--length`, `--chars`, `--words`, `--separator`,
+/// `--no-ambiguous`); all nil/false means the defaults.
+struct GenerationSpec: Equatable {
+    var length: Int?
+    var chars: String?
+    var words: Int?
+    var separator: String?
+    var noAmbiguous = false
+
     /// The recipe these options describe (exit 64 on a bad combination).
     func recipe() throws(CofferError) -> PasswordGenerator.Recipe {
         if let words {

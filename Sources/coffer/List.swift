@@ -69,6 +69,7 @@ struct List: ParsableCommand {
         }
         if tree {
             List.printTree(items.map(\.name))
+            retained = items
             return
         }
         List.printTable(items)
@@ -138,35 +139,88 @@ struct List: ParsableCommand {
     /// process ends right after printing them.
     nonisolated(unsafe) static var retained: [ItemSummary] = []
 
-    /// Names as a tree, folders first at each level, like `tree`.
+    /// Names as a tree, each level sorted, like `tree`.
     static func printTree(_ names: [String]) {
+        // Bytes into one buffer, one write, as printTable: at 10,000 names
+        // building a String per line and escaping every label through
+        // Show.oneLine cost 250 M instructions (docs/benchmarks-cli.md).
         final class Node {
             var children: [String: Node] = [:]
-            var isItem = false
         }
         let root = Node()
+        treeRoot = root
         for n in names {
             var node = root
-            for part in n.split(separator: "/") {
-                let key = String(part)
-                if node.children[key] == nil { node.children[key] = Node() }
-                node = node.children[key]!
+            for key in components(n) {
+                if let next = node.children[key] {
+                    node = next
+                } else {
+                    let next = Node()
+                    node.children[key] = next
+                    node = next
+                }
             }
-            node.isItem = true
         }
-        var lines: [String] = []
-        func walk(_ node: Node, indent: String) {
+        var out: [UInt8] = []
+        out.reserveCapacity(names.count * 32)
+        var indent: [UInt8] = []
+        let branch = Array("├── ".utf8), lastBranch = Array("└── ".utf8)
+        let bar = Array("│   ".utf8), blank = Array("    ".utf8)
+        func walk(_ node: Node) {
             let keys = node.children.keys.sorted()
-            for (i, k) in keys.enumerated() {
-                let child = node.children[k]!
+            for (i, key) in keys.enumerated() {
+                let child = node.children[key]!
                 let last = i == keys.count - 1
-                let label = Show.oneLine(k) + (child.children.isEmpty ? "" : "/")
-                lines.append(indent + (last ? "└── " : "├── ") + label)
-                walk(child, indent: indent + (last ? "    " : "│   "))
+                out.append(contentsOf: indent)
+                out.append(contentsOf: last ? lastBranch : branch)
+                appendLabel(key, to: &out)
+                if !child.children.isEmpty { out.append(0x2F) }
+                out.append(0x0A)
+                let depth = indent.count
+                indent.append(contentsOf: last ? blank : bar)
+                walk(child)
+                indent.removeSubrange(depth...)
             }
         }
-        walk(root, indent: "")
-        if !lines.isEmpty { Output.out(lines.joined(separator: "\n")) }
+        walk(root)
+        if !out.isEmpty { Output.stdout(Data(out)) }
+    }
+
+    /// The tree, kept until the process exits (as `retained`).
+    nonisolated(unsafe) static var treeRoot: AnyObject?
+
+    /// `name.split(separator: "/")` (empty parts dropped), on bytes when
+    /// the name is ASCII: splitting Characters walks grapheme clusters,
+    /// and a "/" followed by a combining mark is not a "/" Character.
+    static func components(_ name: String) -> [String] {
+        var copy = name
+        let parts: [String]? = copy.withUTF8 { bytes in
+            var parts: [String] = []
+            var start = 0
+            for i in 0...bytes.count {
+                if i < bytes.count {
+                    if bytes[i] >= 0x80 { return nil }
+                    if bytes[i] != 0x2F { continue }
+                }
+                if i > start {
+                    parts.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self))
+                }
+                start = i + 1
+            }
+            return parts
+        }
+        return parts ?? name.split(separator: "/").map(String.init)
+    }
+
+    /// A path component as Show.oneLine prints it: printable ASCII other
+    /// than `\` is itself, so only other labels go through the escaper.
+    static func appendLabel(_ label: String, to out: inout [UInt8]) {
+        var copy = label
+        let plain = copy.withUTF8 { bytes in
+            for b in bytes where b < 0x20 || b > 0x7E || b == 0x5C { return false }
+            return true
+        }
+        if plain { out.append(contentsOf: label.utf8) } else { out.append(contentsOf: Show.oneLine(label).utf8) }
     }
 }
 

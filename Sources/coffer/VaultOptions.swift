@@ -85,7 +85,7 @@ enum UnlockedVault {
 enum SessionEnvironment {
     /// $COFFER_SESSION when set and not empty.
     static var token: String? {
-        guard let v = ProcessInfo.processInfo.environment[Session.environmentVariable], !v.isEmpty else { return nil }
+        guard let v = EnvironmentVariable.value(Session.environmentVariable), !v.isEmpty else { return nil }
         return v
     }
 }

@@ -156,6 +156,32 @@ struct FindCLITests {
         #expect(home.unlocked(["ls", "--tag", "code"]).stdout.hasPrefix("personal/github"))
         #expect(home.unlocked(["ls", "--tree", "--json"]).status == 64)
     }
+
+    @Test("ls --tree: an item that is also a folder, nested folders, escaped and non-ASCII labels; the session's fast path prints the same")
+    func treeOfNestedAndEscapedNames() throws {
+        let home = TestHome()
+        home.initVault()
+        for name in ["a", "a/b", "a/c/d", "back\\slash", "café/ünï", "Zeta"] {
+            let r = home.unlocked(["add", name], stdin: "v")
+            #expect(r.status == 0, "\(name): \(r)")
+        }
+        let full = home.unlocked(["ls", "--tree"])
+        #expect(full.status == 0, "\(full)")
+        #expect(full.stdout == """
+            ├── Zeta
+            ├── a/
+            │   ├── b
+            │   └── c/
+            │       └── d
+            ├── back\\\\slash
+            └── café/
+                └── ünï
+
+            """, "\(full)")
+        let token = try SessionTests.unlock(home)
+        let fast = home.run(["ls", "--tree"], env: ["COFFER_SESSION": token])
+        #expect(fast.status == 0 && fast.stdout == full.stdout, "\(fast)")
+    }
 }
 
 @Suite("coffer otp")

@@ -155,3 +155,26 @@ struct PreparedKeyedHashTests {
         #expect(prepared.hash([1]) != PreparedKeyedHash(key: SecretBytes.random(count: 32)).hash([1]))
     }
 }
+
+@Suite("AEAD batch sealer")
+struct AEADBatchSealerTests {
+    /// Every box of a batch opens like one from `AEAD.seal`, binds its
+    /// associated data, and carries its own nonce — also across the
+    /// refills of the nonce buffer (200 boxes, 64 nonces per draw).
+    @Test func boxesOpenAndNoNonceRepeats() throws {
+        let key = SecretBytes(copying: Random.bytes(AEAD.keyLength))
+        let sealer = AEAD.BatchSealer(key: key)
+        var nonces = Set<[UInt8]>()
+        for i in 0..<200 {
+            let plain = Array("record \(i)".utf8) + [UInt8](repeating: UInt8(i % 256), count: i)
+            let ad = Array("item \(i)".utf8)
+            let box = sealer.seal(plain, associatedData: ad)
+            #expect(box.count == plain.count + AEAD.overhead)
+            #expect(try AEAD.open(box, key: key, associatedData: ad) == plain)
+            #expect(throws: CryptoError.self) { try AEAD.open(box, key: key, associatedData: Array("item x".utf8)) }
+            nonces.insert(Array(box.prefix(AEAD.nonceLength)))
+        }
+        #expect(nonces.count == 200)
+        #expect(!nonces.contains([UInt8](repeating: 0, count: AEAD.nonceLength)))
+    }
+}

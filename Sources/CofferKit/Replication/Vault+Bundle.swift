@@ -324,13 +324,16 @@ extension Vault {
                         // Into an empty vault, that thread also builds the
                         // INSERT statements; this one only runs them.
                         let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
+                        // Seals the new items' records on the decoding
+                        // thread (nonces drawn 64 at a time).
+                        let sealer = AEAD.BatchSealer(key: keys.record)
                         let pipeline = ImportPipeline(
                             reader: reader, path: path,
                             transform: { [self] incoming in
                                 try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
-                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity)) : [.merge(unseen)]
+                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity, sealer: sealer)) : [.merge(unseen)]
                             },
                             atEnd: { buffer.finish() })
                         pipeline.start()
@@ -432,7 +435,7 @@ extension Vault {
     /// without old state. Every version is authenticated, and the shown
     /// name, decrypted on the way, gives the name hash (one decryption per
     /// version in all). Touches no database (runs on the decoding thread).
-    func prepareNew(_ incoming: ItemState, path: String, sealing: Bool = true) throws -> NewItem {
+    func prepareNew(_ incoming: ItemState, path: String, sealing: Bool = true, sealer: AEAD.BatchSealer? = nil) throws -> NewItem {
         var state = incoming
         for (rid, versions) in incoming.registers where versions.count > 1 {
             // Merging into nothing: drop versions another one superseded.
@@ -470,7 +473,7 @@ extension Vault {
             if payload.name == "username" { fields.username = rid } else if payload.name == "url" { fields.url = rid }
         }
         return NewItem(
-            row: row, record: sealing ? try sealRecord(state: state, row: row, shown: shown, fieldRegisters: fields) : [], state: state,
+            row: row, record: sealing ? try sealRecord(state: state, row: row, shown: shown, fieldRegisters: fields, sealer: sealer) : [], state: state,
             versions: versionCount, listed: !state.isDeleted && !Self.isReserved(name))
     }
 

@@ -335,7 +335,7 @@ extension Vault {
             // vault.coffer` keeps the inode): the writes it lost used the
             // dots it would take next.
             reason = .restoredInPlace
-        } else if try Queries.summary(db)[local.id] > local.counter {
+        } else if try Queries.seenCounter(db, of: local.id) > local.counter {
             // A bundle carried writes under this id that this file never
             // made: another file writes as this replica.
             reason = .reusedElsewhere

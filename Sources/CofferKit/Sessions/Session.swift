@@ -296,11 +296,20 @@ public struct SessionDirectory: Sendable, Equatable {
     public init(path: String) { self.path = path }
 
     /// The folder for this user and environment (not created).
-    public static func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) -> SessionDirectory {
-        if let r = environment["XDG_RUNTIME_DIR"], r.hasPrefix("/"), PrivateFile.isDirectory(r) {
+    public static func resolve() -> SessionDirectory {
+        resolve(lookup: EnvironmentVariable.value)
+    }
+
+    /// The same, from the variables in `environment`.
+    public static func resolve(environment: [String: String]) -> SessionDirectory {
+        resolve(lookup: { environment[$0] })
+    }
+
+    static func resolve(lookup: (String) -> String?) -> SessionDirectory {
+        if let r = lookup("XDG_RUNTIME_DIR"), r.hasPrefix("/"), PrivateFile.isDirectory(r) {
             return SessionDirectory(path: r + "/coffer")
         }
-        var tmp = environment["TMPDIR"] ?? "/tmp"
+        var tmp = lookup("TMPDIR") ?? "/tmp"
         if !tmp.hasPrefix("/") { tmp = "/tmp" }
         return SessionDirectory(path: tmp + "/coffer-\(PrivateFile.userID)")
     }

@@ -61,30 +61,180 @@ package struct ItemRecord: Equatable {
     }
 
     var encoded: [UInt8] {
-        var w = ByteWriter(capacity: 256 + versions.count * 56)
-        w.u8(Self.formatVersion)
-        w.u8((isDeleted ? 1 : 0) | (hasConflict ? 2 : 0) | (policy == .localOnly ? 4 : 0))
-        w.i64(updatedAt)
-        w.blob16(Array(name.utf8))
-        w.blob16(Array(type.utf8))
-        w.blob16(Array(tags.joined(separator: "\n").utf8))
-        for text in [source, expires, username, url] {
-            w.u8(text == nil ? 0 : 1)
-            w.blob16(Array((text ?? "").utf8))
+        Self.encode(
+            texts: Texts(
+                name: Array(name.utf8), type: Array(type.utf8), tags: Array(tags.joined(separator: "\n").utf8),
+                source: source.map { Array($0.utf8) }, expires: expires.map { Array($0.utf8) },
+                username: username.map { Array($0.utf8) }, url: url.map { Array($0.utf8) }),
+            policy: policy, isDeleted: isDeleted, hasConflict: hasConflict, updatedAt: updatedAt, lastReplica: lastReplica,
+            versions: versions.map { RawRef(register: $0.register, dot: $0.dot, tag: $0.tag) })
+    }
+
+    /// The UTF-8 texts of a record, as stored (see ``encode(texts:policy:isDeleted:hasConflict:updatedAt:lastReplica:versions:)``).
+    struct Texts {
+        var name: [UInt8]
+        var type: [UInt8]
+        /// The tags joined by newlines.
+        var tags: [UInt8]
+        var source: [UInt8]?
+        var expires: [UInt8]?
+        var username: [UInt8]?
+        var url: [UInt8]?
+    }
+
+    /// The padded plaintext of a record, written straight into one buffer
+    /// of its final size (no intermediate strings or arrays: a bulk import
+    /// builds one per item). `versions` need not be sorted; tags shorter
+    /// than 16 bytes are padded with zeros. A text longer than 64 KiB is
+    /// cut (``fitted(_:)``).
+    static func encode(
+        texts: Texts, policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64,
+        lastReplica: ReplicaID?, versions unsorted: [RawRef]
+    ) -> [UInt8] {
+        let versions = unsorted.sorted { ($0.register, $0.dot) < ($1.register, $1.dot) }
+        var t = texts
+        t.name = fitted(t.name)
+        t.type = fitted(t.type)
+        t.tags = fitted(t.tags)
+        let optionals = [t.source, t.expires, t.username, t.url].map { $0.map(fitted) }
+        var size = 1 + 1 + 8 + 2 + t.name.count + 2 + t.type.count + 2 + t.tags.count
+        for text in optionals { size += 1 + 2 + (text?.count ?? 0) }
+        size += 1 + 16 + 4 + versions.count * 56
+        let padded = (size / padBlock + 1) * padBlock
+        var out = [UInt8](repeating: 0, count: padded)
+        out.withUnsafeMutableBufferPointer { buffer in
+            var w = RawWriter(buffer.baseAddress!)
+            w.u8(formatVersion)
+            w.u8((isDeleted ? 1 : 0) | (hasConflict ? 2 : 0) | (policy == .localOnly ? 4 : 0))
+            w.u64(UInt64(bitPattern: updatedAt))
+            w.blob16(t.name)
+            w.blob16(t.type)
+            w.blob16(t.tags)
+            for text in optionals {
+                w.u8(text == nil ? 0 : 1)
+                w.blob16(text ?? [])
+            }
+            w.u8(lastReplica == nil ? 0 : 1)
+            if let lastReplica { w.id(lastReplica.high, lastReplica.low) } else { w.skip(16) }
+            w.u32(UInt32(versions.count))
+            for v in versions {
+                w.id(v.register.high, v.register.low)
+                w.id(v.dot.replica.high, v.dot.replica.low)
+                w.u64(v.dot.counter)
+                w.raw16(v.tag)
+            }
+            precondition(w.written == size, "item record size")
         }
-        w.u8(lastReplica == nil ? 0 : 1)
-        w.id(lastReplica ?? ReplicaID(bytes: [UInt8](repeating: 0, count: 16))!)
-        w.u32(UInt32(versions.count))
-        for v in versions {
-            w.id(v.register)
-            w.id(v.dot.replica)
-            w.u64(v.dot.counter)
-            w.bytes(v.tag.count == 16 ? v.tag : v.tag + [UInt8](repeating: 0, count: 16 - v.tag.count))
-        }
-        var out = w.data
-        let padded = (out.count / Self.padBlock + 1) * Self.padBlock
-        out.append(contentsOf: [UInt8](repeating: 0, count: padded - out.count))
         return out
+    }
+
+    /// Writes big-endian integers and bytes into a buffer already of the
+    /// right size (``encode(texts:policy:isDeleted:hasConflict:updatedAt:lastReplica:versions:)``).
+    private struct RawWriter {
+        let base: UnsafeMutablePointer<UInt8>
+        var written = 0
+        init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
+        mutating func u8(_ v: UInt8) {
+            base[written] = v
+            written += 1
+        }
+        mutating func u16(_ v: UInt16) {
+            base[written] = UInt8(truncatingIfNeeded: v >> 8)
+            base[written + 1] = UInt8(truncatingIfNeeded: v)
+            written += 2
+        }
+        mutating func u32(_ v: UInt32) {
+            UnsafeMutableRawPointer(base + written).storeBytes(of: v.bigEndian, as: UInt32.self)
+            written += 4
+        }
+        mutating func u64(_ v: UInt64) {
+            UnsafeMutableRawPointer(base + written).storeBytes(of: v.bigEndian, as: UInt64.self)
+            written += 8
+        }
+        mutating func id(_ high: UInt64, _ low: UInt64) {
+            u64(high)
+            u64(low)
+        }
+        mutating func bytes(_ b: [UInt8]) {
+            b.withUnsafeBufferPointer { p in
+                if let start = p.baseAddress { (base + written).update(from: start, count: p.count) }
+            }
+            written += b.count
+        }
+        mutating func blob16(_ b: [UInt8]) {
+            u16(UInt16(b.count))
+            bytes(b)
+        }
+        mutating func skip(_ n: Int) { written += n }
+        mutating func raw16(_ v: (UInt64, UInt64)) {
+            UnsafeMutableRawPointer(base + written).storeBytes(of: v, as: (UInt64, UInt64).self)
+            written += 16
+        }
+    }
+
+    /// A current version as the record lists it, without references (a
+    /// bulk import sorts one list per item): the tag is the 16 bytes of
+    /// ``VersionRef/tag`` as they lie in memory.
+    struct RawRef {
+        var register: RegisterID
+        var dot: Dot
+        var tag: (UInt64, UInt64)
+
+        init(register: RegisterID, dot: Dot, tag: [UInt8]) {
+            self.init(register: register, dot: dot, payload: tag)
+        }
+
+        /// The tag of `payload`: its last 16 bytes; a shorter (malformed)
+        /// payload gives its bytes followed by zeros, like `suffix(16)`
+        /// padded.
+        init(register: RegisterID, dot: Dot, payload: [UInt8]) {
+            self.register = register
+            self.dot = dot
+            var t: (UInt64, UInt64) = (0, 0)
+            let n = min(payload.count, 16)
+            withUnsafeMutableBytes(of: &t) { dst in
+                payload.withUnsafeBytes { src in
+                    dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[(src.count - n)...]))
+                }
+            }
+            tag = t
+        }
+    }
+
+    /// Longest text a record holds (its `u16` length).
+    static let maxTextBytes = Int(UInt16.max)
+
+    /// `text` cut to ``maxTextBytes`` at a character boundary when longer
+    /// (a url or username of more than 64 KiB: the listing shows its start;
+    /// reads show the whole value). `text` is UTF-8.
+    static func fitted(_ text: [UInt8]) -> [UInt8] {
+        guard text.count > maxTextBytes else { return text }
+        var end = maxTextBytes
+        while end > 0 && text[end] & 0xC0 == 0x80 { end -= 1 }
+        return Array(text[..<end])
+    }
+
+    /// The bytes a record stores for a field value shown as text: the
+    /// value itself when it is valid UTF-8 (always for ASCII), otherwise
+    /// its repaired decoding (what `String(decoding:as:)` makes of it).
+    static func storedText(_ value: [UInt8]) -> [UInt8] {
+        if value.allSatisfy({ $0 < 0x80 }) { return value }
+        return Array(String(decoding: value, as: UTF8.self).utf8)
+    }
+
+    /// The stored form of the `@tags` text: the tags (split at newlines,
+    /// empty ones dropped) joined by single newlines.
+    static func storedTags(_ text: [UInt8]) -> [UInt8] {
+        let newline = UInt8(ascii: "\n")
+        var clean = text.first != newline && text.last != newline
+        if clean {
+            for i in text.indices.dropFirst() where text[i] == newline && text[i - 1] == newline {
+                clean = false
+                break
+            }
+        }
+        if clean { return text }
+        return Array(String(decoding: text, as: UTF8.self).split(separator: "\n").joined(separator: "\n").utf8)
     }
 
     init(
@@ -174,27 +324,42 @@ extension Vault {
     /// otherwise they are derived here.
     package func sealRecord(
         state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:],
-        fieldRegisters: (username: RegisterID?, url: RegisterID?)? = nil
+        fieldRegisters: (username: RegisterID?, url: RegisterID?)? = nil, sealer: AEAD.BatchSealer? = nil
     ) throws -> [UInt8] {
         let username = fieldRegisters.map(\.username) ?? registerID(field: "username", item: state.id)
         let url = fieldRegisters.map(\.url) ?? registerID(field: "url", item: state.id)
-        func text(_ register: RegisterID?) throws -> String? {
-            guard let rid = register, let v = Register.shown(state.registers[rid] ?? []), !v.isTombstone else { return nil }
-            let p = try known[rid] ?? open(v, item: state.id, register: rid)
+        // The record is encoded straight from the payloads' bytes (no
+        // strings), in one pass over the registers: the same bytes as
+        // ``ItemRecord/encoded`` of the record the texts decode to (a test
+        // compares both with the reference code).
+        var name: [UInt8]?, type: [UInt8]?, tags: [UInt8]?, source: [UInt8]?, expires: [UInt8]?
+        var user: [UInt8]?, link: [UInt8]?
+        var newest: (writtenAt: Int64, dot: Dot)?
+        var versions: [ItemRecord.RawRef] = []
+        versions.reserveCapacity(state.registers.count + 2)
+        for (rid, list) in state.registers {
+            for v in list {
+                if newest == nil || (v.writtenAt, v.dot) > newest! { newest = (v.writtenAt, v.dot) }
+                versions.append(ItemRecord.RawRef(register: rid, dot: v.dot, payload: v.payload))
+            }
+            let isListed = rid.isMetadata ? (rid == .name || rid == .type || rid == .tags || rid == .source || rid == .expires) : (rid == username || rid == url)
+            guard isListed, let shown: FieldVersion = list.count == 1 ? list[0] : Register.shown(list), !shown.isTombstone else { continue }
+            let p = try known[rid] ?? open(shown, item: state.id, register: rid)
             // A field the user marked secret stays out of listings.
-            return p.isSecret ? nil : p.text
+            let text = p.isSecret ? nil : ItemRecord.storedText(p.value)
+            if rid == .name { name = text } else if rid == .type { type = text } else if rid == .tags { tags = text }
+            else if rid == .source { source = text } else if rid == .expires { expires = text }
+            else if rid == username { user = text } else { link = text }
         }
-        var newest: FieldVersion?
-        for versions in state.registers.values {
-            for v in versions where newest == nil || (v.writtenAt, v.dot) > (newest!.writtenAt, newest!.dot) { newest = v }
-        }
-        let record = ItemRecord(
-            name: try text(.name) ?? "", type: try text(.type) ?? ItemType.custom.rawValue,
-            tags: (try text(.tags))?.split(separator: "\n").map(String.init) ?? [], source: try text(.source),
-            expires: try text(.expires), username: try text(username), url: try text(url), policy: row.policy,
-            isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
-            lastReplica: newest?.dot.replica, versions: ItemRecord.refs(of: state))
-        return AEAD.seal(record.encoded, key: keys.record, associatedData: ItemRecord.associatedData(vault: vaultID, item: state.id))
+        let texts = ItemRecord.Texts(
+            name: name ?? [], type: type ?? Array(ItemType.custom.rawValue.utf8), tags: ItemRecord.storedTags(tags ?? []),
+            source: source, expires: expires, username: user, url: link)
+        let plain = ItemRecord.encode(
+            texts: texts, policy: row.policy, isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
+            lastReplica: newest?.dot.replica, versions: versions)
+        let ad = ItemRecord.associatedData(vault: vaultID, item: state.id)
+        if let sealer { return sealer.seal(plain, associatedData: ad) }
+        return AEAD.seal(plain, key: keys.record, associatedData: ad)
     }
 
     /// Opens a sealed record; a missing or unauthentic one is `damaged`.

@@ -189,11 +189,20 @@ public enum VaultLocation {
     /// `explicit` (from `--vault`), else `$COFFER_VAULT`, else
     /// `$XDG_DATA_HOME/coffer/vault.coffer`, else
     /// `~/.local/share/coffer/vault.coffer`.
-    public static func resolve(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func resolve(explicit: String?) -> String {
+        resolve(explicit: explicit, lookup: EnvironmentVariable.value)
+    }
+
+    /// The same, from the variables in `environment`.
+    public static func resolve(explicit: String?, environment: [String: String]) -> String {
+        resolve(explicit: explicit, lookup: { environment[$0] })
+    }
+
+    static func resolve(explicit: String?, lookup: (String) -> String?) -> String {
         if let p = explicit, !p.isEmpty { return absolute(p) }
-        if let p = environment["COFFER_VAULT"], !p.isEmpty { return absolute(p) }
-        if let d = environment["XDG_DATA_HOME"], d.hasPrefix("/") { return d + "/coffer/vault.coffer" }
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        if let p = lookup("COFFER_VAULT"), !p.isEmpty { return absolute(p) }
+        if let d = lookup("XDG_DATA_HOME"), d.hasPrefix("/") { return d + "/coffer/vault.coffer" }
+        let home = lookup("HOME") ?? NSHomeDirectory()
         return home + "/.local/share/coffer/vault.coffer"
     }
 

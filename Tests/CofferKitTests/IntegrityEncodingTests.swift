@@ -1,0 +1,245 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import Testing
+
+@testable import CofferKit
+
+/// The bulk paths write item records and vault-MAC terms straight into
+/// memory (no strings, no intermediate arrays). A vault written before
+/// must still verify, so every byte must be what the format-5 code made:
+/// these tests compare against that code, kept here verbatim as the
+/// reference (ByteWriter and Strings), over items with every kind of text
+/// the record normalises (non-ASCII, invalid UTF-8, empty tags, CR LF),
+/// secret and deleted fields, conflicts and short payloads.
+@Suite("integrity encodings (bulk paths against the reference)")
+struct IntegrityEncodingTests {
+    // MARK: The format-5 reference code
+
+    static func referenceRecord(_ r: ItemRecord) -> [UInt8] {
+        var w = ByteWriter(capacity: 256 + r.versions.count * 56)
+        w.u8(1)
+        w.u8((r.isDeleted ? 1 : 0) | (r.hasConflict ? 2 : 0) | (r.policy == .localOnly ? 4 : 0))
+        w.i64(r.updatedAt)
+        w.blob16(Array(r.name.utf8))
+        w.blob16(Array(r.type.utf8))
+        w.blob16(Array(r.tags.joined(separator: "\n").utf8))
+        for text in [r.source, r.expires, r.username, r.url] {
+            w.u8(text == nil ? 0 : 1)
+            w.blob16(Array((text ?? "").utf8))
+        }
+        w.u8(r.lastReplica == nil ? 0 : 1)
+        w.id(r.lastReplica ?? ReplicaID(bytes: [UInt8](repeating: 0, count: 16))!)
+        w.u32(UInt32(r.versions.count))
+        for v in r.versions {
+            w.id(v.register)
+            w.id(v.dot.replica)
+            w.u64(v.dot.counter)
+            w.bytes(v.tag.count == 16 ? v.tag : v.tag + [UInt8](repeating: 0, count: 16 - v.tag.count))
+        }
+        var out = w.data
+        let padded = (out.count / 128 + 1) * 128
+        out.append(contentsOf: [UInt8](repeating: 0, count: padded - out.count))
+        return out
+    }
+
+    /// The record the format-5 `sealRecord` built (texts through `String`).
+    static func referenceRecord(_ v: Vault, state: ItemState, row: ItemRow) throws -> ItemRecord {
+        func text(_ register: RegisterID?) throws -> String? {
+            guard let rid = register, let ver = Register.shown(state.registers[rid] ?? []), !ver.isTombstone else { return nil }
+            let p = try v.open(ver, item: state.id, register: rid)
+            return p.isSecret ? nil : p.text
+        }
+        var newest: FieldVersion?
+        for versions in state.registers.values {
+            for ver in versions where newest == nil || (ver.writtenAt, ver.dot) > (newest!.writtenAt, newest!.dot) { newest = ver }
+        }
+        return ItemRecord(
+            name: try text(.name) ?? "", type: try text(.type) ?? ItemType.custom.rawValue,
+            tags: (try text(.tags))?.split(separator: "\n").map(String.init) ?? [], source: try text(.source),
+            expires: try text(.expires), username: try text(v.registerID(field: "username", item: state.id)),
+            url: try text(v.registerID(field: "url", item: state.id)), policy: row.policy,
+            isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
+            lastReplica: newest?.dot.replica, versions: ItemRecord.refs(of: state))
+    }
+
+    static func referenceItemTerm(_ row: ItemRow, record: [UInt8]) -> [UInt8] {
+        var w = ByteWriter(capacity: 100 + record.count)
+        w.u8(UInt8(ascii: "I"))
+        w.id(row.id)
+        w.blob16(Array(row.policy.rawValue.utf8))
+        w.blob16(row.nameHash ?? [])
+        w.u8(row.nameHash == nil ? 0 : 1)
+        w.u8(row.isDeleted ? 1 : 0)
+        w.u8(row.hasConflict ? 1 : 0)
+        w.i64(row.createdAt)
+        w.i64(row.updatedAt)
+        w.blob32(record)
+        return w.data
+    }
+
+    static func referenceVersionTerm(tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?) -> [UInt8] {
+        let vector = v.vector.encoded
+        var w = ByteWriter(capacity: 110 + vector.count)
+        w.u8(UInt8(ascii: tag))
+        w.id(item)
+        w.id(register)
+        w.id(v.dot.replica)
+        w.u64(v.dot.counter)
+        w.blob32(vector)
+        w.i64(v.writtenAt)
+        w.u8(v.isTombstone ? 1 : 0)
+        w.u32(UInt32(clamping: v.payload.count))
+        w.bytes(v.payload.suffix(16))
+        if let supersededAt { w.i64(supersededAt) }
+        return w.data
+    }
+
+    // MARK: Items of every shape
+
+    func payload(_ name: String, _ value: [UInt8], secret: Bool = false) -> FieldPayload {
+        FieldPayload(name: name, value: value, isSecret: secret)
+    }
+
+    /// (name, tags, username, url, source, secret username?, tombstoned url?)
+    static let shapes: [(name: [UInt8], tags: [UInt8]?, username: [UInt8]?, url: [UInt8]?, source: [UInt8]?, secretUser: Bool, deadURL: Bool)] = [
+        (Array("plain/ascii".utf8), Array("a\nb".utf8), Array("me".utf8), Array("https://example.com/a/long/path".utf8), Array("github".utf8), false, false),
+        (Array("café/東京 🔑".utf8), Array("\nx\n\ny\n".utf8), Array("jörg".utf8), nil, nil, false, false),
+        ([0xff, 0x41, 0xc3], Array("a\r\nb\r\n".utf8), [0x80], Array("u".utf8), [0xfe], false, true),
+        (Array("".utf8), Array("".utf8), Array("secret-user".utf8), nil, Array("s\n".utf8), true, false),
+        (Array("only-name".utf8), nil, nil, nil, nil, false, false),
+        (Array("tags/crlf".utf8), Array("\r\n\r\nz".utf8), nil, Array("x".utf8), nil, false, false),
+    ]
+
+    /// An item state and row of shape `i`: a first write, then (for odd
+    /// shapes) a concurrent write of the name from another replica (a
+    /// conflict) and a tombstoned url.
+    func item(_ v: Vault, shape i: Int, policy: SyncPolicy = .sync, deleted: Bool = false) throws -> (ItemState, ItemRow) {
+        let s = Self.shapes[i]
+        let id = ItemID.random()
+        var changes = [Vault.Change(register: .name, payload: payload("@name", s.name), tombstone: false)]
+        if i != 4 { changes.append(.init(register: .type, payload: payload("@type", Array("login".utf8)), tombstone: false)) }
+        if let t = s.tags { changes.append(.init(register: .tags, payload: payload("@tags", t), tombstone: false)) }
+        if let src = s.source { changes.append(.init(register: .source, payload: payload("@source", src), tombstone: false)) }
+        if let u = s.username {
+            changes.append(.init(register: v.registerID(field: "username", item: id), payload: payload("username", u, secret: s.secretUser), tombstone: false))
+        }
+        if let u = s.url {
+            changes.append(.init(register: v.registerID(field: "url", item: id), payload: payload("url", u), tombstone: false))
+        }
+        changes.append(.init(register: v.registerID(field: "password", item: id), payload: payload("password", Array("pw".utf8), secret: true), tombstone: false))
+        var state = ItemState(id: id)
+        v.apply(changes, to: &state, dot: Dot(replica: ReplicaID.random(), counter: 3), at: 1_700_000_000_000)
+        if s.deadURL {
+            v.apply([.init(register: v.registerID(field: "url", item: id), payload: payload("url", []), tombstone: true)], to: &state, dot: Dot(replica: ReplicaID.random(), counter: 9), at: 1_700_000_000_500)
+        }
+        if i % 2 == 1 {
+            var other = ItemState(id: id)
+            v.apply([.init(register: .name, payload: payload("@name", Array("other".utf8)), tombstone: false)], to: &other, dot: Dot(replica: ReplicaID.random(), counter: 1), at: 1_700_000_000_100)
+            state.registers[.name]! += other.registers[.name]!
+        }
+        if deleted {
+            v.apply([.init(register: .deleted, payload: payload("@deleted", []), tombstone: false)], to: &state, dot: Dot(replica: ReplicaID.random(), counter: 12), at: 1_700_000_001_000)
+        }
+        let row = try v.derivedRow(for: state, policy: policy, createdAt: 1_700_000_000_000, updatedAt: 1_700_000_001_000)
+        return (state, row)
+    }
+
+    // MARK: Tests
+
+    @Test func recordsAreTheBytesOfTheReference() throws {
+        let v = try makeVault()
+        let sealer = AEAD.BatchSealer(key: v.keys.record)
+        for i in Self.shapes.indices {
+            for (policy, deleted) in [(SyncPolicy.sync, false), (.localOnly, false), (.sync, true)] {
+                let (state, row) = try item(v, shape: i, policy: policy, deleted: deleted)
+                let expected = Self.referenceRecord(try Self.referenceRecord(v, state: state, row: row))
+                let ad = ItemRecord.associatedData(vault: v.vaultID, item: state.id)
+                // The listing-record path (fields found by derivation),
+                // the import path (batch sealer) and `encoded` itself.
+                let sealed = try v.sealRecord(state: state, row: row)
+                #expect(try AEAD.open(sealed, key: v.keys.record, associatedData: ad) == expected, "shape \(i)")
+                let batch = try v.sealRecord(state: state, row: row, sealer: sealer)
+                #expect(try AEAD.open(batch, key: v.keys.record, associatedData: ad) == expected, "shape \(i), batch sealer")
+                let record = try v.openRecord(sealed, item: state.id)
+                #expect(record.encoded == expected, "shape \(i), re-encoded")
+                #expect(record.versions == ItemRecord.refs(of: state))
+                if i == 0 { #expect(record.username == "me" && record.tags == ["a", "b"]) }
+                if i == 1 { #expect(record.tags == ["x", "y"] && record.hasConflict) }
+                // Shape 3: the later, concurrent name is shown; the secret username is left out.
+                if i == 3 { #expect(record.username == nil && record.name == "other") }
+            }
+        }
+    }
+
+    @Test func versionsWithShortPayloadsKeepTheReferenceRecord() throws {
+        let v = try makeVault()
+        let (state, row) = try item(v, shape: 0)
+        var short = state
+        // A malformed (short) payload: its bytes and zeros stand for it.
+        let rid = v.registerID(field: "password", item: state.id)
+        var ver = short.registers[rid]![0]
+        ver.payload = [1, 2, 3, 4, 5]
+        short.registers[rid] = [ver]
+        let record = ItemRecord(
+            name: "n", type: "login", tags: [], source: nil, expires: nil, username: nil, url: nil, policy: row.policy,
+            isDeleted: false, hasConflict: false, updatedAt: 1, lastReplica: nil, versions: ItemRecord.refs(of: short))
+        #expect(record.encoded == Self.referenceRecord(record))
+    }
+
+    @Test func termsAreTheBytesOfTheReference() throws {
+        let v = try makeVault()
+        let key = SecretBytes(copying: Random.bytes(32))
+        for i in Self.shapes.indices {
+            let (state, row0) = try item(v, shape: i, policy: i % 2 == 0 ? .sync : .localOnly, deleted: i == 2)
+            var row = row0
+            if i == 3 { row.nameHash = nil }
+            let record = try v.sealRecord(state: state, row: row)
+            #expect(IntegrityTerm.item(row, record: record) == Self.referenceItemTerm(row, record: record))
+            #expect(IntegrityTerm.item(row, record: []) == Self.referenceItemTerm(row, record: []))
+            let bulk = VaultMAC(key: key)
+            let single = VaultMAC(key: key)
+            bulk.toggleItem(row, record: record)
+            single.toggle(Self.referenceItemTerm(row, record: record))
+            for (rid, list) in state.registers {
+                for var ver in list {
+                    if i == 4 { ver.payload = Array(ver.payload.prefix(7)) }
+                    #expect(IntegrityTerm.version(item: state.id, register: rid, ver) == Self.referenceVersionTerm(tag: "V", item: state.id, register: rid, ver, supersededAt: nil))
+                    #expect(
+                        IntegrityTerm.history(item: state.id, register: rid, ver, supersededAt: -5)
+                            == Self.referenceVersionTerm(tag: "S", item: state.id, register: rid, ver, supersededAt: -5))
+                    bulk.toggleVersion(item: state.id, register: rid, ver, encodedVector: ver.vector.encoded)
+                    single.toggle(Self.referenceVersionTerm(tag: "V", item: state.id, register: rid, ver, supersededAt: nil))
+                }
+            }
+            #expect(bulk.delta == single.delta && bulk.areaDelta == single.areaDelta)
+            #expect(!bulk.isZero)
+        }
+        // A term longer than the reused buffer (a record of 2 KiB) grows it.
+        let (state, row) = try item(v, shape: 0)
+        let big = [UInt8](repeating: 7, count: 2048)
+        let a = VaultMAC(key: key)
+        let b = VaultMAC(key: key)
+        a.toggleItem(row, record: big)
+        a.toggleItem(row, record: Array(big.prefix(10)))
+        b.toggle(Self.referenceItemTerm(row, record: big))
+        b.toggle(Self.referenceItemTerm(row, record: Array(big.prefix(10))))
+        #expect(a.delta == b.delta && a.areaDelta == b.areaDelta)
+        _ = state
+    }
+
+    @Test func aListedTextOver64KiBIsCutAtACharacter() throws {
+        let v = try makeVault()
+        // 65,534 ASCII bytes, then "é" (2 bytes) straddling byte 65,535.
+        let url = "https://x/" + String(repeating: "a", count: 65_524) + "é" + String(repeating: "b", count: 5_000)
+        try v.add(ItemDraft(name: "site", type: .login, fields: [Field(name: "url", value: url, isSecret: false), Field(name: "username", value: "me", isSecret: false)]))
+        let listed = try #require(try v.list().first)
+        #expect(listed.url == "https://x/" + String(repeating: "a", count: 65_524))
+        #expect(listed.username == "me")
+        #expect(try v.item(named: "site").fields.first { $0.name == "url" }?.value == url)
+        #expect(try v.verify().isSound)
+        #expect(ItemRecord.fitted(Array("short".utf8)) == Array("short".utf8))
+        #expect(ItemRecord.fitted([UInt8](repeating: 0x41, count: 70_000)).count == 65_535)
+    }
+}
