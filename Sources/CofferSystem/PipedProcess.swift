@@ -1,3 +1,4 @@
+internal import CCofferSys
 import CofferCrypto
 import Foundation
 
@@ -28,7 +29,7 @@ public enum PipedProcess {
     }
 
     /// Runs `arguments` (`arguments[0]` an absolute path) with exactly
-    /// `environment`, `input` written to its stdin through a pipe (stdin
+    /// `environment` (nil: this process's own), `input` written to its stdin through a pipe (stdin
     /// is /dev/null when nil), stdout captured when `captureOutput`
     /// (else /dev/null), stderr /dev/null. A child still running after
     /// `timeoutMillis` is killed.
@@ -36,7 +37,7 @@ public enum PipedProcess {
     /// A tool that forks a daemon (xclip, wl-copy) must not hold a pipe
     /// we wait on: only capture the output of tools that exit.
     public static func run(
-        _ arguments: [String], environment: [String], input: [UInt8]?, captureOutput: Bool, maxOutput: Int = 64 << 20,
+        _ arguments: [String], environment: [String]?, input: [UInt8]?, captureOutput: Bool, maxOutput: Int = 64 << 20,
         timeoutMillis: Int = 5000
     ) throws(ChildProcessError) -> Result {
         precondition(!arguments.isEmpty)
@@ -102,33 +103,121 @@ public enum PipedProcess {
             buffer.withUnsafeMutableBytes { Sodium.memzero($0.baseAddress!, $0.count) }
             close(outPipe[0])
         }
+        let (termination, timedOut) = waitForExit(pid, deadline: deadline)
+        return Result(termination: termination, output: output, timedOut: timedOut)
+    }
+
+    /// A child started with its standard input a pipe whose write end this
+    /// process holds (stdout and stderr /dev/null). It can get ready — exec,
+    /// load its libraries, connect to the display — while the caller does
+    /// other work, and it sees the end of its input only when ``finish``
+    /// closes the pipe. ``cancel()`` (and dropping it unfinished) kills it
+    /// first, so a tool that acts on end of input (xclip, wl-copy, xsel set
+    /// the clipboard then) never acts on a cancelled one.
+    public final class Started {
+        public let pid: Int32
+        private var stdinFD: Int32
+        private var done = false
+
+        init(pid: Int32, stdinFD: Int32) {
+            self.pid = pid
+            self.stdinFD = stdinFD
+        }
+
+        /// Writes `input`, closes the pipe, and waits for the child to exit
+        /// (killed after `timeoutMillis`).
+        public func finish(input: [UInt8], timeoutMillis: Int = 5000) -> Result {
+            precondition(!done, "finished twice")
+            done = true
+            var ign = sigaction()
+            ign.__sigaction_handler.sa_handler = SIG_IGN
+            var oldPipe = sigaction()
+            sigaction(SIGPIPE, &ign, &oldPipe)
+            writeAll(stdinFD, input)
+            close(stdinFD)
+            sigaction(SIGPIPE, &oldPipe, nil)
+            let (termination, timedOut) = waitForExit(pid, deadline: monotonicMillis() + Int64(timeoutMillis))
+            return Result(termination: termination, output: [], timedOut: timedOut)
+        }
+
+        /// Kills the child before it can see the end of its input, then
+        /// reaps it.
+        public func cancel() {
+            guard !done else { return }
+            done = true
+            // SIGKILL is pending before the pipe closes: the child cannot
+            // return from a read with end of input and go on.
+            kill(pid, SIGKILL)
+            close(stdinFD)
+            _ = waitForExit(pid, deadline: monotonicMillis() + 5000)
+        }
+
+        deinit { cancel() }
+    }
+
+    /// Starts `arguments` (`arguments[0]` an absolute path) with exactly
+    /// `environment` (nil: this process's own), its stdin a pipe held open until
+    /// ``Started/finish(input:timeoutMillis:)``.
+    public static func start(_ arguments: [String], environment: [String]?) throws(ChildProcessError) -> Started {
+        precondition(!arguments.isEmpty)
+        var inPipe: [Int32] = [-1, -1]
+        guard ChildProcess.makePipe(&inPipe, nonblocking: false) else {
+            throw .spawnFailed(arguments[0], "cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let pid: pid_t
+        do { pid = try spawn(arguments, environment: environment, actions: &actions, detached: false) } catch {
+            closeAll(inPipe)
+            throw error
+        }
+        close(inPipe[0])
+        return Started(pid: pid, stdinFD: inPipe[1])
+    }
+
+    /// Reaps `pid`, killing it once `deadline` (monotonic milliseconds)
+    /// has passed. Waits on a pidfd, which wakes the moment the child
+    /// exits; where pidfd_open is unavailable (Linux before 5.3), polls at
+    /// 50 µs doubling to 0.5 ms.
+    static func waitForExit(_ pid: pid_t, deadline: Int64) -> (ChildTermination, timedOut: Bool) {
+        let pidfd = CCofferSys_pidfd_open(pid)
+        defer { if pidfd >= 0 { close(pidfd) } }
         var timedOut = false
         var status: Int32 = 0
-        // Polled (a blocking waitpid has no time-out) at 50 µs doubling to
-        // 0.5 ms: a clipboard tool exits within a few milliseconds, and a
-        // fixed 2 ms step added about 1 ms to every `coffer clip`.
         var pause: UInt32 = 50
         while true {
             let r = waitpid(pid, &status, WNOHANG)
             if r == pid { break }
             if r < 0 && errno != EINTR { break }
-            if monotonicMillis() > deadline && !timedOut {
+            let left = deadline - monotonicMillis()
+            if left <= 0 && !timedOut {
                 timedOut = true
                 kill(pid, SIGKILL)
             }
-            usleep(pause)
-            pause = min(pause * 2, 500)
+            if pidfd >= 0 {
+                var fds = [pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)]
+                _ = poll(&fds, 1, timedOut ? 1000 : Int32(min(max(left, 1), 1000)))
+            } else {
+                usleep(pause)
+                pause = min(pause * 2, 500)
+            }
         }
         let termination = status & 0x7f == 0
             ? ChildTermination(exitCode: (status >> 8) & 0xff, signal: nil)
             : ChildTermination(exitCode: nil, signal: status & 0x7f)
-        return Result(termination: termination, output: output, timedOut: timedOut)
+        return (termination, timedOut)
     }
 
-    /// Starts `arguments` in a session of its own, not waited for, with
-    /// `input` on its stdin through a pipe and /dev/null for stdout and
-    /// stderr. It outlives this process.
-    public static func spawnDetached(_ arguments: [String], environment: [String], input: [UInt8]) throws(ChildProcessError) {
+    /// Starts `arguments` in a process group of its own (so the terminal's
+    /// Ctrl-C, Ctrl-\ and hang-up, sent to the foreground group, never
+    /// reach it), not waited for, its stdin a pipe (written with
+    /// ``Detached/send(_:)``) and /dev/null for stdout and stderr. It
+    /// outlives this process.
+    public static func spawnDetached(_ arguments: [String], environment: [String]?) throws(ChildProcessError) -> Detached {
         var inPipe: [Int32] = [-1, -1]
         guard ChildProcess.makePipe(&inPipe, nonblocking: false) else {
             throw .spawnFailed(arguments[0], "cannot create a pipe: \(String(cString: strerror(errno)))")
@@ -144,13 +233,30 @@ public enum PipedProcess {
             throw error
         }
         close(inPipe[0])
-        var ign = sigaction()
-        ign.__sigaction_handler.sa_handler = SIG_IGN
-        var oldPipe = sigaction()
-        sigaction(SIGPIPE, &ign, &oldPipe)
-        writeAll(inPipe[1], input)
-        close(inPipe[1])
-        sigaction(SIGPIPE, &oldPipe, nil)
+        return Detached(stdinFD: inPipe[1])
+    }
+
+    /// The write end of a detached child's standard input: ``send(_:)``
+    /// gives it its input; dropping it unsent gives it an empty one.
+    public final class Detached {
+        private var stdinFD: Int32
+
+        init(stdinFD: Int32) { self.stdinFD = stdinFD }
+
+        /// Writes `input` and closes the pipe.
+        public func send(_ input: [UInt8]) {
+            guard stdinFD >= 0 else { return }
+            var ign = sigaction()
+            ign.__sigaction_handler.sa_handler = SIG_IGN
+            var oldPipe = sigaction()
+            sigaction(SIGPIPE, &ign, &oldPipe)
+            writeAll(stdinFD, input)
+            close(stdinFD)
+            stdinFD = -1
+            sigaction(SIGPIPE, &oldPipe, nil)
+        }
+
+        deinit { if stdinFD >= 0 { close(stdinFD) } }
     }
 
     /// Reads standard input to its end (at most `max` bytes).
@@ -168,7 +274,7 @@ public enum PipedProcess {
     }
 
     private static func spawn(
-        _ arguments: [String], environment: [String], actions: inout posix_spawn_file_actions_t, detached: Bool
+        _ arguments: [String], environment: [String]?, actions: inout posix_spawn_file_actions_t, detached: Bool
     ) throws(ChildProcessError) -> pid_t {
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
@@ -182,14 +288,25 @@ public enum PipedProcess {
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attr, &none)
         var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-        if detached { flags |= posixSpawnSetsid }
+        // Not a session of its own (POSIX_SPAWN_SETSID): with scheduler
+        // autogroups (the default on desktop kernels) setsid moves the
+        // child into a new task group while this process, vforked, waits
+        // for its exec — 2.3–2.9 ms per `coffer clip` on a loaded machine
+        // (docs/benchmarks-verbs.md). A process group of its own is enough
+        // to keep the terminal's signals away.
+        if detached {
+            flags |= POSIX_SPAWN_SETPGROUP
+            posix_spawnattr_setpgroup(&attr, 0)
+        }
         posix_spawnattr_setflags(&attr, Int16(flags))
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        // nil: this process's own environment, passed as it is (no copy).
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup($0) } + [nil] }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, &attr, argv, envp)
+        let rc = envp.map { posix_spawn(&pid, arguments[0], &actions, &attr, argv, $0) }
+            ?? posix_spawn(&pid, arguments[0], &actions, &attr, argv, environ)
         for p in argv { free(p) }
-        for p in envp {
+        for p in envp ?? [] {
             if let p { Sodium.memzero(p, strlen(p)) }
             free(p)
         }
@@ -212,10 +329,6 @@ public enum PipedProcess {
             written += n
         }
     }
-
-    /// glibc's POSIX_SPAWN_SETSID (2.26+), which Swift's Glibc module
-    /// does not export: the child starts a new session.
-    static let posixSpawnSetsid: Int32 = 0x80
 
     private static func closeAll(_ fds: [Int32]) { for fd in fds where fd >= 0 { close(fd) } }
 

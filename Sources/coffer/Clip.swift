@@ -33,23 +33,55 @@ struct Clip: ParsableCommand {
     func run() throws {
         let seconds = try Clip.parseDelay(clearAfter)
         let tool = try ClipboardTool.detect()
-        try Clip.execute(vault: try options.unlock(), name: name, field: field, tool: tool, seconds: seconds)
+        // Started early only when the vault opens with the shell session
+        // (no prompt, no KDF), as VaultOptions.unlock decides.
+        let early = options.passphraseFd == nil && options.passphraseFile == nil && SessionEnvironment.token != nil
+        try Clip.execute(name: name, field: field, tool: tool, seconds: seconds, startEarly: early) { () throws(CofferError) in
+            try options.unlock()
+        }
     }
 
-    /// Shared with ``FastPath``.
-    static func execute(vault: Vault, name: String, field: String?, tool: ClipboardTool, seconds: Int) throws {
-        let item = try vault.item(named: name)
-        ItemWarnings.emit(for: item)
-        let chosen = try Get.choose(item, field)
-        if chosen.isFile {
-            throw CofferError(.usage, "'\(chosen.name)' of '\(item.name)' is an attachment; it is not copied to the clipboard", hint: "save it with `coffer get \(item.name) --field \(chosen.name) --out FILE`")
+    /// Shared with ``FastPath``. With `startEarly` the clipboard tool is
+    /// started before the vault is unlocked, so that its own start (exec,
+    /// its libraries, connecting to the display: about 2 ms for xclip)
+    /// runs on the other core while coffer unlocks and finds the item; it
+    /// gets the value, and with it the end of its input, only once the
+    /// value is known, and is killed before it sees end of input if
+    /// anything fails (docs/user-guide.md, "clip").
+    static func execute(
+        name: String, field: String?, tool: ClipboardTool, seconds: Int, startEarly: Bool, unlock: () throws(CofferError) -> Vault
+    ) throws(CofferError) {
+        let early = startEarly ? try tool.start() : nil
+        let chosen: Field
+        let itemName: String
+        do throws(CofferError) {
+            let vault = try unlock()
+            let item = try vault.item(named: name)
+            ItemWarnings.emit(for: item)
+            chosen = try Get.choose(item, field)
+            itemName = item.name
+            if chosen.isFile {
+                throw CofferError(.usage, "'\(chosen.name)' of '\(item.name)' is an attachment; it is not copied to the clipboard", hint: "save it with `coffer get \(item.name) --field \(chosen.name) --out FILE`")
+            }
+        } catch {
+            early?.cancel()
+            throw error
         }
-        try tool.copy(chosen.bytes)
-        if seconds > 0 {
-            try tool.scheduleClear(of: chosen.bytes, after: seconds)
-            Output.note("copied '\(chosen.name)' of \(item.name) to the clipboard (\(tool.name)); clearing it in \(seconds)s")
+        let started: PipedProcess.Started
+        if let early { started = early } else { started = try tool.start() }
+        // The clearer is started before the tool gets the value, so that
+        // its start (this process waits, vforked, until its exec) overlaps
+        // the tool's; it gets the value only once the tool has succeeded,
+        // and an empty input (the tool failed) ends it. Should it not
+        // start, the tool is killed unfed: nothing is copied that would
+        // not be cleared.
+        let clearer = seconds > 0 ? try tool.startClearer(after: seconds) : nil
+        try tool.copy(chosen.bytes, through: started)
+        if let clearer {
+            clearer.send(chosen.bytes)
+            Output.note("copied '\(chosen.name)' of \(itemName) to the clipboard (\(tool.name)); clearing it in \(seconds)s")
         } else {
-            Output.note("copied '\(chosen.name)' of \(item.name) to the clipboard (\(tool.name)); it stays there")
+            Output.note("copied '\(chosen.name)' of \(itemName) to the clipboard (\(tool.name)); it stays there")
         }
     }
 
@@ -78,19 +110,21 @@ struct ClipboardTool {
     var pasteArgs: [String]
     var clearArgs: [String]?
 
-    static let environment: [String] = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+    /// One environment variable (getenv: no dictionary of the whole
+    /// environment is built on `clip`'s path). Children get this process's
+    /// environment as it is.
+    static func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
     /// The first tool the session can use: wl-copy under Wayland, else
     /// xclip, else xsel under X11.
     static func detect() throws(CofferError) -> ClipboardTool {
-        let env = ProcessInfo.processInfo.environment
-        let path = env["PATH"]
-        if env["WAYLAND_DISPLAY"].map({ !$0.isEmpty }) ?? false, let copy = PipedProcess.which("wl-copy", path: path),
+        let path = env("PATH")
+        if env("WAYLAND_DISPLAY").map({ !$0.isEmpty }) ?? false, let copy = PipedProcess.which("wl-copy", path: path),
             let paste = PipedProcess.which("wl-paste", path: path)
         {
             return ClipboardTool(name: "wl-copy", path: copy, copyArgs: [], pasteArgs: [paste, "--no-newline"], clearArgs: ["--clear"])
         }
-        if env["DISPLAY"].map({ !$0.isEmpty }) ?? false {
+        if env("DISPLAY").map({ !$0.isEmpty }) ?? false {
             if let x = PipedProcess.which("xclip", path: path) {
                 return ClipboardTool(name: "xclip", path: x, copyArgs: ["-selection", "clipboard", "-in"], pasteArgs: [x, "-selection", "clipboard", "-out"], clearArgs: nil)
             }
@@ -98,7 +132,7 @@ struct ClipboardTool {
                 return ClipboardTool(name: "xsel", path: x, copyArgs: ["--clipboard", "--input"], pasteArgs: [x, "--clipboard", "--output"], clearArgs: ["--clipboard", "--clear"])
             }
         }
-        let session = (env["WAYLAND_DISPLAY"].map { !$0.isEmpty } ?? false) || (env["DISPLAY"].map { !$0.isEmpty } ?? false)
+        let session = (env("WAYLAND_DISPLAY").map { !$0.isEmpty } ?? false) || (env("DISPLAY").map { !$0.isEmpty } ?? false)
         throw CofferError(
             .fileNotFound,
             session
@@ -107,22 +141,28 @@ struct ClipboardTool {
             hint: session ? "install wl-clipboard, xclip or xsel" : "run it in a graphical session, or print the value with `coffer get`")
     }
 
-    /// Puts `value` on the clipboard (through the tool's stdin).
-    func copy(_ value: [UInt8]) throws(CofferError) {
-        let r: PipedProcess.Result
+    /// Starts the tool's copy command; it waits for the value on its stdin.
+    func start() throws(CofferError) -> PipedProcess.Started {
         do {
-            r = try PipedProcess.run([path] + copyArgs, environment: ClipboardTool.environment, input: value, captureOutput: false)
+            return try PipedProcess.start([path] + copyArgs, environment: nil)
         } catch {
             throw CofferError(.internalError, "cannot start \(name): \(error)")
         }
+    }
+
+    /// Puts `value` on the clipboard through the stdin of `started` (from
+    /// ``start()``), and waits for the tool to exit: its exit status is
+    /// the only way to know the clipboard was set.
+    func copy(_ value: [UInt8], through started: PipedProcess.Started) throws(CofferError) {
+        let r = started.finish(input: value)
         guard r.termination.exitCode == 0, !r.timedOut else {
-            throw CofferError(.internalError, "\(name) failed (exit \(r.termination.status)); the clipboard was not set", hint: "check that the display \(ProcessInfo.processInfo.environment["DISPLAY"] ?? ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"] ?? "") is reachable")
+            throw CofferError(.internalError, "\(name) failed (exit \(r.termination.status)); the clipboard was not set", hint: "check that the display \(ClipboardTool.env("DISPLAY") ?? ClipboardTool.env("WAYLAND_DISPLAY") ?? "") is reachable")
         }
     }
 
     /// What the clipboard holds now (nil when it cannot be read).
     func paste() -> [UInt8]? {
-        guard let r = try? PipedProcess.run(pasteArgs, environment: ClipboardTool.environment, input: nil, captureOutput: true, maxOutput: Field.maxValueBytes + 1),
+        guard let r = try? PipedProcess.run(pasteArgs, environment: nil, input: nil, captureOutput: true, maxOutput: Field.maxValueBytes + 1),
             r.termination.exitCode == 0, !r.timedOut
         else { return nil }
         return r.output
@@ -130,21 +170,21 @@ struct ClipboardTool {
 
     func clear() {
         if let clearArgs {
-            _ = try? PipedProcess.run([path] + clearArgs, environment: ClipboardTool.environment, input: nil, captureOutput: false)
+            _ = try? PipedProcess.run([path] + clearArgs, environment: nil, input: nil, captureOutput: false)
         } else {
-            _ = try? PipedProcess.run([path] + copyArgs, environment: ClipboardTool.environment, input: [], captureOutput: false)
+            _ = try? PipedProcess.run([path] + copyArgs, environment: nil, input: [], captureOutput: false)
         }
     }
 
-    /// Starts a detached `coffer clip-clear` that clears the clipboard
-    /// after `seconds` if it still holds `value`; the value reaches it
-    /// through a pipe.
-    func scheduleClear(of value: [UInt8], after seconds: Int) throws(CofferError) {
+    /// Starts a detached `coffer clip-clear` that, once sent the value
+    /// (through a pipe), clears the clipboard after `seconds` if it still
+    /// holds that value.
+    func startClearer(after seconds: Int) throws(CofferError) -> PipedProcess.Detached {
         let me = ClipboardTool.executablePath()
         do {
-            try PipedProcess.spawnDetached([me, "clip-clear", "--tool", name, "--after", String(seconds)], environment: ClipboardTool.environment, input: value)
+            return try PipedProcess.spawnDetached([me, "clip-clear", "--tool", name, "--after", String(seconds)], environment: nil)
         } catch {
-            throw CofferError(.internalError, "cannot start the clipboard clearer: \(error)", hint: "the value stays on the clipboard; clear it by copying something else")
+            throw CofferError(.internalError, "cannot start the clipboard clearer: \(error)", hint: "nothing was copied; use --clear-after 0 to copy without clearing")
         }
     }
 
@@ -170,13 +210,31 @@ struct ClipClear: ParsableCommand {
     @Option var after: Int
 
     func run() throws {
+        ClipClear.clear(tool: tool, after: after)
+    }
+
+    /// The command line ``ClipboardTool/scheduleClear(of:after:)`` builds,
+    /// `clip-clear --tool NAME --after SECONDS`, read without
+    /// argument-parser (whose start-up is most of a coffer process's
+    /// instructions, docs/benchmarks-verbs.md); anything else is left to it.
+    static func direct(_ args: [String]) -> (tool: String, after: Int)? {
+        guard args.count == 5, args[0] == "clip-clear", args[1] == "--tool", args[3] == "--after", let after = Int(args[4]) else { return nil }
+        return (args[2], after)
+    }
+
+    /// Reads the value, keeps only a keyed hash of it, sleeps, then finds
+    /// the tool (the same PATH and display as the `coffer clip` that
+    /// started it) and clears the clipboard if it still holds the value.
+    static func clear(tool: String, after: Int) {
         var value = PipedProcess.readStandardInput(max: Field.maxValueBytes)
+        // Empty: `coffer clip` was not able to copy (or copied an empty
+        // value, which there is no point clearing).
+        guard !value.isEmpty else { return }
         let key = SecretBytes.random(count: 32)
         let expected = KeyedHash.hash(value, key: key)
-        value.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
-        guard let t = ClipboardTool.named(tool) else { return }
+        _ = value.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
         sleep(UInt32(max(0, min(after, 86400))))
-        guard let now = t.paste() else { return }
+        guard let t = ClipboardTool.named(tool), let now = t.paste() else { return }
         if KeyedHash.hash(now, key: key) == expected { t.clear() }
     }
 }

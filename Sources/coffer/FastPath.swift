@@ -10,6 +10,11 @@ import CofferKit
 enum FastPath {
     /// Runs the command and returns true when it applies; false otherwise.
     static func run(_ args: [String]) throws -> Bool {
+        // The detached clipboard clearer `coffer clip` starts.
+        if let clear = ClipClear.direct(args) {
+            ClipClear.clear(tool: clear.tool, after: clear.after)
+            return true
+        }
         if try AddFastPath.run(args) { return true }
         if args == ["ls"] || args == ["ls", "--tree"], let token = SessionEnvironment.token {
             try List.execute(vault: unlock(token: token), prefix: nil, tree: args.count == 2)
@@ -30,16 +35,20 @@ enum FastPath {
             return true
         default: return false
         }
-        // clip checks for a clipboard tool before unlocking, as Clip.run does.
-        let tool = args[0] == "clip" ? try ClipboardTool.detect() : nil
+        if args[0] == "clip" {
+            // Checks for a clipboard tool before unlocking, as Clip.run does.
+            let tool = try ClipboardTool.detect()
+            try Clip.execute(name: name, field: nil, tool: tool, seconds: 45, startEarly: true) { () throws(CofferError) in
+                try unlock(token: token)
+            }
+            return true
+        }
         let file = try VaultFile.open(path: VaultLocation.resolve(explicit: nil))
         let vault = try Session.unlock(file: file, token: token, directory: .resolve())
         UnlockedVault.current = vault
         switch args[0] {
         case "show": try Show.execute(vault: vault, name: name, reveal: false, json: false)
         case "otp": try Otp.execute(vault: vault, name: name, field: "totp", at: nil, json: false)
-        case "clip":
-            if let tool { try Clip.execute(vault: vault, name: name, field: nil, tool: tool, seconds: 45) }
         default: try Get.show(vault: vault, name: name, field: nil, json: false)
         }
         return true

@@ -110,6 +110,114 @@ struct ClipInteropTests {
     }
 }
 
+/// With a shell session `coffer clip` starts the clipboard tool before it
+/// unlocks (docs/user-guide.md, "clip"): the tool must get the value when
+/// all went well, and nothing — the clipboard stays as it was — when not.
+@Suite("coffer clip with a session and a real X clipboard (Xvfb, xclip)", .enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
+struct ClipSessionInteropTests {
+    struct NoSession: Error {}
+
+    func setUp(_ x: XServer) throws -> (TestHome, [String: String]) {
+        let home = ClipInteropTests().home(x)
+        FileManager.default.createFile(atPath: home.path("key.bin"), contents: Data([0, 1, 2, 3]))
+        #expect(home.unlocked(["attach", "svc/api", home.path("key.bin"), "--as", "backup"]).status == 0)
+        let r = home.unlocked(["unlock", "--shell", "sh"])
+        let prefix = "export COFFER_SESSION='"
+        guard r.out.hasPrefix(prefix) else { throw NoSession() }
+        return (home, ["COFFER_SESSION": String(r.out.dropFirst(prefix.count).dropLast(2))])
+    }
+
+    @Test func copiesWithTheSessionOnBothPaths() throws {
+        let x = try XServer()
+        let (home, env) = try setUp(x)
+        // `clip NAME`: the fast path, clearing in 45 s.
+        let fast = home.run(["clip", "svc/api"], env: env)
+        #expect(fast.status == 0, "\(fast)")
+        #expect(fast.stderr.contains("clearing it in 45s"))
+        #expect(x.clipboard() == "clip-SECRET-4711")
+        #expect(!allCommandLines().contains { $0.contains("clip-SECRET") })
+        #expect(clearers(of: home) == 1)
+        // In a process group of its own: the terminal's Ctrl-C (sent to the
+        // foreground group, which the clearer was started from) misses it.
+        #expect(clearerGroups(of: home).allSatisfy { $0.pid == $0.pgid && $0.pgid != getpgrp() })
+        // With options: argument-parser's path, the same early start.
+        let field = home.run(["clip", "svc/login", "--field", "username", "--clear-after", "1"], env: env)
+        #expect(field.status == 0, "\(field)")
+        #expect(x.clipboard() == "octo")
+        var cleared = false
+        for _ in 0..<40 where !cleared {
+            usleep(100_000)
+            cleared = x.clipboard() == nil
+        }
+        #expect(cleared, "the clipboard still holds the value")
+    }
+
+    @Test func aFailureAfterTheToolStartedLeavesTheClipboardAsItWas() throws {
+        let x = try XServer()
+        let (home, env) = try setUp(x)
+        x.setClipboard("what the user copied")
+        let missing = home.run(["clip", "svc/nope"], env: env)
+        #expect(missing.status == 66, "\(missing)")
+        #expect(missing.stderr.contains("svc/nope"))
+        let attachment = home.run(["clip", "svc/api", "--field", "backup"], env: env)
+        #expect(attachment.status == 64, "\(attachment)")
+        #expect(attachment.stderr.contains("attachment"))
+        let badSession = home.run(["clip", "svc/api"], env: ["COFFER_SESSION": "coffer-session-v1.0000.bogus"])
+        #expect(badSession.status == 77, "\(badSession)")
+        // The started xclip was killed before it saw the end of its input:
+        // it never took the selection, not even with an empty value.
+        usleep(200_000)
+        #expect(x.clipboard() == "what the user copied")
+        #expect(clearers(of: home) == 0, "a clearer was started for a failed clip")
+    }
+
+    @Test func aToolThatFailsIsAnErrorAndLeavesNoClearer() throws {
+        let x = try XServer()
+        let (home, env) = try setUp(x)
+        var broken = env
+        broken["DISPLAY"] = ":4711"
+        let r = home.run(["clip", "svc/api"], env: broken)
+        #expect(r.status == 70, "\(r)")
+        #expect(r.stderr.contains("xclip failed") && r.stderr.contains("not set"), "\(r)")
+        // The clearer, started alongside the tool, got no value: it ends at
+        // once instead of waiting 45 s.
+        var left = clearers(of: home)
+        for _ in 0..<50 where left > 0 {
+            usleep(100_000)
+            left = clearers(of: home)
+        }
+        #expect(left == 0, "a clearer is still waiting after a failed clip")
+    }
+
+    /// The pid and process group of each clearer of `home`.
+    func clearerGroups(of home: TestHome) -> [(pid: Int32, pgid: Int32)] {
+        clearerPIDs(of: home).compactMap { pid in
+            // /proc/PID/stat: "pid (comm) state ppid pgrp …"
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 2, let p = Int32(pid), let g = Int32(fields[2]) else { return nil }
+            return (p, g)
+        }
+    }
+
+    /// Running `coffer clip-clear` processes started for `home` (its HOME
+    /// in their environment; other tests' clearers run meanwhile).
+    func clearers(of home: TestHome) -> Int { clearerPIDs(of: home).count }
+
+    func clearerPIDs(of home: TestHome) -> [String] {
+        let procs = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return procs.filter { $0.allSatisfy(\.isNumber) }.filter { pid in
+            guard let cmd = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                String(decoding: cmd, as: UTF8.self).contains("clip-clear"),
+                let env = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            else { return false }
+            return String(decoding: env, as: UTF8.self).contains(home.environment["HOME"] ?? "?")
+        }
+    }
+}
+
 @Suite("coffer clip errors")
 struct ClipErrorTests {
     @Test func noToolOrNoDisplayIsOneClearLine() {
