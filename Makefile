@@ -52,15 +52,23 @@ build: deps
 # and libxml2.so alone brought ICU 72 and libstdc++ with it; about 1.1 ms of
 # CPU per `coffer get` (docs/benchmarks-cli.md, "Start-up").
 # scripts/static-libs.sh links the .a files into STATIC_LIBS, searched before
-# /usr/lib (through PKG_CONFIG_PATH: see the script); Sources/CXMLICU forwards
-# libxml2's ICU calls to Foundation's ICU.
+# /usr/lib (through PKG_CONFIG_PATH: see the script), and writes the build
+# flags for what it found into STATIC_LIBS/flags; Sources/CXMLICU forwards
+# libxml2's ICU calls to Foundation's ICU. STATIC_LINK=0 links them shared.
+# A security update of SQLite, libxml2, zlib, liblzma or libargon2 reaches
+# this binary only by rebuilding it (`make release-check` prints the
+# versions linked).
 STATIC_LIBS := $(CURDIR)/.build/static-libs
-RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie \
-	-Xswiftc -L$(STATIC_LIBS) -Xlinker -llzma -Xcc -DCOFFER_STATIC_LIBXML2
+STATIC_LINK ?= 1
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie
 
 release: deps
-	@bash scripts/static-libs.sh $(STATIC_LIBS)
-	PKG_CONFIG_PATH="$(STATIC_LIBS)/pkgconfig$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" $(SWIFT) build -c release $(RELEASE_FLAGS)
+ifeq ($(STATIC_LINK),1)
+	@bash scripts/static-libs.sh $(STATIC_LIBS) "$(SWIFT)"
+	PKG_CONFIG_PATH="$(STATIC_LIBS)/pkgconfig$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" $(SWIFT) build -c release $(RELEASE_FLAGS) $$(cat $(STATIC_LIBS)/flags)
+else
+	$(SWIFT) build -c release $(RELEASE_FLAGS)
+endif
 
 # The release binary as linked: no static library left shared, the same
 # Argon2id keys and KeePass XML decoding as the debug build (run by CI).
@@ -92,9 +100,11 @@ check-layers:
 	@bash scripts/check-layers.sh
 
 # The manual page, generated from the command definitions by
-# swift-argument-parser's generate-manual plugin (it builds in release mode).
+# swift-argument-parser's generate-manual plugin, from a debug build: built
+# in release mode (its default) it would overwrite the statically linked
+# release binary that `make install` copies.
 man:
-	$(SWIFT) package --allow-writing-to-package-directory generate-manual
+	$(SWIFT) package --allow-writing-to-package-directory generate-manual --configuration debug
 	@echo "man page: .build/plugins/GenerateManual/outputs/coffer/coffer.1"
 
 install: release man

@@ -26,6 +26,10 @@ for lib in libxml2 libicuuc libicudata libsqlite3 libargon2 libstdc++ liblzma li
   case " $libs " in *" $lib "*) fail "the release binary still loads $lib.so (is its .a in .build/static-libs? see scripts/static-libs.sh)";; esac
 done
 
+# The libraries frozen into the binary: a security update of one of them
+# needs a rebuild of Coffer.
+echo "release-check: linked statically from: $(dpkg-query -W -f='${Package} ${Version}, ' libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev libargon2-dev 2>/dev/null | sed 's/, $//')"
+
 # 2. The same key from both builds' Argon2id (default parameters: 4 lanes).
 printf 'release check passphrase\n' > "$DIR/pass"; printf 'another passphrase\n' > "$DIR/wrong"
 chmod 600 "$DIR/pass" "$DIR/wrong"

@@ -10,20 +10,51 @@
 // libicudata.a for them would add a second 30 MB copy of ICU's data to the
 // binary: Foundation already links ICU (FoundationICU, every C symbol
 // prefixed `swift_`). These definitions forward those seven calls to it.
-// ICU's C API is stable across versions, and every object that crosses
-// here (the converter, the callback arguments) is made and read by the
-// same copy of ICU.
+// ICU's converter C API is stable across versions, and every object that
+// crosses here (the converter, the callback arguments) is made and read by
+// the same copy of ICU.
 //
-// Compiled only when the release build asks (COFFER_STATIC_LIBXML2): a
-// debug build links libxml2.so with its own ICU and needs nothing here.
+// The risk, stated: `swift_ucnv_*` are FoundationICU's own names, not a
+// published interface. A toolchain that renames or hides them fails the
+// release link (loudly, at build time); `make release-check` (CI) covers the
+// forwarders at run time through an SCSU-encoded file, which glibc's iconv
+// cannot decode and libxml2 hands to ICU.
+//
+// Compiled only when scripts/static-libs.sh found libxml2.a: it passes
+// COFFER_STATIC_LIBXML2 and COFFER_ICU_SUFFIX, the suffix libxml2.a's own
+// undefined symbols carry (`_72` on Debian 12), so no ICU header is needed
+// and the names cannot drift from what libxml2.a calls. A debug build links
+// libxml2.so with its own ICU and compiles nothing here. The definitions
+// are hidden: the static link resolves libxml2.a's calls to them, and no
+// shared library can bind to them at run time.
 #include "CXMLICU.h"
 
-#ifdef COFFER_STATIC_LIBXML2
-#include <unicode/ucnv.h>
-#include <unicode/ucnv_err.h>
+#if defined(COFFER_STATIC_LIBXML2) && defined(COFFER_ICU_SUFFIX)
+#include <stdint.h>
 
-// FoundationICU's names for the same functions (its headers are not
-// installed, so they are declared here with ICU's own prototypes).
+#define COFFER_CAT2(a, b) a##b
+#define COFFER_CAT(a, b) COFFER_CAT2(a, b)
+#define ICU(name) COFFER_CAT(name, COFFER_ICU_SUFFIX)
+#define HIDDEN __attribute__((visibility("hidden")))
+
+// ICU's C types, as unicode/utypes.h and unicode/ucnv_err.h declare them:
+// the converter and the callback arguments are only passed through.
+typedef struct UConverter UConverter;
+typedef struct UConverterToUnicodeArgs UConverterToUnicodeArgs;
+typedef struct UConverterFromUnicodeArgs UConverterFromUnicodeArgs;
+typedef int UErrorCode;                 // an enum
+typedef int UConverterCallbackReason;   // an enum
+typedef int8_t UBool;
+typedef uint16_t UChar;
+typedef int32_t UChar32;
+typedef void (*UConverterToUCallback)(
+    const void *context, UConverterToUnicodeArgs *args, const char *codeUnits, int32_t length,
+    UConverterCallbackReason reason, UErrorCode *err);
+typedef void (*UConverterFromUCallback)(
+    const void *context, UConverterFromUnicodeArgs *args, const UChar *codeUnits, int32_t length,
+    UChar32 codePoint, UConverterCallbackReason reason, UErrorCode *err);
+
+// FoundationICU's names for the same functions.
 extern UConverter *swift_ucnv_open(const char *converterName, UErrorCode *err);
 extern void swift_ucnv_close(UConverter *converter);
 extern void swift_ucnv_convertEx(
@@ -43,17 +74,15 @@ extern void swift_UCNV_FROM_U_CALLBACK_STOP(
     const void *context, UConverterFromUnicodeArgs *fromUArgs, const UChar *codeUnits, int32_t length,
     UChar32 codePoint, UConverterCallbackReason reason, UErrorCode *err);
 
-// ICU's headers rename each of these to its versioned symbol
-// (ucnv_open -> ucnv_open_72), the one libxml2.a was built against.
-UConverter *ucnv_open(const char *converterName, UErrorCode *err) {
+HIDDEN UConverter *ICU(ucnv_open)(const char *converterName, UErrorCode *err) {
     return swift_ucnv_open(converterName, err);
 }
 
-void ucnv_close(UConverter *converter) {
+HIDDEN void ICU(ucnv_close)(UConverter *converter) {
     swift_ucnv_close(converter);
 }
 
-void ucnv_convertEx(
+HIDDEN void ICU(ucnv_convertEx)(
     UConverter *targetCnv, UConverter *sourceCnv, char **target, const char *targetLimit,
     const char **source, const char *sourceLimit, UChar *pivotStart, UChar **pivotSource,
     UChar **pivotTarget, const UChar *pivotLimit, UBool reset, UBool flush, UErrorCode *pErrorCode) {
@@ -61,25 +90,25 @@ void ucnv_convertEx(
                          pivotSource, pivotTarget, pivotLimit, reset, flush, pErrorCode);
 }
 
-void ucnv_setToUCallBack(
+HIDDEN void ICU(ucnv_setToUCallBack)(
     UConverter *converter, UConverterToUCallback newAction, const void *newContext,
     UConverterToUCallback *oldAction, const void **oldContext, UErrorCode *err) {
     swift_ucnv_setToUCallBack(converter, newAction, newContext, oldAction, oldContext, err);
 }
 
-void ucnv_setFromUCallBack(
+HIDDEN void ICU(ucnv_setFromUCallBack)(
     UConverter *converter, UConverterFromUCallback newAction, const void *newContext,
     UConverterFromUCallback *oldAction, const void **oldContext, UErrorCode *err) {
     swift_ucnv_setFromUCallBack(converter, newAction, newContext, oldAction, oldContext, err);
 }
 
-void UCNV_TO_U_CALLBACK_STOP(
+HIDDEN void ICU(UCNV_TO_U_CALLBACK_STOP)(
     const void *context, UConverterToUnicodeArgs *toUArgs, const char *codeUnits, int32_t length,
     UConverterCallbackReason reason, UErrorCode *err) {
     swift_UCNV_TO_U_CALLBACK_STOP(context, toUArgs, codeUnits, length, reason, err);
 }
 
-void UCNV_FROM_U_CALLBACK_STOP(
+HIDDEN void ICU(UCNV_FROM_U_CALLBACK_STOP)(
     const void *context, UConverterFromUnicodeArgs *fromUArgs, const UChar *codeUnits, int32_t length,
     UChar32 codePoint, UConverterCallbackReason reason, UErrorCode *err) {
     swift_UCNV_FROM_U_CALLBACK_STOP(context, fromUArgs, codeUnits, length, codePoint, reason, err);
