@@ -13,7 +13,9 @@ ITEMS="${BENCH_ITEMS:-10000}"
 RUNS="${BENCH_RUNS:-30}"
 DIR="$(mktemp -d /tmp/coffer-bench-verbs.XXXXXX)"
 XPID=""
-cleanup() { [ -n "$XPID" ] && kill -9 "$XPID" 2>/dev/null; rm -rf "$DIR"; }
+# Each timed `clip` leaves a clearer sleeping for 45 s; end this run's
+# (they would clear a display that no longer exists).
+cleanup() { [ -n "$XPID" ] && kill -9 "$XPID" 2>/dev/null; pkill -f "^$COFFER clip-clear" 2>/dev/null || true; rm -rf "$DIR"; }
 trap cleanup EXIT
 export HOME="$DIR/home" XDG_DATA_HOME="$DIR/home/.local/share" XDG_CONFIG_HOME="$DIR/home/.config" XDG_RUNTIME_DIR="$DIR/run"
 mkdir -p "$HOME" "$XDG_RUNTIME_DIR"; chmod 700 "$XDG_RUNTIME_DIR"
