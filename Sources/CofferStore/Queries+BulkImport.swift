@@ -67,6 +67,19 @@ public struct PendingInsert: Sendable {
 /// Statements have fixed sizes (64 items, 256 versions; the last ones
 /// shorter), so that only a few are prepared and cached. Used by one
 /// thread at a time (the buffered values are not `Sendable`).
+/// What a bulk import writes besides the items and their versions. Every
+/// vault coffer writes has both records and MAC terms; the two lesser
+/// settings exist only for `coffer-bench clone`, to measure what each costs
+/// (docs/benchmarks.md), and make vaults coffer refuses.
+public enum BulkIntegrity: Sendable, Equatable {
+    /// Item records and vault-MAC terms.
+    case full
+    /// Item records, no vault-MAC terms (`--without-mac`).
+    case recordsOnly
+    /// Neither (`--without-integrity`).
+    case none
+}
+
 public struct NewItemRows: @unchecked Sendable {
     static let itemsPerStatement = 64
     /// 256 × 8 = 2,048 parameters.
@@ -82,12 +95,10 @@ public struct NewItemRows: @unchecked Sendable {
     /// registers and one or two replicas): one `Data` each, not per row.
     private var registerValues: [RegisterID: Data] = [:]
     private var replicaValues: [ReplicaID: Data] = [:]
-    /// False only for `coffer-bench clone --without-integrity`: no record
-    /// rows and no MAC terms (the baseline of the integrity data's cost,
-    /// docs/benchmarks.md). Every vault coffer writes has both.
-    let integrity: Bool
+    /// `.full` except for `coffer-bench clone`'s baselines.
+    let integrity: BulkIntegrity
 
-    public init(mac: VaultMAC, integrity: Bool = true) {
+    public init(mac: VaultMAC, integrity: BulkIntegrity = .full) {
         self.mac = mac
         self.integrity = integrity
         records.reserveCapacity(Self.itemsPerStatement * 2)
@@ -99,8 +110,8 @@ public struct NewItemRows: @unchecked Sendable {
     /// became complete.
     public mutating func add(row: ItemRow, record: [UInt8], state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
-        if integrity {
-            mac.toggleItem(row, record: record)
+        if integrity != .none {
+            if integrity == .full { mac.toggleItem(row, record: record) }
             records.append(id)
             records.append(Data(record))
         }
@@ -125,7 +136,7 @@ public struct NewItemRows: @unchecked Sendable {
                 versions.append(v.isTombstone)
                 versions.append(Data(v.payload))
                 versionRows += 1
-                if integrity { mac.toggleVersion(item: row.id, register: rid, v, encodedVector: vector) }
+                if integrity == .full { mac.toggleVersion(item: row.id, register: rid, v, encodedVector: vector) }
             }
         }
         return itemRows == Self.itemsPerStatement ? flush(all: false) : []
@@ -161,7 +172,7 @@ public struct NewItemRows: @unchecked Sendable {
                 Self.take(
                     "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
                     columns: 7, rows: n, from: &items))
-            if integrity {
+            if integrity != .none {
                 out.append(
                     Self.take("INSERT INTO itemRecord (itemId, record) VALUES ", columns: 2, rows: n, from: &records))
             }

@@ -146,7 +146,7 @@ final class NewItemBuffer: @unchecked Sendable {
 
     /// `mac` collects the terms of the rows built here (this thread's
     /// own accumulator, absorbed by the writer at the end).
-    init(mac: VaultMAC, integrity: Bool = true) { rows = NewItemRows(mac: mac, integrity: integrity) }
+    init(mac: VaultMAC, integrity: BulkIntegrity = .full) { rows = NewItemRows(mac: mac, integrity: integrity) }
 
     func add(_ item: NewItem) -> [DecodedRecord] {
         var out: [DecodedRecord] = [.added(item.state.id, hasConflict: item.row.hasConflict, versions: item.versions, listed: item.listed)]

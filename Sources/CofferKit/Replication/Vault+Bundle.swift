@@ -263,10 +263,10 @@ extension Vault {
         return try importRecords(from: reader, path: path, progress: progress, restore: restore)
     }
 
-    /// `integrity` is false only for `coffer-bench clone --without-integrity`
-    /// (the baseline of the integrity data's cost): new items then get no
-    /// record and no MAC terms, and the vault is thrown away.
-    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil, integrity: Bool = true) throws(CofferError) -> ImportReport {
+    /// `integrity` is `.full` except for `coffer-bench clone`'s baselines
+    /// (the cost of the integrity data): new items then get no MAC terms,
+    /// or neither records nor MAC terms, and the vault is thrown away.
+    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil, integrity: BulkIntegrity = .full) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
             try write { db, mac in
@@ -333,7 +333,7 @@ extension Vault {
                                 try rules.check(record: incoming)
                                 let unseen = Self.unseenPart(of: incoming, seen: seen)
                                 if unseen.registers.isEmpty { return [.unchanged] }
-                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity, sealer: sealer)) : [.merge(unseen)]
+                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity != .none, sealer: sealer)) : [.merge(unseen)]
                             },
                             atEnd: { buffer.finish() })
                         pipeline.start()
@@ -501,20 +501,22 @@ extension Vault {
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
         progress: ImportProgress? = nil
     ) throws(CofferError) -> ImportReport {
-        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: true)
+        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: .full)
     }
 
     /// ``clone(bundleAt:to:passphrase:allowExpensiveKDF:progress:)`` for
-    /// `coffer-bench clone`: with `integrity` false, the same code without
-    /// item records and vault-MAC terms (a vault no coffer command accepts;
-    /// the baseline of their cost in docs/benchmarks.md).
-    package static func _cloneForBenchmarks(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, integrity: Bool) throws(CofferError) -> ImportReport {
-        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: false, progress: nil, integrity: integrity)
+    /// `coffer-bench clone`: the same code without the vault-MAC terms
+    /// (`mac` false), or without them and the item records (`records`
+    /// false): vaults no coffer command accepts, the baselines of their cost
+    /// in docs/benchmarks.md.
+    package static func _cloneForBenchmarks(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, records: Bool, mac: Bool) throws(CofferError) -> ImportReport {
+        let integrity: BulkIntegrity = !records ? .none : mac ? .full : .recordsOnly
+        return try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: false, progress: nil, integrity: integrity)
     }
 
     static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool,
-        progress: ImportProgress?, integrity: Bool
+        progress: ImportProgress?, integrity: BulkIntegrity
     ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
@@ -548,7 +550,7 @@ extension Vault {
         }
     }
 
-    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?, integrity: Bool) throws(CofferError) -> ImportReport {
+    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?, integrity: BulkIntegrity) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
