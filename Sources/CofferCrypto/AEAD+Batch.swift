@@ -30,28 +30,11 @@ extension AEAD {
                 nonces.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
                 next = 0
             }
-            precondition(key.count == keyLength)
-            var out = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
             let start = next * nonceLength
             next += 1
-            out.withUnsafeMutableBufferPointer { o in
-                nonces.withUnsafeBufferPointer { n in
-                    o.baseAddress!.update(from: n.baseAddress! + start, count: nonceLength)
-                }
-                plaintext.withUnsafeBufferPointer { m in
-                    associatedData.withUnsafeBufferPointer { ad in
-                        key.withBytes { k in
-                            var clen: UInt64 = 0
-                            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                                o.baseAddress! + nonceLength, &clen,
-                                m.baseAddress, UInt64(m.count),
-                                ad.baseAddress, UInt64(ad.count), nil,
-                                o.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                        }
-                    }
-                }
+            return AEAD.seal(plaintext, key: key, associatedData: associatedData) { out in
+                nonces.withUnsafeBufferPointer { out.update(from: $0.baseAddress! + start, count: nonceLength) }
             }
-            return out
         }
     }
 }

@@ -18,10 +18,21 @@ public enum AEAD {
     /// Encrypts with a caller-chosen nonce. Only for deterministic test
     /// vectors; a nonce must never repeat under one key.
     package static func seal(_ plaintext: [UInt8], nonce: [UInt8], key: SecretBytes, associatedData: [UInt8]) -> [UInt8] {
-        precondition(key.count == keyLength && nonce.count == nonceLength)
+        precondition(nonce.count == nonceLength)
+        return seal(plaintext, key: key, associatedData: associatedData) { out in
+            nonce.withUnsafeBufferPointer { out.update(from: $0.baseAddress!, count: nonceLength) }
+        }
+    }
+
+    /// The box: `writeNonce` puts the nonce at the start of the output,
+    /// then the plaintext is encrypted under it after the nonce.
+    static func seal(
+        _ plaintext: [UInt8], key: SecretBytes, associatedData: [UInt8], writeNonce: (UnsafeMutablePointer<UInt8>) -> Void
+    ) -> [UInt8] {
+        precondition(key.count == keyLength)
         var out = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
-        out.replaceSubrange(0..<nonceLength, with: nonce)
         out.withUnsafeMutableBufferPointer { o in
+            writeNonce(o.baseAddress!)
             plaintext.withUnsafeBufferPointer { m in
                 associatedData.withUnsafeBufferPointer { ad in
                     key.withBytes { k in

@@ -119,13 +119,13 @@ public final class VaultMAC: @unchecked Sendable {
 
     /// Toggles the term that `write` writes (at most `size` bytes) into
     /// the reused buffer.
-    func toggleWritten(size: Int, _ write: (inout RawTermWriter) -> Void) {
+    func toggleWritten(size: Int, _ write: (inout RawByteWriter) -> Void) {
         if size > termCapacity {
             termBuffer.deallocate()
             termCapacity = max(size, termCapacity * 2)
             termBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: termCapacity)
         }
-        var w = RawTermWriter(termBuffer)
+        var w = RawByteWriter(termBuffer)
         write(&w)
         precondition(w.written <= size, "integrity term size")
         toggle(UnsafeBufferPointer(start: termBuffer, count: w.written))

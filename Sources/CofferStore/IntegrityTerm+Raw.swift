@@ -14,7 +14,7 @@ enum RawTerm {
 
     /// `"I" || item id || blob16 policy || blob16 name hash || has-hash ||
     /// deleted || conflict || i64 created || i64 updated || blob32 record`.
-    static func writeItem(_ row: ItemRow, record: [UInt8], into w: inout RawTermWriter) {
+    static func writeItem(_ row: ItemRow, record: [UInt8], into w: inout RawByteWriter) {
         w.u8(UInt8(ascii: "I"))
         w.id(row.id.high, row.id.low)
         var policy = row.policy.rawValue
@@ -45,7 +45,7 @@ enum RawTerm {
     /// A payload shorter than 16 bytes (malformed) gives its bytes and zeros.
     static func writeVersion(
         tag: UInt8, item: ItemID, register: RegisterID, _ v: FieldVersion, vector: [UInt8], supersededAt: Int64?,
-        into w: inout RawTermWriter
+        into w: inout RawByteWriter
     ) {
         w.u8(tag)
         w.id(item.high, item.low)
@@ -68,50 +68,16 @@ enum RawTerm {
 
     /// A term as an array: `size` bytes, written by `body` (which must
     /// write at most `size`; the array is cut to what it wrote).
-    static func array(size: Int, _ body: (inout RawTermWriter) -> Void) -> [UInt8] {
+    static func array(size: Int, _ body: (inout RawByteWriter) -> Void) -> [UInt8] {
         var written = 0
         let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            var w = RawTermWriter(buffer.baseAddress!)
+            var w = RawByteWriter(buffer.baseAddress!)
             body(&w)
             precondition(w.written <= size, "integrity term size")
             written = w.written
             count = written
         }
         return out
-    }
-}
-
-/// Writes big-endian integers and bytes into memory sized by the caller
-/// (``RawTerm``).
-struct RawTermWriter {
-    let base: UnsafeMutablePointer<UInt8>
-    private(set) var written = 0
-    init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
-
-    mutating func u8(_ v: UInt8) {
-        base[written] = v
-        written += 1
-    }
-    mutating func u16(_ v: UInt16) {
-        base[written] = UInt8(truncatingIfNeeded: v >> 8)
-        base[written + 1] = UInt8(truncatingIfNeeded: v)
-        written += 2
-    }
-    mutating func u32(_ v: UInt32) {
-        UnsafeMutableRawPointer(base + written).storeBytes(of: v.bigEndian, as: UInt32.self)
-        written += 4
-    }
-    mutating func u64(_ v: UInt64) {
-        UnsafeMutableRawPointer(base + written).storeBytes(of: v.bigEndian, as: UInt64.self)
-        written += 8
-    }
-    mutating func id(_ high: UInt64, _ low: UInt64) {
-        u64(high)
-        u64(low)
-    }
-    mutating func bytes(_ b: UnsafeBufferPointer<UInt8>) {
-        if let start = b.baseAddress, b.count > 0 { (base + written).update(from: start, count: b.count) }
-        written += b.count
     }
 }
 

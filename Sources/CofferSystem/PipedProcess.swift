@@ -129,13 +129,7 @@ public enum PipedProcess {
         public func finish(input: [UInt8], timeoutMillis: Int = 5000) -> Result {
             precondition(!done, "finished twice")
             done = true
-            var ign = sigaction()
-            ign.__sigaction_handler.sa_handler = SIG_IGN
-            var oldPipe = sigaction()
-            sigaction(SIGPIPE, &ign, &oldPipe)
-            writeAll(stdinFD, input)
-            close(stdinFD)
-            sigaction(SIGPIPE, &oldPipe, nil)
+            PipedProcess.writeAndClose(stdinFD, input)
             let (termination, timedOut) = waitForExit(pid, deadline: monotonicMillis() + Int64(timeoutMillis))
             return Result(termination: termination, output: [], timedOut: timedOut)
         }
@@ -159,6 +153,28 @@ public enum PipedProcess {
     /// `environment` (nil: this process's own), its stdin a pipe held open until
     /// ``Started/finish(input:timeoutMillis:)``.
     public static func start(_ arguments: [String], environment: [String]?) throws(ChildProcessError) -> Started {
+        let (pid, stdinFD) = try spawnWithInputPipe(arguments, environment: environment, detached: false)
+        return Started(pid: pid, stdinFD: stdinFD)
+    }
+
+    /// Writes `input` to a child's stdin pipe and closes it, with SIGPIPE
+    /// ignored meanwhile (a child that exits early must not end coffer).
+    static func writeAndClose(_ fd: Int32, _ input: [UInt8]) {
+        var ign = sigaction()
+        ign.__sigaction_handler.sa_handler = SIG_IGN
+        var oldPipe = sigaction()
+        sigaction(SIGPIPE, &ign, &oldPipe)
+        writeAll(fd, input)
+        close(fd)
+        sigaction(SIGPIPE, &oldPipe, nil)
+    }
+
+    /// Spawns `arguments` with stdin the read end of a new pipe and
+    /// /dev/null for stdout and stderr; returns the pid and the pipe's
+    /// write end.
+    private static func spawnWithInputPipe(
+        _ arguments: [String], environment: [String]?, detached: Bool
+    ) throws(ChildProcessError) -> (pid_t, Int32) {
         precondition(!arguments.isEmpty)
         var inPipe: [Int32] = [-1, -1]
         guard ChildProcess.makePipe(&inPipe, nonblocking: false) else {
@@ -171,12 +187,12 @@ public enum PipedProcess {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let pid: pid_t
-        do { pid = try spawn(arguments, environment: environment, actions: &actions, detached: false) } catch {
+        do { pid = try spawn(arguments, environment: environment, actions: &actions, detached: detached) } catch {
             closeAll(inPipe)
             throw error
         }
         close(inPipe[0])
-        return Started(pid: pid, stdinFD: inPipe[1])
+        return (pid, inPipe[1])
     }
 
     /// Reaps `pid`, killing it once `deadline` (monotonic milliseconds)
@@ -218,22 +234,8 @@ public enum PipedProcess {
     /// ``Detached/send(_:)``) and /dev/null for stdout and stderr. It
     /// outlives this process.
     public static func spawnDetached(_ arguments: [String], environment: [String]?) throws(ChildProcessError) -> Detached {
-        var inPipe: [Int32] = [-1, -1]
-        guard ChildProcess.makePipe(&inPipe, nonblocking: false) else {
-            throw .spawnFailed(arguments[0], "cannot create a pipe: \(String(cString: strerror(errno)))")
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        do { _ = try spawn(arguments, environment: environment, actions: &actions, detached: true) } catch {
-            closeAll(inPipe)
-            throw error
-        }
-        close(inPipe[0])
-        return Detached(stdinFD: inPipe[1])
+        let (_, stdinFD) = try spawnWithInputPipe(arguments, environment: environment, detached: true)
+        return Detached(stdinFD: stdinFD)
     }
 
     /// The write end of a detached child's standard input: ``send(_:)``
@@ -246,14 +248,8 @@ public enum PipedProcess {
         /// Writes `input` and closes the pipe.
         public func send(_ input: [UInt8]) {
             guard stdinFD >= 0 else { return }
-            var ign = sigaction()
-            ign.__sigaction_handler.sa_handler = SIG_IGN
-            var oldPipe = sigaction()
-            sigaction(SIGPIPE, &ign, &oldPipe)
-            writeAll(stdinFD, input)
-            close(stdinFD)
+            PipedProcess.writeAndClose(stdinFD, input)
             stdinFD = -1
-            sigaction(SIGPIPE, &oldPipe, nil)
         }
 
         deinit { if stdinFD >= 0 { close(stdinFD) } }

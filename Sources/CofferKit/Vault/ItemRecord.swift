@@ -103,7 +103,7 @@ package struct ItemRecord: Equatable {
         let padded = (size / padBlock + 1) * padBlock
         var out = [UInt8](repeating: 0, count: padded)
         out.withUnsafeMutableBufferPointer { buffer in
-            var w = RawWriter(buffer.baseAddress!)
+            var w = RawByteWriter(buffer.baseAddress!)
             w.u8(formatVersion)
             w.u8((isDeleted ? 1 : 0) | (hasConflict ? 2 : 0) | (policy == .localOnly ? 4 : 0))
             w.u64(UInt64(bitPattern: updatedAt))
@@ -126,50 +126,6 @@ package struct ItemRecord: Equatable {
             precondition(w.written == size, "item record size")
         }
         return out
-    }
-
-    /// Writes big-endian integers and bytes into a buffer already of the
-    /// right size (``encode(texts:policy:isDeleted:hasConflict:updatedAt:lastReplica:versions:)``).
-    private struct RawWriter {
-        let base: UnsafeMutablePointer<UInt8>
-        var written = 0
-        init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
-        mutating func u8(_ v: UInt8) {
-            base[written] = v
-            written += 1
-        }
-        mutating func u16(_ v: UInt16) {
-            base[written] = UInt8(truncatingIfNeeded: v >> 8)
-            base[written + 1] = UInt8(truncatingIfNeeded: v)
-            written += 2
-        }
-        mutating func u32(_ v: UInt32) {
-            UnsafeMutableRawPointer(base + written).storeBytes(of: v.bigEndian, as: UInt32.self)
-            written += 4
-        }
-        mutating func u64(_ v: UInt64) {
-            UnsafeMutableRawPointer(base + written).storeBytes(of: v.bigEndian, as: UInt64.self)
-            written += 8
-        }
-        mutating func id(_ high: UInt64, _ low: UInt64) {
-            u64(high)
-            u64(low)
-        }
-        mutating func bytes(_ b: [UInt8]) {
-            b.withUnsafeBufferPointer { p in
-                if let start = p.baseAddress { (base + written).update(from: start, count: p.count) }
-            }
-            written += b.count
-        }
-        mutating func blob16(_ b: [UInt8]) {
-            u16(UInt16(b.count))
-            bytes(b)
-        }
-        mutating func skip(_ n: Int) { written += n }
-        mutating func raw16(_ v: (UInt64, UInt64)) {
-            UnsafeMutableRawPointer(base + written).storeBytes(of: v, as: (UInt64, UInt64).self)
-            written += 16
-        }
     }
 
     /// A current version as the record lists it, without references (a
