@@ -15,13 +15,7 @@ public final class InterchangeStream: @unchecked Sendable {
     /// ids and for progress. May be 0.
     public let expectedCount: Int
 
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var batches: [[InterchangeEntry]] = []
-    private var ended = false
-    private var failure: CofferError?
-    private var cancelled = false
-    private var readerDone = false
+    private let handOff = BatchHandOff<InterchangeEntry, CofferError>(maxAhead: InterchangeStream.maxBatchesAhead)
 
     // The reader's batch being filled; the import's batch being taken.
     // Each used by its own thread only.
@@ -41,12 +35,7 @@ public final class InterchangeStream: @unchecked Sendable {
             var error: CofferError?
             do throws(CofferError) { try read(stream) } catch let e { error = e }
             if error == nil { _ = stream.flush() }
-            stream.condition.lock()
-            stream.ended = true
-            stream.failure = error
-            stream.readerDone = true
-            stream.condition.broadcast()
-            stream.condition.unlock()
+            stream.handOff.finish(failure: error)
         }
         thread.name = "coffer-import-read"
         thread.start()
@@ -62,16 +51,9 @@ public final class InterchangeStream: @unchecked Sendable {
     }
 
     private func flush() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while batches.count >= Self.maxBatchesAhead && !cancelled { condition.wait() }
-        if cancelled { return false }
-        if !filling.isEmpty {
-            batches.append(filling)
-            filling = []
-            filling.reserveCapacity(Self.batchSize)
-            condition.broadcast()
-        }
+        guard handOff.push(filling) else { return false }
+        filling = []
+        filling.reserveCapacity(Self.batchSize)
         return true
     }
 
@@ -83,26 +65,14 @@ public final class InterchangeStream: @unchecked Sendable {
             taken += 1
             return taking[taken - 1]
         }
-        condition.lock()
-        defer { condition.unlock() }
-        while batches.isEmpty && !ended { condition.wait() }
-        if !batches.isEmpty {
-            taking = batches.removeFirst()
-            taken = 1
-            condition.broadcast()
-            return taking[0]
-        }
-        if let failure { throw failure }
-        return nil
+        // Batches are never empty: the next one has a first entry.
+        guard let batch = try handOff.next() else { return nil }
+        taking = batch
+        taken = 1
+        return taking[0]
     }
 
     /// Stops the reader (if it is still going) and waits for its thread to
     /// end. Called by the import when it is done, on success or failure.
-    func stop() {
-        condition.lock()
-        cancelled = true
-        condition.broadcast()
-        while !readerDone { condition.wait() }
-        condition.unlock()
-    }
+    func stop() { handOff.stop() }
 }

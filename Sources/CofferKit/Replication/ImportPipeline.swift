@@ -44,13 +44,7 @@ final class ImportPipeline: @unchecked Sendable {
     private let path: String
     private let transform: @Sendable (ItemState) throws -> [DecodedRecord]
     private let atEnd: @Sendable () -> [DecodedRecord]
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var batches: [[DecodedRecord]] = []
-    private var ended = false
-    private var failure: (any Error)?
-    private var cancelled = false
-    private var workerDone = false
+    private let handOff = BatchHandOff<DecodedRecord, any Error>(maxAhead: ImportPipeline.maxBatchesAhead)
 
     /// `transform` turns each record into what the writer needs; `atEnd`
     /// adds what is left after the last record. Both run on the decoding
@@ -86,57 +80,25 @@ final class ImportPipeline: @unchecked Sendable {
                 }
                 batch.append(contentsOf: try transform(incoming))
                 if batch.count >= Self.batchSize {
-                    guard push(batch) else { break }
+                    guard handOff.push(batch) else { break }
                     batch.removeAll(keepingCapacity: true)
                 }
             }
-            if !batch.isEmpty { _ = push(batch) }
+            _ = handOff.push(batch)
         } catch let e {
-            if !batch.isEmpty { _ = push(batch) }
+            _ = handOff.push(batch)
             error = e
         }
-        condition.lock()
-        ended = true
-        failure = error
-        workerDone = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Queues a batch; false when the consumer stopped.
-    private func push(_ batch: [DecodedRecord]) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while batches.count >= Self.maxBatchesAhead && !cancelled { condition.wait() }
-        if cancelled { return false }
-        batches.append(batch)
-        condition.broadcast()
-        return true
+        handOff.finish(failure: error)
     }
 
     /// The next batch in bundle order, nil after the last one; throws the
     /// decoding thread's error once the batches before it were taken.
-    func nextBatch() throws -> [DecodedRecord]? {
-        condition.lock()
-        defer { condition.unlock() }
-        while batches.isEmpty && !ended { condition.wait() }
-        if !batches.isEmpty {
-            condition.broadcast()
-            return batches.removeFirst()
-        }
-        if let failure { throw failure }
-        return nil
-    }
+    func nextBatch() throws -> [DecodedRecord]? { try handOff.next() }
 
     /// Stops the decoding thread and waits for it to exit. Call once the
     /// consumer is done, on success or failure.
-    func stop() {
-        condition.lock()
-        cancelled = true
-        condition.broadcast()
-        while !workerDone { condition.wait() }
-        condition.unlock()
-    }
+    func stop() { handOff.stop() }
 }
 
 /// The decoding thread's side of a load into a vault without items: rows

@@ -151,19 +151,17 @@ struct ListingCache {
             return buffer[offset]
         }
 
-        mutating func u32() -> UInt32? {
-            guard buffer.count - offset >= 4 else { return nil }
-            var v: UInt32 = 0
-            for i in 0..<4 { v = v << 8 | UInt32(buffer[offset + i]) }
-            offset += 4
-            return v
-        }
+        mutating func u32() -> UInt32? { bigEndian() }
 
-        mutating func u64() -> UInt64? {
-            guard buffer.count - offset >= 8 else { return nil }
-            var v: UInt64 = 0
-            for i in 0..<8 { v = v << 8 | UInt64(buffer[offset + i]) }
-            offset += 8
+        mutating func u64() -> UInt64? { bigEndian() }
+
+        /// A big-endian integer, nil when the buffer ends first.
+        private mutating func bigEndian<T: FixedWidthInteger & UnsignedInteger>() -> T? {
+            let size = MemoryLayout<T>.size
+            guard buffer.count - offset >= size else { return nil }
+            var v: T = 0
+            for i in 0..<size { v = v << 8 | T(buffer[offset + i]) }
+            offset += size
             return v
         }
 
