@@ -1,4 +1,5 @@
--- Coffer vault schema, format version 4.
+-- Coffer vault schema, format version 6 (format 5 added keyEpoch; format 6
+-- changed no table, only the vault MAC's terms: docs/key-hierarchy.md).
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
@@ -99,7 +100,10 @@ CREATE TABLE itemRecord (
 
 -- Format 2. The vault MAC: XOR of keyed BLAKE2b terms, one per covered
 -- row (header, local replica, replicas, items with their records, current
--- and history versions), updated in the transaction of every write.
+-- and history versions), updated in the transaction of every write. Since
+-- format 6 an item's term holds its current versions (no term per
+-- version); the "versions" area then only gets terms of versions of no
+-- item, which coffer never writes, and stays zero.
 --
 -- Format 4 added `areaMacs` (by ALTER TABLE, hence the comma's place): the
 -- same XOR per area of terms (header, replicas, items, versions, history,

@@ -5,9 +5,10 @@ import GRDB
 
 /// The vault-wide MAC (docs/key-hierarchy.md, "Vault MAC"): the XOR of one
 /// keyed BLAKE2b-256 per covered row — the header, the local replica, each
-/// replica of the summary, each item row with its sealed record, each
-/// current version, each history version, and sync's bookkeeping (the
-/// export mark and each local-only item's private writer). A write toggles
+/// replica of the summary, each item (its row, its sealed record's tag and
+/// its current versions, in one term since format 6), each history
+/// version, and sync's bookkeeping (the export mark and each local-only
+/// item's private writer). A write toggles
 /// out the terms of the rows it replaces and toggles in the new ones, so
 /// keeping the MAC costs O(rows written), not O(vault); checking it
 /// (`verify`, `export`, `import`, `sync`) reads every row once.
@@ -27,9 +28,12 @@ public final class VaultMAC: @unchecked Sendable {
         case header
         /// "R" each row of `replica` (the summary vector).
         case replicas
-        /// "I" each item row with its sealed record.
+        /// "I" each item: its row, its sealed record and (format 6) its
+        /// current versions.
         case items
-        /// "V" each current version.
+        /// Current versions outside an item's term: format 5's "V" terms
+        /// (one per version); since format 6 only versions of no item row
+        /// ("O", which coffer never writes: the area stays zero).
         case versions
         /// "S" each history version.
         case history
@@ -46,7 +50,7 @@ public final class VaultMAC: @unchecked Sendable {
             switch tag {
             case UInt8(ascii: "R"): .replicas
             case UInt8(ascii: "I"): .items
-            case UInt8(ascii: "V"): .versions
+            case UInt8(ascii: "V"), UInt8(ascii: "O"): .versions
             case UInt8(ascii: "S"): .history
             case UInt8(ascii: "E"): .exportMark
             case UInt8(ascii: "P"): .privateWriters
@@ -59,8 +63,8 @@ public final class VaultMAC: @unchecked Sendable {
             switch self {
             case .header: "the header (vault id, KDF parameters, wrapped key, passphrase wrapping) or the local replica row"
             case .replicas: "rows of the replica table (what this vault has seen of each replica)"
-            case .items: "item rows or their integrity records"
-            case .versions: "current field versions"
+            case .items: "item rows, their integrity records or their current field versions"
+            case .versions: "current field versions of no item (or changed before this vault's upgrade to format 6)"
             case .history: "history versions"
             case .exportMark: "sync's bookkeeping of what this file has exported (localExport)"
             case .privateWriters: "sync's bookkeeping of the private writers of local-only items (localOnlyWriter)"
@@ -110,7 +114,7 @@ public final class VaultMAC: @unchecked Sendable {
         }
     }
 
-    /// A buffer reused for the terms of bulk toggles (``toggleItem(_:record:)``):
+    /// A buffer reused for the terms of bulk toggles (``toggleItem(_:record:state:)``):
     /// rows' clear columns and sealed records, nothing secret.
     private var termBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 512)
     private var termCapacity = 512
@@ -202,18 +206,33 @@ public enum IntegrityTerm {
         return w.data
     }
 
-    public static func item(_ row: ItemRow, record: [UInt8]) -> [UInt8] {
-        RawTerm.array(size: RawTerm.itemSize(row, recordCount: record.count)) { RawTerm.writeItem(row, record: record, into: &$0) }
+    /// An item's term (format 6): its row, its sealed record (through the
+    /// record's Poly1305 tag) and every current version of `state`, which
+    /// must be the versions stored for the item.
+    public static func item(_ row: ItemRow, record: [UInt8], state: ItemState) -> [UInt8] {
+        let versions = RawTerm.Listed.of(state)
+        return RawTerm.array(size: RawTerm.itemSize(row, versions: versions)) {
+            RawTerm.writeItem(row, record: record, versions: versions, into: &$0)
+        }
     }
 
-    public static func version(item: ItemID, register: RegisterID, _ v: FieldVersion) -> [UInt8] {
+    /// Formats 2 to 5: an item row with its whole sealed record (the
+    /// versions had their own "V" terms). For the upgrade to format 6.
+    public static func format5Item(_ row: ItemRow, record: [UInt8]) -> [UInt8] {
+        RawTerm.array(size: RawTerm.format5ItemSize(row, recordCount: record.count)) {
+            RawTerm.writeFormat5Item(row, record: record, into: &$0)
+        }
+    }
+
+    /// Formats 2 to 5: one current version. For the upgrade to format 6.
+    public static func format5Version(item: ItemID, register: RegisterID, _ v: FieldVersion) -> [UInt8] {
         version(tag: "V", item: item, register: register, v, supersededAt: nil)
     }
 
-    /// The same, with the vector's encoding already made (the bulk import
-    /// stores it too).
-    static func version(item: ItemID, register: RegisterID, _ v: FieldVersion, encodedVector: [UInt8]) -> [UInt8] {
-        version(tag: "V", item: item, register: register, v, supersededAt: nil, encodedVector: encodedVector)
+    /// Format 6: a current version whose item has no row (coffer never
+    /// writes one; it makes the MAC's "versions" area differ).
+    static func orphanVersion(item: ItemID, register: RegisterID, _ v: FieldVersion) -> [UInt8] {
+        version(tag: "O", item: item, register: register, v, supersededAt: nil)
     }
 
     public static func history(item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64) -> [UInt8] {
@@ -221,9 +240,9 @@ public enum IntegrityTerm {
     }
 
     static func version(
-        tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?, encodedVector: [UInt8]? = nil
+        tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?
     ) -> [UInt8] {
-        let vector = encodedVector ?? v.vector.encoded
+        let vector = v.vector.encoded
         // The payload's Poly1305 tag (its last 16 bytes) stands for the
         // payload: it authenticates the ciphertext and its associated data
         // under the item key, and no one without the key finds another
@@ -303,28 +322,24 @@ extension Queries {
         try setStoredMAC(db, whole: stored, areas: areas)
     }
 
-    /// Upgrades the stored MAC of a vault made before format 4 (one
-    /// transaction, with the key; `Vault.ensureIntegrity`): `fresh` was
-    /// computed from every row after the header was set to format 4, and
-    /// `oldHeader` is the header term it replaced. The whole MAC is
-    /// *folded* (old MAC, header term swapped, sync bookkeeping's terms
-    /// added), never recomputed: a row changed outside coffer before the
-    /// upgrade keeps the whole MAC wrong. The per-area MACs are taken
-    /// from `fresh` (they did not exist before).
-    public static func upgradeStoredMAC(_ db: Database, fresh: VaultMAC, oldHeader: [UInt8]) throws {
+    /// Brings the stored MAC of a vault of an older format (2 to 5) to the
+    /// current rules (one transaction, with the key; `Vault.ensureIntegrity`)
+    /// by *folding* it, never recomputing it: `expected` is what the old
+    /// format's rules give for the rows as they were (old header
+    /// included), `fresh` what the current rules give after the upgrade.
+    /// The stored MAC becomes `stored ⊕ expected ⊕ fresh`: `fresh` when the
+    /// stored MAC matched its rows, and off by the same difference, in the
+    /// same areas, when a row was changed outside coffer before the
+    /// upgrade. Per-area MACs that did not exist yet (before format 4) are
+    /// taken from `fresh`: an earlier edit then shows only in the whole MAC.
+    public static func foldStoredMAC(_ db: Database, expected: VaultMAC, fresh: VaultMAC) throws {
         guard var stored = try storedMAC(db) else { throw StoreError.damaged("the vault MAC is missing") }
-        let newHeader = IntegrityTerm.header(try header(db))
-        let fold = fresh.sibling()
-        fold.keepingReadable {
-            fold.toggle(oldHeader)
-            fold.toggle(newHeader)
+        for i in 0..<VaultMAC.length { stored[i] ^= expected.delta[i] ^ fresh.delta[i] }
+        var areas = fresh.areaDelta
+        if let storedAreas = try storedAreaMACs(db) {
+            for i in 0..<VaultMAC.areasLength { areas[i] = storedAreas[i] ^ expected.areaDelta[i] ^ fresh.areaDelta[i] }
         }
-        for area in VaultMAC.Area.syncBookkeeping {
-            let terms = fresh.area(area)
-            for i in 0..<VaultMAC.length { stored[i] ^= terms[i] }
-        }
-        for i in 0..<VaultMAC.length { stored[i] ^= fold.delta[i] }
-        try setStoredMAC(db, whole: stored, areas: fresh.areaDelta)
+        try setStoredMAC(db, whole: stored, areas: areas)
     }
 
     /// Counts of what ``computeMAC(_:into:)`` covered.
@@ -338,10 +353,22 @@ extension Queries {
         public var itemsWithoutRecord: [ItemID] = []
     }
 
+    /// Which terms ``computeMAC(_:into:rules:)`` computes.
+    public enum MACRules: Sendable, Equatable {
+        /// Format 6: one "I" term per item, its current versions in it.
+        case current
+        /// Formats 2 to 5, for the upgrade to format 6: "I" over the item
+        /// row and its whole sealed record, one "V" term per current
+        /// version; the terms of sync's bookkeeping ("E", "P") only when
+        /// `bookkeeping` (formats 4 and 5).
+        case format5(bookkeeping: Bool)
+    }
+
     /// Computes the vault MAC from every covered row (toggles each term
-    /// into `mac`, which should start empty).
+    /// into `mac`, which should start empty), by the rules of the current
+    /// format unless told otherwise.
     @discardableResult
-    public static func computeMAC(_ db: Database, into mac: VaultMAC) throws -> MACCoverage {
+    public static func computeMAC(_ db: Database, into mac: VaultMAC, rules: MACRules = .current) throws -> MACCoverage {
         var cover = MACCoverage()
         try mac.keepingReadable {
             mac.toggle(IntegrityTerm.header(try header(db)))
@@ -355,39 +382,74 @@ extension Queries {
                 mac.toggle(IntegrityTerm.replica(r.id, counter: r.counter))
                 cover.replicas += 1
             }
-            if let mark = try exportMark(db) {
-                mac.toggle(IntegrityTerm.exportMark(mark.replica, counter: mark.counter))
-                cover.bookkeeping += 1
+            if rules != .format5(bookkeeping: false) {
+                if let mark = try exportMark(db) {
+                    mac.toggle(IntegrityTerm.exportMark(mark.replica, counter: mark.counter))
+                    cover.bookkeeping += 1
+                }
+                for (item, writer) in try localOnlyWriters(db) {
+                    mac.toggle(IntegrityTerm.privateWriter(item: item, writer: writer))
+                    cover.bookkeeping += 1
+                }
             }
-            for (item, writer) in try localOnlyWriters(db) {
-                mac.toggle(IntegrityTerm.privateWriter(item: item, writer: writer))
-                cover.bookkeeping += 1
-            }
-            for listed in try listedItems(db) {
-                if listed.record == nil { cover.itemsWithoutRecord.append(listed.row.id) }
-                mac.toggle(IntegrityTerm.item(listed.row, record: listed.record ?? []))
-                cover.items += 1
-            }
-            for (table, isHistory) in [("fieldVersion", false), ("fieldHistory", true)] {
-                let rows = try Row.fetchCursor(
-                    db,
-                    sql: "SELECT itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload\(isHistory ? ", supersededAt" : "") FROM \(table)")
-                while let row = try rows.next() {
-                    guard let item = ItemID(bytes: try row.blob(at: 0, name: "\(table).itemId", length: 16)),
-                        let rid = RegisterID(bytes: try row.blob(at: 1, name: "\(table).registerId", length: 16))
-                    else { throw StoreError.damaged("an identifier of wrong length in \(table)") }
-                    let v = try positionalVersion(row, from: 2, table: table)
-                    if isHistory {
-                        mac.toggle(IntegrityTerm.history(item: item, register: rid, v, supersededAt: try row.int64(at: 8, name: "fieldHistory.supersededAt")))
-                        cover.history += 1
+            let items = try listedItems(db)
+            cover.items = items.count
+            for listed in items where listed.record == nil { cover.itemsWithoutRecord.append(listed.row.id) }
+            if rules == .current {
+                // Both scans are in item id order: each item's term takes
+                // the versions read since the previous item.
+                var next = 0
+                var listed: [RawTerm.Listed] = []
+                func toggleItem() {
+                    listed.sort(by: RawTerm.Listed.precedes)
+                    mac.toggleItem(items[next].row, record: items[next].record ?? [], versions: listed)
+                    listed.removeAll(keepingCapacity: true)
+                    next += 1
+                }
+                try forEachVersion(db, table: "fieldVersion", orderedByItem: true) { item, rid, v, _ in
+                    cover.versions += 1
+                    while next < items.count && items[next].row.id < item { toggleItem() }
+                    if next < items.count && items[next].row.id == item {
+                        listed.append(RawTerm.Listed(register: rid, version: v, vector: v.vector.encoded))
                     } else {
-                        mac.toggle(IntegrityTerm.version(item: item, register: rid, v))
-                        cover.versions += 1
+                        mac.toggle(IntegrityTerm.orphanVersion(item: item, register: rid, v))
                     }
                 }
+                while next < items.count { toggleItem() }
+            } else {
+                for listed in items { mac.toggle(IntegrityTerm.format5Item(listed.row, record: listed.record ?? [])) }
+                try forEachVersion(db, table: "fieldVersion", orderedByItem: false) { item, rid, v, _ in
+                    mac.toggle(IntegrityTerm.format5Version(item: item, register: rid, v))
+                    cover.versions += 1
+                }
+            }
+            try forEachVersion(db, table: "fieldHistory", orderedByItem: false) { item, rid, v, supersededAt in
+                mac.toggle(IntegrityTerm.history(item: item, register: rid, v, supersededAt: supersededAt ?? 0))
+                cover.history += 1
             }
         }
         return cover
+    }
+
+    /// Every row of `fieldVersion` or `fieldHistory` (with its
+    /// `supersededAt`), decoded and range-checked.
+    private static func forEachVersion(
+        _ db: Database, table: String, orderedByItem: Bool, _ body: (ItemID, RegisterID, FieldVersion, Int64?) throws -> Void
+    ) throws {
+        let isHistory = table == "fieldHistory"
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload\(isHistory ? ", supersededAt" : "")
+                FROM \(table)\(orderedByItem ? " ORDER BY itemId, registerId, replicaId, counter" : "")
+                """)
+        while let row = try rows.next() {
+            guard let item = ItemID(bytes: try row.blob(at: 0, name: "\(table).itemId", length: 16)),
+                let rid = RegisterID(bytes: try row.blob(at: 1, name: "\(table).registerId", length: 16))
+            else { throw StoreError.damaged("an identifier of wrong length in \(table)") }
+            let v = try positionalVersion(row, from: 2, table: table)
+            try body(item, rid, v, isHistory ? try row.int64(at: 8, name: "fieldHistory.supersededAt") : nil)
+        }
     }
 }
 

@@ -111,7 +111,6 @@ public struct NewItemRows: @unchecked Sendable {
     public mutating func add(row: ItemRow, record: [UInt8], state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
         if integrity != .none {
-            if integrity == .full { mac.toggleItem(row, record: record) }
             records.append(id)
             records.append(Data(record))
         }
@@ -123,22 +122,21 @@ public struct NewItemRows: @unchecked Sendable {
         items.append(row.createdAt)
         items.append(row.updatedAt)
         itemRows += 1
-        for (rid, list) in state.registers {
-            let register = value(of: rid)
-            for v in list {
-                versions.append(id)
-                versions.append(register)
-                versions.append(value(of: v.dot.replica))
-                versions.append(Int64(v.dot.counter))
-                let vector = v.vector.encoded
-                versions.append(Data(vector))
-                versions.append(v.writtenAt)
-                versions.append(v.isTombstone)
-                versions.append(Data(v.payload))
-                versionRows += 1
-                if integrity == .full { mac.toggleVersion(item: row.id, register: rid, v, encodedVector: vector) }
-            }
+        // In the item term's order (its versions' vectors encoded once).
+        let listed = RawTerm.Listed.of(state)
+        for l in listed {
+            let v = l.version
+            versions.append(id)
+            versions.append(value(of: l.register))
+            versions.append(value(of: v.dot.replica))
+            versions.append(Int64(v.dot.counter))
+            versions.append(Data(l.vector))
+            versions.append(v.writtenAt)
+            versions.append(v.isTombstone)
+            versions.append(Data(v.payload))
+            versionRows += 1
         }
+        if integrity == .full { mac.toggleItem(row, record: record, versions: listed) }
         return itemRows == Self.itemsPerStatement ? flush(all: false) : []
     }
 

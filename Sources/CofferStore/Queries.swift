@@ -212,15 +212,19 @@ public enum Queries {
 
     /// Writes an item's row and replaces its versions with `new`. Versions
     /// present in `old` but not in `new` move to the history table.
-    /// `record` is the item's sealed integrity record; the item's MAC terms
-    /// (row, versions moved or added) are toggled into `mac`.
+    /// `old` must be the versions stored for the item (nil: none, or read
+    /// here when the item has a row). `record` is the item's sealed
+    /// integrity record; the item's MAC terms (its term before and after,
+    /// history versions added) are toggled into `mac`.
     public static func saveItem(
         _ db: Database, row: ItemRow, record: [UInt8], old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC
     ) throws {
+        var old = old
         if let oldRow = try cachedItemRow(db, id: row.id) {
-            mac.toggle(IntegrityTerm.item(oldRow, record: try itemRecord(db, id: row.id) ?? []))
+            if old == nil { old = try cachedItemState(db, id: row.id) }
+            mac.toggleItem(oldRow, record: try itemRecord(db, id: row.id) ?? [], state: old ?? ItemState(id: row.id))
         }
-        mac.toggle(IntegrityTerm.item(row, record: record))
+        mac.toggleItem(row, record: record, state: new)
         // Cached: imports call this once per item.
         try db.cachedStatement(
             sql: """
@@ -264,10 +268,8 @@ public enum Queries {
                 try retire.execute(arguments: args + [now])
                 if db.changesCount == 1 { mac.toggle(IntegrityTerm.history(item: row.id, register: rid, v, supersededAt: now)) }
                 try remove.execute(arguments: [idData, ridData, Data(v.dot.replica.bytes), Int64(v.dot.counter)])
-                mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v))
             }
             for v in after where !beforeDots.contains(v.dot) {
-                mac.toggle(IntegrityTerm.version(item: row.id, register: rid, v))
                 try insert.execute(arguments: [
                     idData, ridData, Data(v.dot.replica.bytes), Int64(v.dot.counter), Data(v.vector.encoded),
                     v.writtenAt, v.isTombstone, Data(v.payload),

@@ -10,7 +10,7 @@ import Glibc
 /// the vault goes through here.
 public final class VaultStore: Sendable {
     /// The newest vault format this build reads and writes.
-    public static let formatVersion = 5
+    public static let formatVersion = 6
 
     public let path: String
     let queue: DatabaseQueue

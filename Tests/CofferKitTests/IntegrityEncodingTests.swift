@@ -64,8 +64,43 @@ struct IntegrityEncodingTests {
             lastReplica: newest?.dot.replica, versions: ItemRecord.refs(of: state))
     }
 
-    static func referenceItemTerm(_ row: ItemRow, record: [UInt8]) -> [UInt8] {
+    /// Format 6: the row, the record's length and tag, and every current
+    /// version (by register id, then dot), as docs/key-hierarchy.md lists
+    /// them.
+    static func referenceItemTerm(_ row: ItemRow, record: [UInt8], state: ItemState) -> [UInt8] {
+        var w = ByteWriter(capacity: 100)
+        referenceRow(row, into: &w)
+        w.u32(UInt32(record.count))
+        w.bytes(record.suffix(16))
+        var versions: [(RegisterID, FieldVersion)] = []
+        for (rid, list) in state.registers { for v in list { versions.append((rid, v)) } }
+        versions.sort { (a: (RegisterID, FieldVersion), b: (RegisterID, FieldVersion)) -> Bool in
+            if a.0 != b.0 { return a.0 < b.0 }
+            return a.1.dot < b.1.dot
+        }
+        w.u32(UInt32(versions.count))
+        for (rid, v) in versions {
+            w.id(rid)
+            w.id(v.dot.replica)
+            w.u64(v.dot.counter)
+            w.blob32(v.vector.encoded)
+            w.i64(v.writtenAt)
+            w.u8(v.isTombstone ? 1 : 0)
+            w.u32(UInt32(clamping: v.payload.count))
+            w.bytes(v.payload.suffix(16))
+        }
+        return w.data
+    }
+
+    /// Formats 2 to 5 (kept for the upgrade): the row and the whole record.
+    static func referenceFormat5ItemTerm(_ row: ItemRow, record: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: 100 + record.count)
+        referenceRow(row, into: &w)
+        w.blob32(record)
+        return w.data
+    }
+
+    static func referenceRow(_ row: ItemRow, into w: inout ByteWriter) {
         w.u8(UInt8(ascii: "I"))
         w.id(row.id)
         w.blob16(Array(row.policy.rawValue.utf8))
@@ -75,8 +110,6 @@ struct IntegrityEncodingTests {
         w.u8(row.hasConflict ? 1 : 0)
         w.i64(row.createdAt)
         w.i64(row.updatedAt)
-        w.blob32(record)
-        return w.data
     }
 
     static func referenceVersionTerm(tag: Unicode.Scalar, item: ItemID, register: RegisterID, _ v: FieldVersion, supersededAt: Int64?) -> [UInt8] {
@@ -196,37 +229,47 @@ struct IntegrityEncodingTests {
             var row = row0
             if i == 3 { row.nameHash = nil }
             let record = try v.sealRecord(state: state, row: row)
-            #expect(IntegrityTerm.item(row, record: record) == Self.referenceItemTerm(row, record: record))
-            #expect(IntegrityTerm.item(row, record: []) == Self.referenceItemTerm(row, record: []))
+            var cut = state
+            if i == 4 {
+                // Malformed (short) payloads: their bytes stand for their tags.
+                for (rid, list) in cut.registers { cut.registers[rid] = list.map { var x = $0; x.payload = Array(x.payload.prefix(7)); return x } }
+            }
+            #expect(IntegrityTerm.item(row, record: record, state: cut) == Self.referenceItemTerm(row, record: record, state: cut))
+            #expect(IntegrityTerm.item(row, record: [], state: cut) == Self.referenceItemTerm(row, record: [], state: cut))
+            #expect(IntegrityTerm.format5Item(row, record: record) == Self.referenceFormat5ItemTerm(row, record: record))
             let bulk = VaultMAC(key: key)
             let single = VaultMAC(key: key)
-            bulk.toggleItem(row, record: record)
-            single.toggle(Self.referenceItemTerm(row, record: record))
-            for (rid, list) in state.registers {
-                for var ver in list {
-                    if i == 4 { ver.payload = Array(ver.payload.prefix(7)) }
-                    #expect(IntegrityTerm.version(item: state.id, register: rid, ver) == Self.referenceVersionTerm(tag: "V", item: state.id, register: rid, ver, supersededAt: nil))
+            bulk.toggleItem(row, record: record, state: cut)
+            single.toggle(Self.referenceItemTerm(row, record: record, state: cut))
+            for (rid, list) in cut.registers {
+                for ver in list {
+                    #expect(
+                        IntegrityTerm.format5Version(item: state.id, register: rid, ver)
+                            == Self.referenceVersionTerm(tag: "V", item: state.id, register: rid, ver, supersededAt: nil))
                     #expect(
                         IntegrityTerm.history(item: state.id, register: rid, ver, supersededAt: -5)
                             == Self.referenceVersionTerm(tag: "S", item: state.id, register: rid, ver, supersededAt: -5))
-                    bulk.toggleVersion(item: state.id, register: rid, ver, encodedVector: ver.vector.encoded)
-                    single.toggle(Self.referenceVersionTerm(tag: "V", item: state.id, register: rid, ver, supersededAt: nil))
                 }
             }
             #expect(bulk.delta == single.delta && bulk.areaDelta == single.areaDelta)
             #expect(!bulk.isZero)
+            #expect(bulk.area(.versions) == [UInt8](repeating: 0, count: 32), "format 6 writes no version terms")
         }
-        // A term longer than the reused buffer (a record of 2 KiB) grows it.
+        // A term longer than the reused buffer (an item of 12 versions)
+        // grows it; the versions' order in the state does not matter.
         let (state, row) = try item(v, shape: 0)
-        let big = [UInt8](repeating: 7, count: 2048)
+        let one = try #require(state.registers.values.first?.first)
+        var many = ItemState(id: state.id)
+        for _ in 0..<12 { many.registers[RegisterID(bytes: Random.bytes(16))!] = [one] }
+        let record = try v.sealRecord(state: state, row: row)
         let a = VaultMAC(key: key)
         let b = VaultMAC(key: key)
-        a.toggleItem(row, record: big)
-        a.toggleItem(row, record: Array(big.prefix(10)))
-        b.toggle(Self.referenceItemTerm(row, record: big))
-        b.toggle(Self.referenceItemTerm(row, record: Array(big.prefix(10))))
+        a.toggleItem(row, record: record, state: many)
+        a.toggleItem(row, record: record, state: state)
+        b.toggle(Self.referenceItemTerm(row, record: record, state: many))
+        b.toggle(Self.referenceItemTerm(row, record: record, state: state))
         #expect(a.delta == b.delta && a.areaDelta == b.areaDelta)
-        _ = state
+        #expect(Self.referenceItemTerm(row, record: record, state: many).count > 1024)
     }
 
     @Test func aListedTextOver64KiBIsCutAtACharacter() throws {

@@ -265,25 +265,12 @@ struct RekeyTests {
         let box = BundleSandbox()
         let a = try box.newVault()
         try a.add(apiKey("k", "v0"))
-        let q = try DatabaseQueue(path: box.path("a.coffer"))
-        try q.write { db in
-            try db.execute(sql: "DROP TABLE keyEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
-            try db.execute(sql: "PRAGMA user_version = 4")
-            // The header said format 4; the MAC covered that.
-            let old = try Queries.header(db)
-            try db.execute(sql: "UPDATE vault SET formatVersion = 4")
-            let mac = VaultMAC(key: a.keys.mac)
-            mac.toggle(IntegrityTerm.header(old))
-            mac.toggle(IntegrityTerm.header(try Queries.header(db)))
-            try Queries.commitMAC(db, mac)
-        }
-        try q.close()
+        try setBack(a, toFormat: 4)
         let v = try Self.open(box, "a.coffer")
         let (version, format) = try DatabaseQueue(path: box.path("a.coffer")).read { db in
             (try Int.fetchOne(db, sql: "PRAGMA user_version"), try Int.fetchOne(db, sql: "SELECT formatVersion FROM vault"))
         }
-        #expect(version == 5 && format == 5)
+        #expect(version == VaultStore.formatVersion && format == VaultStore.formatVersion)
         #expect(v.keyEpoch == .initial)
         #expect(try Self.secret(v, "k") == "v0")
         let check = try v.verify()

@@ -40,28 +40,8 @@ struct SyncBookkeepingMACTests {
         try v.verify().problems.filter { $0.check == .vaultMAC }.map(\.message)
     }
 
-    /// A vault as format 3 left it: the whole MAC without the terms of the
-    /// bookkeeping and with a format-3 header, no per-area MACs, the
-    /// migration to format 4 not applied. Built with the key, from the
-    /// rows as they are (the test stands in for the older coffer).
-    func makeFormatThree(_ v: Vault) throws {
-        try v.store.writeImmediate { db in
-            try db.execute(sql: "UPDATE vault SET formatVersion = 3")
-            let mac = VaultMAC(key: v.keys.mac)
-            try Queries.computeMAC(db, into: mac)
-            var old = mac.delta
-            for area in VaultMAC.Area.syncBookkeeping {
-                for (i, b) in mac.area(area).enumerated() { old[i] ^= b }
-            }
-            try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
-            try db.execute(sql: "UPDATE vaultIntegrity SET mac = ?", arguments: [Data(old)])
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
-            // Nor had a format-3 build the key epoch table (format 5).
-            try db.execute(sql: "DROP TABLE keyEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
-            try db.execute(sql: "PRAGMA user_version = 3")
-        }
-    }
+    /// A vault as format 3 left it (``setBack(_:toFormat:)``).
+    func makeFormatThree(_ v: Vault) throws { try setBack(v, toFormat: 3) }
 
     @Test func everyBookkeepingWriteKeepsTheMAC() throws {
         let v = try makeVault()
@@ -181,6 +161,7 @@ struct SyncBookkeepingMACTests {
             // Nor had a format-3 build the key epoch table (format 5).
             try db.execute(sql: "DROP TABLE keyEpoch")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms'")
             try db.execute(sql: "PRAGMA user_version = 3")
         }
         let again = try reopen(v)

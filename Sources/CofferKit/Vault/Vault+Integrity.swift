@@ -33,14 +33,15 @@ extension Vault {
     /// transaction, and marks the header with the current format, which
     /// the MAC covers:
     /// - format 1 (no MAC): builds every item record and the whole MAC;
-    /// - formats 2 and 3: folds the terms of sync's bookkeeping (format 4)
-    ///   into the stored MAC and stores the per-area MACs
-    ///   (``Queries/upgradeStoredMAC(_:fresh:oldHeader:)``: the old MAC is
-    ///   kept, so an edit made before the upgrade is still detected);
-    /// - format 4: only the header's format number changes (format 5 adds
-    ///   the key epoch table, empty until a `coffer rekey`).
-    /// A vault of format 2 or later without its MAC is refused: the MAC is
-    /// never removed by coffer. Costs one read when there is nothing to do.
+    /// - formats 2 to 5: folds the stored MAC from the old rules to the
+    ///   current ones (``Queries/foldStoredMAC(_:expected:fresh:)``: an
+    ///   edit made before the upgrade is still detected). Format 4 added
+    ///   sync's bookkeeping and the per-area MACs, format 5 the key epoch
+    ///   table (no term until a `coffer rekey`), format 6 one term per item
+    ///   with its current versions in place of one per version.
+    /// A vault of format 2 or later without its MAC, or of format 4 or
+    /// later without its per-area MACs, is refused: coffer never removes
+    /// them. Costs one read when there is nothing to do.
     func ensureIntegrity() throws {
         let present = try store.read { db in (try Queries.storedMAC(db) != nil, try Queries.header(db).formatVersion) }
         if present.0 && present.1 >= VaultStore.formatVersion { return }
@@ -51,27 +52,21 @@ extension Vault {
             var header = try Queries.header(db)
             let hasMAC = try Queries.storedMAC(db) != nil
             if hasMAC && header.formatVersion >= VaultStore.formatVersion { return }
-            let oldHeaderTerm = IntegrityTerm.header(header)
             let oldFormat = header.formatVersion
             header.formatVersion = VaultStore.formatVersion
-            try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
-            if hasMAC && oldFormat >= 4 {
-                // Format 4 → 5 (the key epoch table, empty until a rekey):
-                // only the header's format number changes.
-                let mac = VaultMAC(key: keys.mac)
-                mac.keepingReadable {
-                    mac.toggle(oldHeaderTerm)
-                    mac.toggle(IntegrityTerm.header(header))
-                }
-                try Queries.commitMAC(db, mac)
-                return
-            }
             if hasMAC {
+                if oldFormat >= 4, try Queries.storedAreaMACs(db) == nil {
+                    throw StoreError.damaged("the vault MAC's per-area parts are missing from a format-\(oldFormat) vault")
+                }
+                let expected = VaultMAC(key: keys.mac)
+                try Queries.computeMAC(db, into: expected, rules: .format5(bookkeeping: oldFormat >= 4))
+                try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
                 let fresh = VaultMAC(key: keys.mac)
                 try Queries.computeMAC(db, into: fresh)
-                try Queries.upgradeStoredMAC(db, fresh: fresh, oldHeader: oldHeaderTerm)
+                try Queries.foldStoredMAC(db, expected: expected, fresh: fresh)
                 return
             }
+            try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
             try keys.item.keepingReadable {
                 try keys.record.keepingReadable {
                     for listed in try Queries.listedItems(db) {

@@ -1,0 +1,126 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+import GRDB
+import Testing
+
+@testable import CofferKit
+
+/// Format 6: one vault-MAC term per item, holding the item's row, its
+/// record's tag and its current versions (docs/key-hierarchy.md, "Vault
+/// MAC"); format-5 vaults fold their MAC on the first unlock without
+/// forgetting an earlier edit (issue 12).
+@Suite("vault MAC: one term per item (format 6)")
+struct ItemTermTests {
+    func reopen(_ v: Vault) throws -> Vault {
+        try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw".utf8)))
+    }
+
+    func macProblems(_ v: Vault) throws -> [String] {
+        try v.verify().problems.filter { $0.check == .vaultMAC }.map(\.message)
+    }
+
+    /// A vault with history, a conflict-free edit, a deleted item and a
+    /// local-only item: every kind of row the item terms cover.
+    func populated() throws -> Vault {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "web/mail", type: .login, fields: [
+            Field(name: "password", value: "p1", isSecret: true), Field(name: "username", value: "me", isSecret: false),
+        ]))
+        var e = ItemEdit()
+        e.setFields = [Field(name: "password", value: "p2", isSecret: true)]
+        _ = try v.edit("web/mail", e)
+        try v.add(ItemDraft(name: "gone", type: .apiKey, fields: [Field(name: "key", value: "k", isSecret: true)]))
+        try v.delete("gone")
+        try v.add(ItemDraft(name: "device", type: .apiKey, fields: [Field(name: "key", value: "d", isSecret: true)], policy: .localOnly))
+        return v
+    }
+
+    func stored(_ v: Vault) throws -> (whole: [UInt8], areas: [UInt8]) {
+        try v.store.read { db in (try #require(try Queries.storedMAC(db)), try #require(try Queries.storedAreaMACs(db))) }
+    }
+
+    @Test func everyWriteKeepsTheStoredMACEqualToTheRows() throws {
+        let v = try populated()
+        let (whole, areas) = try stored(v)
+        let computed = VaultMAC(key: v.keys.mac)
+        let cover = try v.store.read { db in try Queries.computeMAC(db, into: computed) }
+        #expect(computed.delta == whole && computed.areaDelta == areas)
+        #expect(cover.items == 3 && cover.history >= 1 && cover.versions >= 6)
+        // No term of its own per version: the versions area stays zero.
+        #expect(computed.area(.versions) == [UInt8](repeating: 0, count: 32))
+    }
+
+    @Test func aFormatFiveVaultIsFoldedOnUnlock() throws {
+        let v = try populated()
+        try setBack(v, toFormat: 5)
+        let format5 = try stored(v)
+        let upgraded = try reopen(v)
+        let report = try upgraded.verify()
+        #expect(report.isSound, "\(report.problems)")
+        #expect(report.formatVersion == 6)
+        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 6)
+        #expect(try stored(upgraded).whole != format5.whole)
+        #expect(try upgraded.item(named: "web/mail").fields.first { $0.name == "password" }?.value == "p2")
+        #expect(try upgraded.item(named: "device").primaryField?.value == "d")
+        // Writes after the upgrade keep it sound.
+        var e = ItemEdit()
+        e.setFields = [Field(name: "password", value: "p3", isSecret: true)]
+        _ = try upgraded.edit("web/mail", e)
+        #expect(try upgraded.verify().isSound)
+    }
+
+    /// The fold keeps the difference an edit made before the upgrade:
+    /// a version's write time raised in a format-5 vault (a clear column
+    /// its "V" term covered) is still named after the upgrade.
+    @Test func theUpgradeDoesNotLaunderAnEarlierEdit() throws {
+        let v = try populated()
+        try setBack(v, toFormat: 5)
+        try v.store.write { db in try db.execute(sql: "UPDATE fieldVersion SET writtenAt = writtenAt + 1") }
+        let upgraded = try reopen(v)
+        let problems = try macProblems(upgraded)
+        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.first?.contains("current field versions") == true, "\(problems)")
+        #expect(throws: CofferError.self) { try upgraded.exportBundle(to: upgraded.path + ".cb") }
+    }
+
+    /// Setting a format-6 vault back to format 5 by hand (header,
+    /// user_version, migration record) — to have an edit folded away —
+    /// leaves a MAC that matches nothing.
+    @Test func aDowngradeToFormatFiveIsDetected() throws {
+        let v = try populated()
+        try v.store.writeImmediate { db in
+            try db.execute(sql: "UPDATE fieldVersion SET writtenAt = writtenAt + 1")
+            try db.execute(sql: "UPDATE vault SET formatVersion = 5")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms'")
+            try db.execute(sql: "PRAGMA user_version = 5")
+        }
+        let again = try reopen(v)
+        #expect(!(try macProblems(again)).isEmpty)
+        #expect(throws: CofferError.self) { try again.exportBundle(to: again.path + ".cb") }
+    }
+
+    /// Each clear column of a current version, changed with sqlite3, and a
+    /// version copied to an item id that has no row: the MAC names it.
+    @Test(arguments: [
+        ("UPDATE fieldVersion SET writtenAt = writtenAt + 1", "item rows"),
+        ("UPDATE fieldVersion SET isTombstone = 1 - isTombstone", "item rows"),
+        ("UPDATE fieldVersion SET vector = (SELECT vector FROM fieldVersion ORDER BY counter DESC LIMIT 1)", "item rows"),
+        ("DELETE FROM fieldVersion WHERE registerId = (SELECT registerId FROM fieldVersion LIMIT 1)", "item rows"),
+        ("INSERT INTO fieldHistory SELECT *, 0 FROM fieldVersion LIMIT 1", "history"),
+        ("INSERT INTO fieldVersion SELECT randomblob(16), registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion LIMIT 1", "of no item"),
+    ])
+    func versionEditsAreNamed(statement: String, named: String) throws {
+        let v = try populated()
+        // As the sqlite3 shell does it: foreign keys not enforced.
+        var config = Configuration()
+        config.foreignKeysEnabled = false
+        let q = try DatabaseQueue(path: v.path, configuration: config)
+        try q.write { db in try db.execute(sql: statement) }
+        try q.close()
+        let problems = try macProblems(v)
+        #expect(problems.contains { $0.contains(named) }, "\(statement): \(problems)")
+        #expect(throws: CofferError.self) { try v.exportBundle(to: v.path + ".cb") }
+    }
+}
