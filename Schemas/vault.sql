@@ -1,5 +1,6 @@
 -- Coffer vault schema, format version 6 (format 5 added keyEpoch; format 6
--- changed no table, only the vault MAC's terms: docs/key-hierarchy.md).
+-- moved each item's record into its row and changed the vault MAC's terms:
+-- docs/key-hierarchy.md).
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
@@ -46,6 +47,13 @@ CREATE TABLE replica (
 -- One row per item. nameHash is a keyed BLAKE2b of the shown name (the
 -- name itself is encrypted); isDeleted and hasConflict are derived from
 -- the item's field versions after every write or merge.
+--
+-- Format 6 added `record` (by ALTER TABLE, hence the comma's place): the
+-- item's sealed integrity record (docs/key-hierarchy.md, "Item records"):
+-- XChaCha20-Poly1305 under the record key, bound to the vault id and item
+-- id, holding what a listing shows and a digest of the dot and tag of
+-- every current version. Checked on every read of the item. Formats 2 to
+-- 5 kept it in a table of its own, itemRecord.
 CREATE TABLE item (
     itemId BLOB PRIMARY KEY CHECK (length(itemId) = 16),
     policy TEXT NOT NULL DEFAULT 'sync' CHECK (policy IN ('sync', 'local-only')),
@@ -54,7 +62,7 @@ CREATE TABLE item (
     hasConflict INTEGER NOT NULL DEFAULT 0,
     createdAt INTEGER NOT NULL,
     updatedAt INTEGER NOT NULL
-) WITHOUT ROWID;
+, record BLOB) WITHOUT ROWID;
 
 CREATE INDEX item_nameHash ON item(nameHash);
 
@@ -87,15 +95,6 @@ CREATE TABLE fieldHistory (
     payload BLOB NOT NULL,
     supersededAt INTEGER NOT NULL,
     PRIMARY KEY (itemId, registerId, replicaId, counter)
-) WITHOUT ROWID;
-
--- Format 2. One sealed integrity record per item (docs/key-hierarchy.md,
--- "Item records"): XChaCha20-Poly1305 under the record key, bound to the
--- vault id and item id, holding what a listing shows and the dot and tag
--- of every current version. Checked on every read of the item.
-CREATE TABLE itemRecord (
-    itemId BLOB PRIMARY KEY REFERENCES item(itemId) ON DELETE CASCADE,
-    record BLOB NOT NULL
 ) WITHOUT ROWID;
 
 -- Format 2. The vault MAC: XOR of keyed BLAKE2b terms, one per covered

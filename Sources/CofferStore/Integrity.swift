@@ -258,11 +258,18 @@ public enum IntegrityTerm {
 extension Queries {
     // MARK: Item records
 
-    /// The sealed integrity record of an item, nil when it has none.
+    /// The sealed integrity record of an item, nil when it has none (or
+    /// no row).
     public static func itemRecord(_ db: Database, id: ItemID) throws -> [UInt8]? {
-        let stmt = try db.cachedStatement(sql: "SELECT record FROM itemRecord WHERE itemId = ?")
+        let stmt = try db.cachedStatement(sql: "SELECT record FROM item WHERE itemId = ?")
         guard let row = try Row.fetchOne(stmt, arguments: [Data(id.bytes)]) else { return nil }
-        return Array(try row.blob(at: 0, name: "itemRecord.record"))
+        return try row.optionalBlob(at: 0, name: "item.record").map { Array($0) }
+    }
+
+    /// Replaces the sealed record of an existing item (rekey, the upgrade
+    /// of a format-1 vault). MAC terms are the caller's.
+    public static func replaceItemRecord(_ db: Database, id: ItemID, record: [UInt8]) throws {
+        try db.cachedStatement(sql: "UPDATE item SET record = ? WHERE itemId = ?").execute(arguments: [Data(record), Data(id.bytes)])
     }
 
     /// One row of a listing: the clear item columns and the sealed record.

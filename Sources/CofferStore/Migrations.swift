@@ -34,15 +34,26 @@ enum Migrations {
             try db.execute(sql: v5KeyEpoch)
             try db.execute(sql: "PRAGMA user_version = 5")
         }
-        // Format 6: one vault-MAC term per item, its current versions in
-        // it (docs/key-hierarchy.md, "Vault MAC"). No table changes: the
-        // first unlock folds the stored MAC to the new terms
-        // (`Vault.ensureIntegrity`).
         m.registerMigration("v6-item-terms") { db in
+            try db.execute(sql: v6ItemTerms)
             try db.execute(sql: "PRAGMA user_version = 6")
         }
         return m
     }
+
+    /// Format version 6: each item's sealed record moves into its row (one
+    /// B-tree insert per new item instead of two), and the vault MAC takes
+    /// one term per item with its current versions in it
+    /// (docs/key-hierarchy.md, "Vault MAC"). The records are moved as they
+    /// are (a record a key holder would find changed stays changed); the
+    /// first unlock folds the stored MAC to the new terms
+    /// (`Vault.ensureIntegrity`). Records of rows without an item (never
+    /// written by coffer, never covered) are dropped with the table.
+    static let v6ItemTerms = """
+        ALTER TABLE item ADD COLUMN record BLOB;
+        UPDATE item SET record = (SELECT record FROM itemRecord WHERE itemRecord.itemId = item.itemId);
+        DROP TABLE itemRecord;
+        """
 
     /// Format version 5 ("rekey"): the vault's key epoch and its key check
     /// (docs/key-hierarchy.md §Master-key rotation). No row means epoch 0,

@@ -88,7 +88,6 @@ public struct NewItemRows: @unchecked Sendable {
     private var itemRows = 0
     private var versions: [(any DatabaseValueConvertible)?] = []
     private var versionRows = 0
-    private var records: [(any DatabaseValueConvertible)?] = []
     /// The MAC terms of the rows buffered here (docs/key-hierarchy.md).
     public let mac: VaultMAC
     /// Column values of ids seen recently (most versions share a few
@@ -101,8 +100,7 @@ public struct NewItemRows: @unchecked Sendable {
     public init(mac: VaultMAC, integrity: BulkIntegrity = .full) {
         self.mac = mac
         self.integrity = integrity
-        records.reserveCapacity(Self.itemsPerStatement * 2)
-        items.reserveCapacity(Self.itemsPerStatement * 7)
+        items.reserveCapacity(Self.itemsPerStatement * 8)
         versions.reserveCapacity(Self.versionsPerStatement * 8 * 2)
     }
 
@@ -110,10 +108,6 @@ public struct NewItemRows: @unchecked Sendable {
     /// became complete.
     public mutating func add(row: ItemRow, record: [UInt8], state: ItemState) -> [PendingInsert] {
         let id = Data(row.id.bytes)
-        if integrity != .none {
-            records.append(id)
-            records.append(Data(record))
-        }
         items.append(id)
         items.append(row.policy.rawValue)
         items.append(row.nameHash.map { Data($0) })
@@ -121,6 +115,7 @@ public struct NewItemRows: @unchecked Sendable {
         items.append(row.hasConflict)
         items.append(row.createdAt)
         items.append(row.updatedAt)
+        if integrity == .none { items.append(nil) } else { items.append(Data(record)) }
         itemRows += 1
         // In the item term's order (its versions' vectors encoded once).
         let listed = RawTerm.Listed.of(state)
@@ -168,12 +163,8 @@ public struct NewItemRows: @unchecked Sendable {
             let n = min(itemRows, Self.itemsPerStatement)
             out.append(
                 Self.take(
-                    "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt) VALUES ",
-                    columns: 7, rows: n, from: &items))
-            if integrity != .none {
-                out.append(
-                    Self.take("INSERT INTO itemRecord (itemId, record) VALUES ", columns: 2, rows: n, from: &records))
-            }
+                    "INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt, record) VALUES ",
+                    columns: 8, rows: n, from: &items))
             itemRows -= n
         }
         while versionRows >= Self.versionsPerStatement || (all && versionRows > 0) {

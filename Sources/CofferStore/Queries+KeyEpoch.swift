@@ -52,10 +52,8 @@ extension Queries {
         history: [(RegisterID, FieldVersion, Int64)]
     ) throws {
         let id = Data(row.id.bytes)
-        try db.cachedStatement(sql: "UPDATE item SET nameHash = ? WHERE itemId = ?")
-            .execute(arguments: [row.nameHash.map { Data($0) }, id])
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO itemRecord (itemId, record) VALUES (?, ?)")
-            .execute(arguments: [id, Data(record)])
+        try db.cachedStatement(sql: "UPDATE item SET nameHash = ?, record = ? WHERE itemId = ?")
+            .execute(arguments: [row.nameHash.map { Data($0) }, Data(record), id])
         try db.cachedStatement(sql: "DELETE FROM fieldVersion WHERE itemId = ?").execute(arguments: [id])
         try db.cachedStatement(sql: "DELETE FROM fieldHistory WHERE itemId = ?").execute(arguments: [id])
         let insert = try db.cachedStatement(

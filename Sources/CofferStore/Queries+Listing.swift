@@ -9,22 +9,16 @@ internal import SQLite3
 #endif
 
 /// The listing hot path (`coffer ls`, `Vault.list()`, lookups by source):
-/// every item row and its sealed record, read with direct SQLite calls
-/// (two sequential scans in key order, merged here) instead of GRDB rows
-/// and a join that seeks once per item. At 10,000 items GRDB's generic
-/// row decoding cost more than the rest of the listing (docs/benchmarks.md).
+/// every item row with its sealed record (one column of the row since
+/// vault format 6), read with direct SQLite calls in one sequential scan
+/// instead of GRDB rows. At 10,000 items GRDB's generic row decoding cost
+/// more than the rest of the listing (docs/benchmarks.md).
 extension Queries {
     public static func listedItems(_ db: Database) throws -> [ListedItem] {
         guard let handle = db.sqliteConnection else { throw StoreError.database("the database is closed") }
-        var records: [(id: [UInt8], record: [UInt8])] = []
-        try RawStatement(handle, "SELECT itemId, record FROM itemRecord ORDER BY itemId").forEachRow { s in
-            records.append((try s.blob(0, "itemRecord.itemId"), try s.blob(1, "itemRecord.record")))
-        }
         var out: [ListedItem] = []
-        out.reserveCapacity(records.count)
-        var r = 0
         try RawStatement(
-            handle, "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt FROM item ORDER BY itemId"
+            handle, "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt, record FROM item ORDER BY itemId"
         ).forEachRow { s in
             let idBytes = try s.blob(0, "item.itemId")
             guard idBytes.count == 16, let id = ItemID(bytes: idBytes) else { throw StoreError.damaged("item id of wrong length") }
@@ -37,14 +31,7 @@ extension Queries {
                 id: id, policy: policy, nameHash: hash, isDeleted: try s.int64(3, "item.isDeleted", in: 0...1) == 1,
                 hasConflict: try s.int64(4, "item.hasConflict", in: 0...1) == 1, createdAt: try s.int64(5, "item.createdAt"),
                 updatedAt: try s.int64(6, "item.updatedAt"))
-            // Both scans are in itemId (memcmp) order.
-            while r < records.count && records[r].id.lexicographicallyPrecedes(idBytes) { r += 1 }
-            if r < records.count && records[r].id == idBytes {
-                out.append(ListedItem(row: row, record: records[r].record))
-                r += 1
-            } else {
-                out.append(ListedItem(row: row, record: nil))
-            }
+            out.append(ListedItem(row: row, record: try s.optionalBlob(7, "item.record")))
         }
         return out
     }

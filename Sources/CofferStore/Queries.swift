@@ -228,18 +228,17 @@ public enum Queries {
         // Cached: imports call this once per item.
         try db.cachedStatement(
             sql: """
-                INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO item (itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt, record)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(itemId) DO UPDATE SET policy = excluded.policy, nameHash = excluded.nameHash,
-                  isDeleted = excluded.isDeleted, hasConflict = excluded.hasConflict, updatedAt = excluded.updatedAt
+                  isDeleted = excluded.isDeleted, hasConflict = excluded.hasConflict, updatedAt = excluded.updatedAt,
+                  record = excluded.record
                 """
         ).execute(
             arguments: [
                 Data(row.id.bytes), row.policy.rawValue, row.nameHash.map { Data($0) }, row.isDeleted,
-                row.hasConflict, row.createdAt, row.updatedAt,
+                row.hasConflict, row.createdAt, row.updatedAt, Data(record),
             ])
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO itemRecord (itemId, record) VALUES (?, ?)")
-            .execute(arguments: [Data(row.id.bytes), Data(record)])
         let idData = Data(row.id.bytes)
         let insert = try db.cachedStatement(
             sql: """

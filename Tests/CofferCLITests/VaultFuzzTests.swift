@@ -39,7 +39,7 @@ enum VaultFuzz {
         "UPDATE item SET nameHash = x'00';",
         "UPDATE fieldHistory SET supersededAt = x'01';",
         "ALTER TABLE replica RENAME COLUMN counter TO c;",
-        "ALTER TABLE itemRecord RENAME COLUMN record TO r;",
+        "ALTER TABLE item RENAME COLUMN record TO r;",
         "DROP TABLE fieldHistory;",
         "DELETE FROM localReplica;",
         "DELETE FROM vault;",

@@ -125,7 +125,6 @@ struct VaultTamperingTests {
         Self.sql(other.vaultPath, """
             CREATE TEMP TABLE gone AS SELECT itemId FROM item LIMIT 1;
             DELETE FROM fieldVersion WHERE itemId IN (SELECT itemId FROM gone);
-            DELETE FROM itemRecord WHERE itemId IN (SELECT itemId FROM gone);
             DELETE FROM item WHERE itemId IN (SELECT itemId FROM gone);
             """)
         Self.expectModified(other.unlocked(["export", "--out", other.path("x.cb")]))
@@ -144,7 +143,6 @@ struct VaultTamperingTests {
         Self.sql(home.vaultPath, """
             ATTACH '\(b)' AS b;
             INSERT INTO item SELECT * FROM b.item WHERE itemId NOT IN (SELECT itemId FROM main.item);
-            INSERT INTO itemRecord SELECT * FROM b.itemRecord WHERE itemId NOT IN (SELECT itemId FROM main.itemRecord);
             INSERT INTO fieldVersion SELECT * FROM b.fieldVersion WHERE itemId NOT IN (SELECT itemId FROM main.fieldVersion);
             """)
         Self.expectModified(home.unlocked(["export", "--out", home.path("x.cb")]))
@@ -166,8 +164,8 @@ struct VaultTamperingTests {
         "ALTER TABLE item RENAME COLUMN isDeleted TO gone;",
         "ALTER TABLE fieldVersion RENAME COLUMN payload TO p;",
         "DROP TABLE vaultIntegrity;",
-        "DELETE FROM itemRecord;",
-        "UPDATE itemRecord SET record = zeroblob(200);",
+        "UPDATE item SET record = NULL;",
+        "UPDATE item SET record = zeroblob(200);",
     ])
     func schemaAndRangeEditsAreBadData(_ statement: String) throws {
         let home = home([("a", "SECRET-A")])

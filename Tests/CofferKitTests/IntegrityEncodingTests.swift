@@ -7,19 +7,58 @@ import Testing
 @testable import CofferKit
 
 /// The bulk paths write item records and vault-MAC terms straight into
-/// memory (no strings, no intermediate arrays). A vault written before
-/// must still verify, so every byte must be what the format-5 code made:
-/// these tests compare against that code, kept here verbatim as the
-/// reference (ByteWriter and Strings), over items with every kind of text
+/// memory (no strings, no intermediate arrays). Every byte must be what
+/// docs/key-hierarchy.md says: these tests compare against reference code
+/// written from it (ByteWriter and Strings; the format-5 code for what
+/// did not change), over items with every kind of text
 /// the record normalises (non-ASCII, invalid UTF-8, empty tags, CR LF),
 /// secret and deleted fields, conflicts and short payloads.
 @Suite("integrity encodings (bulk paths against the reference)")
 struct IntegrityEncodingTests {
-    // MARK: The format-5 reference code
+    // MARK: The reference code
 
-    static func referenceRecord(_ r: ItemRecord) -> [UInt8] {
-        var w = ByteWriter(capacity: 256 + r.versions.count * 56)
-        w.u8(1)
+    /// A current version as records list (format 1) or digest (format 2)
+    /// it: register, dot, the payload's last 16 bytes.
+    struct Ref: Comparable {
+        var register: RegisterID
+        var dot: Dot
+        var tag: [UInt8]
+        static func < (a: Ref, b: Ref) -> Bool { (a.register, a.dot) < (b.register, b.dot) }
+    }
+
+    static func refs(of state: ItemState) -> [Ref] {
+        var out: [Ref] = []
+        for (rid, versions) in state.registers {
+            for v in versions { out.append(Ref(register: rid, dot: v.dot, tag: Array(v.payload.suffix(16)))) }
+        }
+        return out.sorted()
+    }
+
+    static func refList(_ refs: [Ref]) -> [UInt8] {
+        var w = ByteWriter(capacity: 4 + refs.count * 56)
+        w.u32(UInt32(refs.count))
+        for v in refs.sorted() {
+            w.id(v.register)
+            w.id(v.dot.replica)
+            w.u64(v.dot.counter)
+            w.bytes(v.tag.count == 16 ? v.tag : v.tag + [UInt8](repeating: 0, count: 16 - v.tag.count))
+        }
+        return w.data
+    }
+
+    /// A format-2 record (vault format 6): the versions' digest.
+    static func referenceRecord(_ r: ItemRecord, refs: [Ref]) -> [UInt8] {
+        referenceRecord(r, version: 2, versions: KeyedHash.digest(refList(refs)))
+    }
+
+    /// A format-1 record (vault formats 2 to 5): the versions' list.
+    static func referenceFormat1Record(_ r: ItemRecord, refs: [Ref]) -> [UInt8] {
+        referenceRecord(r, version: 1, versions: refList(refs))
+    }
+
+    static func referenceRecord(_ r: ItemRecord, version: UInt8, versions: [UInt8]) -> [UInt8] {
+        var w = ByteWriter(capacity: 256)
+        w.u8(version)
         w.u8((r.isDeleted ? 1 : 0) | (r.hasConflict ? 2 : 0) | (r.policy == .localOnly ? 4 : 0))
         w.i64(r.updatedAt)
         w.blob16(Array(r.name.utf8))
@@ -31,13 +70,7 @@ struct IntegrityEncodingTests {
         }
         w.u8(r.lastReplica == nil ? 0 : 1)
         w.id(r.lastReplica ?? ReplicaID(bytes: [UInt8](repeating: 0, count: 16))!)
-        w.u32(UInt32(r.versions.count))
-        for v in r.versions {
-            w.id(v.register)
-            w.id(v.dot.replica)
-            w.u64(v.dot.counter)
-            w.bytes(v.tag.count == 16 ? v.tag : v.tag + [UInt8](repeating: 0, count: 16 - v.tag.count))
-        }
+        w.bytes(versions)
         var out = w.data
         let padded = (out.count / 128 + 1) * 128
         out.append(contentsOf: [UInt8](repeating: 0, count: padded - out.count))
@@ -61,7 +94,7 @@ struct IntegrityEncodingTests {
             expires: try text(.expires), username: try text(v.registerID(field: "username", item: state.id)),
             url: try text(v.registerID(field: "url", item: state.id)), policy: row.policy,
             isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
-            lastReplica: newest?.dot.replica, versions: ItemRecord.refs(of: state))
+            lastReplica: newest?.dot.replica, versionsDigest: KeyedHash.digest(refList(refs(of: state))))
     }
 
     /// Format 6: the row, the record's length and tag, and every current
@@ -187,7 +220,8 @@ struct IntegrityEncodingTests {
         for i in Self.shapes.indices {
             for (policy, deleted) in [(SyncPolicy.sync, false), (.localOnly, false), (.sync, true)] {
                 let (state, row) = try item(v, shape: i, policy: policy, deleted: deleted)
-                let expected = Self.referenceRecord(try Self.referenceRecord(v, state: state, row: row))
+                let reference = try Self.referenceRecord(v, state: state, row: row)
+                let expected = Self.referenceRecord(reference, refs: Self.refs(of: state))
                 let ad = ItemRecord.associatedData(vault: v.vaultID, item: state.id)
                 // The listing-record path (fields found by derivation),
                 // the import path (batch sealer) and `encoded` itself.
@@ -197,7 +231,12 @@ struct IntegrityEncodingTests {
                 #expect(try AEAD.open(batch, key: v.keys.record, associatedData: ad) == expected, "shape \(i), batch sealer")
                 let record = try v.openRecord(sealed, item: state.id)
                 #expect(record.encoded == expected, "shape \(i), re-encoded")
-                #expect(record.versions == ItemRecord.refs(of: state))
+                #expect(record.versionsDigest == ItemRecord.digest(of: state))
+                // A format-1 record (vault formats 2 to 5, kept until the
+                // item's next write) reads as the same record.
+                let format1 = Self.referenceFormat1Record(reference, refs: Self.refs(of: state))
+                #expect(try ItemRecord(decoding: format1) == record, "shape \(i), format 1")
+                #expect(try v.openRecord(AEAD.seal(format1, key: v.keys.record, associatedData: ad), item: state.id) == record)
                 if i == 0 { #expect(record.username == "me" && record.tags == ["a", "b"]) }
                 if i == 1 { #expect(record.tags == ["x", "y"] && record.hasConflict) }
                 // Shape 3: the later, concurrent name is shown; the secret username is left out.
@@ -217,8 +256,9 @@ struct IntegrityEncodingTests {
         short.registers[rid] = [ver]
         let record = ItemRecord(
             name: "n", type: "login", tags: [], source: nil, expires: nil, username: nil, url: nil, policy: row.policy,
-            isDeleted: false, hasConflict: false, updatedAt: 1, lastReplica: nil, versions: ItemRecord.refs(of: short))
-        #expect(record.encoded == Self.referenceRecord(record))
+            isDeleted: false, hasConflict: false, updatedAt: 1, lastReplica: nil, versionsDigest: ItemRecord.digest(of: short))
+        #expect(record.encoded == Self.referenceRecord(record, refs: Self.refs(of: short)))
+        #expect(try ItemRecord(decoding: Self.referenceFormat1Record(record, refs: Self.refs(of: short))) == record)
     }
 
     @Test func termsAreTheBytesOfTheReference() throws {

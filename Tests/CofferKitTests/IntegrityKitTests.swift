@@ -54,7 +54,7 @@ struct IntegrityKitTests {
         let v = try makeVault()
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("A")]))
         try v.store.write { db in
-            try db.execute(sql: "DELETE FROM vaultIntegrity; DELETE FROM itemRecord; UPDATE vault SET formatVersion = 1")
+            try db.execute(sql: "DELETE FROM vaultIntegrity; UPDATE item SET record = NULL; UPDATE vault SET formatVersion = 1")
         }
         let again = try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw".utf8)))
         #expect(try again.item(named: "a").primaryField?.value == "A")

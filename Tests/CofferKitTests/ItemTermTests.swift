@@ -93,8 +93,7 @@ struct ItemTermTests {
         try v.store.writeImmediate { db in
             try db.execute(sql: "UPDATE fieldVersion SET writtenAt = writtenAt + 1")
             try db.execute(sql: "UPDATE vault SET formatVersion = 5")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms'")
-            try db.execute(sql: "PRAGMA user_version = 5")
+            try setBackSchema(db, toFormat: 5)
         }
         let again = try reopen(v)
         #expect(!(try macProblems(again)).isEmpty)

@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferStore
 import Foundation
 import GRDB
@@ -6,27 +7,53 @@ import GRDB
 
 /// Stands in for an older coffer: sets a vault back to what the build of
 /// vault format `format` (3, 4 or 5) wrote, from its rows as they are and
-/// with the key — the header's format number, the MAC by that format's
-/// rules ("I" over the whole record, one "V" per current version; no terms
-/// for sync's bookkeeping before format 4), and without the tables,
-/// columns and migration records it did not have yet. The vault must
-/// never have been rekeyed (format 5's key epoch table is dropped).
+/// with the key — format-1 item records (the versions' list), the
+/// header's format number, the MAC by that format's rules ("I" over the
+/// whole record, one "V" per current version; no terms for sync's
+/// bookkeeping before format 4), and the schema of that format
+/// (``setBackSchema(_:toFormat:)``). The vault must never have been
+/// rekeyed (format 5's key epoch table is dropped).
 func setBack(_ v: Vault, toFormat format: Int) throws {
     precondition((3...5).contains(format))
     try v.store.writeImmediate { db in
+        for listed in try Queries.listedItems(db) {
+            let id = listed.row.id
+            let state = try Queries.cachedItemState(db, id: id)
+            let record = try v.openRecord(listed.record, item: id)
+            let plain = IntegrityEncodingTests.referenceFormat1Record(record, refs: IntegrityEncodingTests.refs(of: state))
+            let sealed = AEAD.seal(plain, key: v.keys.record, associatedData: ItemRecord.associatedData(vault: v.vaultID, item: id))
+            try Queries.replaceItemRecord(db, id: id, record: sealed)
+        }
         try db.execute(sql: "UPDATE vault SET formatVersion = ?", arguments: [format])
         let mac = VaultMAC(key: v.keys.mac)
         try Queries.computeMAC(db, into: mac, rules: .format5(bookkeeping: format >= 4))
         try Queries.setStoredMAC(db, mac)
-        try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms'")
-        if format < 5 {
-            try db.execute(sql: "DROP TABLE keyEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
-        }
-        if format < 4 {
-            try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
-        }
-        try db.execute(sql: "PRAGMA user_version = \(format)")
+        try setBackSchema(db, toFormat: format)
     }
+}
+
+/// The schema of format `format` (3, 4 or 5), without a key: the records
+/// back in their own table, without the tables and columns that format
+/// did not have yet and their migration records, `user_version` set.
+/// Rows and the MAC are left as they are.
+func setBackSchema(_ db: Database, toFormat format: Int) throws {
+    try db.execute(
+        sql: """
+            CREATE TABLE itemRecord (
+                itemId BLOB PRIMARY KEY REFERENCES item(itemId) ON DELETE CASCADE,
+                record BLOB NOT NULL
+            ) WITHOUT ROWID;
+            INSERT INTO itemRecord SELECT itemId, record FROM item WHERE record IS NOT NULL;
+            ALTER TABLE item DROP COLUMN record;
+            DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms';
+            """)
+    if format < 5 {
+        try db.execute(sql: "DROP TABLE keyEpoch")
+        try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-key-epoch'")
+    }
+    if format < 4 {
+        try db.execute(sql: "ALTER TABLE vaultIntegrity DROP COLUMN areaMacs")
+        try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-sync-bookkeeping-mac'")
+    }
+    try db.execute(sql: "PRAGMA user_version = \(format)")
 }

@@ -5,25 +5,12 @@ import Foundation
 import GRDB
 
 /// One item's integrity record (docs/key-hierarchy.md, "Item records"):
-/// what a listing shows, and the dot and authentication tag of every
-/// current version, sealed under the record key and bound to the vault id
-/// and item id. Everything in the clear that decides what a read prints or
+/// what a listing shows, and a digest of the dot and authentication tag of
+/// every current version (format 2 records; format 1 listed them), sealed
+/// under the record key and bound to the vault id and item id. Everything in the clear that decides what a read prints or
 /// what an export carries — the sync policy, the deleted flag, which
 /// versions are current — is checked against it on every read of the item.
 package struct ItemRecord: Equatable {
-    /// A current version: its register, dot and the last 16 bytes of its
-    /// payload (the Poly1305 tag, which authenticates the version's
-    /// ciphertext and associated data under the item key).
-    struct VersionRef: Hashable, Comparable {
-        var register: RegisterID
-        var dot: Dot
-        var tag: [UInt8]
-
-        static func < (a: VersionRef, b: VersionRef) -> Bool {
-            (a.register, a.dot) < (b.register, b.dot)
-        }
-    }
-
     var name: String
     var type: String
     var tags: [String]
@@ -37,19 +24,47 @@ package struct ItemRecord: Equatable {
     var updatedAt: Int64
     /// The replica of the newest write (largest write time, then dot).
     var lastReplica: ReplicaID?
-    var versions: [VersionRef]
+    /// ``digest(of:)`` of the current versions (read from a format-1
+    /// record's list, which format 2 replaced by the digest).
+    var versionsDigest: [UInt8]
 
-    static let formatVersion: UInt8 = 1
+    /// Records written since vault format 6: the versions' digest in place
+    /// of their list (a record of a five-field item shrinks from 384 to 128
+    /// bytes of plaintext). Format-1 records are still read.
+    static let formatVersion: UInt8 = 2
+    /// Bytes of one version in a format-1 record's list and in the digest's
+    /// input: register id, dot replica id, u64 dot counter, tag.
+    static let refBytes = 56
     /// Plaintexts are padded to a multiple of this many bytes, so a
     /// record's size does not give its name's exact length.
     static let padBlock = 128
 
-    static func refs(of state: ItemState) -> [VersionRef] {
-        var out: [VersionRef] = []
-        for (rid, versions) in state.registers {
-            for v in versions { out.append(VersionRef(register: rid, dot: v.dot, tag: Array(v.payload.suffix(16)))) }
+    /// The digest of an item's current versions.
+    static func digest(of state: ItemState) -> [UInt8] {
+        var refs: [RawRef] = []
+        for (rid, versions) in state.registers { for v in versions { refs.append(RawRef(register: rid, dot: v.dot, payload: v.payload)) } }
+        return digest(of: refs)
+    }
+
+    /// `BLAKE2b-256(u32be n || n × (register id || dot replica id || u64be
+    /// dot counter || tag))`, the versions sorted by register id, then dot;
+    /// a tag shorter than 16 bytes (a malformed payload) padded with zeros.
+    static func digest(of unsorted: [RawRef]) -> [UInt8] {
+        let refs = unsorted.sorted { ($0.register, $0.dot) < ($1.register, $1.dot) }
+        let size = 4 + refs.count * refBytes
+        let input = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var w = RawByteWriter(buffer.baseAddress!)
+            w.u32(UInt32(refs.count))
+            for v in refs {
+                w.id(v.register.high, v.register.low)
+                w.id(v.dot.replica.high, v.dot.replica.low)
+                w.u64(v.dot.counter)
+                w.raw16(v.tag)
+            }
+            precondition(w.written == size, "versions digest size")
+            count = size
         }
-        return out.sorted()
+        return KeyedHash.digest(input)
     }
 
     static func associatedData(vault: VaultID, item: ItemID) -> [UInt8] {
@@ -67,7 +82,7 @@ package struct ItemRecord: Equatable {
                 source: source.map { Array($0.utf8) }, expires: expires.map { Array($0.utf8) },
                 username: username.map { Array($0.utf8) }, url: url.map { Array($0.utf8) }),
             policy: policy, isDeleted: isDeleted, hasConflict: hasConflict, updatedAt: updatedAt, lastReplica: lastReplica,
-            versions: versions.map { RawRef(register: $0.register, dot: $0.dot, tag: $0.tag) })
+            versionsDigest: versionsDigest)
     }
 
     /// The UTF-8 texts of a record, as stored (see ``encode(texts:policy:isDeleted:hasConflict:updatedAt:lastReplica:versions:)``).
@@ -84,14 +99,13 @@ package struct ItemRecord: Equatable {
 
     /// The padded plaintext of a record, written straight into one buffer
     /// of its final size (no intermediate strings or arrays: a bulk import
-    /// builds one per item). `versions` need not be sorted; tags shorter
-    /// than 16 bytes are padded with zeros. A text longer than 64 KiB is
-    /// cut (``fitted(_:)``).
+    /// builds one per item). A text longer than 64 KiB is cut
+    /// (``fitted(_:)``).
     static func encode(
         texts: Texts, policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64,
-        lastReplica: ReplicaID?, versions unsorted: [RawRef]
+        lastReplica: ReplicaID?, versionsDigest: [UInt8]
     ) -> [UInt8] {
-        let versions = unsorted.sorted { ($0.register, $0.dot) < ($1.register, $1.dot) }
+        precondition(versionsDigest.count == 32, "versions digest size")
         var t = texts
         t.name = fitted(t.name)
         t.type = fitted(t.type)
@@ -99,7 +113,7 @@ package struct ItemRecord: Equatable {
         let optionals = [t.source, t.expires, t.username, t.url].map { $0.map(fitted) }
         var size = 1 + 1 + 8 + 2 + t.name.count + 2 + t.type.count + 2 + t.tags.count
         for text in optionals { size += 1 + 2 + (text?.count ?? 0) }
-        size += 1 + 16 + 4 + versions.count * 56
+        size += 1 + 16 + 32
         let padded = (size / padBlock + 1) * padBlock
         var out = [UInt8](repeating: 0, count: padded)
         out.withUnsafeMutableBufferPointer { buffer in
@@ -116,21 +130,15 @@ package struct ItemRecord: Equatable {
             }
             w.u8(lastReplica == nil ? 0 : 1)
             if let lastReplica { w.id(lastReplica.high, lastReplica.low) } else { w.skip(16) }
-            w.u32(UInt32(versions.count))
-            for v in versions {
-                w.id(v.register.high, v.register.low)
-                w.id(v.dot.replica.high, v.dot.replica.low)
-                w.u64(v.dot.counter)
-                w.raw16(v.tag)
-            }
+            w.bytes(versionsDigest)
             precondition(w.written == size, "item record size")
         }
         return out
     }
 
-    /// A current version as the record lists it, without references (a
-    /// bulk import sorts one list per item): the tag is the 16 bytes of
-    /// ``VersionRef/tag`` as they lie in memory.
+    /// A current version as the digest takes it, without references (a
+    /// bulk import sorts one list per item): the tag is the payload's last
+    /// 16 bytes as they lie in memory.
     struct RawRef {
         var register: RegisterID
         var dot: Dot
@@ -195,7 +203,7 @@ package struct ItemRecord: Equatable {
 
     init(
         name: String, type: String, tags: [String], source: String?, expires: String?, username: String?, url: String?,
-        policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64, lastReplica: ReplicaID?, versions: [VersionRef]
+        policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64, lastReplica: ReplicaID?, versionsDigest: [UInt8]
     ) {
         self.name = name
         self.type = type
@@ -209,14 +217,17 @@ package struct ItemRecord: Equatable {
         self.hasConflict = hasConflict
         self.updatedAt = updatedAt
         self.lastReplica = lastReplica
-        self.versions = versions
+        self.versionsDigest = versionsDigest
     }
 
     /// `withVersions: false` (listings) stops after the listed fields and
-    /// leaves ``versions`` empty: a listing never compares versions.
+    /// leaves ``versionsDigest`` empty: a listing never compares versions.
+    /// Reads format 2 and format 1 (a vault upgraded to vault format 6
+    /// keeps its records until each item's next write).
     init(decoding bytes: [UInt8], withVersions: Bool = true) throws(FormatError) {
         var r = ByteReader(bytes)
-        guard try r.u8() == Self.formatVersion else { throw .malformed("unknown item record version") }
+        let version = try r.u8()
+        guard version == 1 || version == Self.formatVersion else { throw .malformed("unknown item record version") }
         let flags = try r.u8()
         guard flags & ~7 == 0 else { throw .malformed("reserved item record flags set") }
         isDeleted = flags & 1 != 0
@@ -248,20 +259,24 @@ package struct ItemRecord: Equatable {
         let last = try r.identifier()
         lastReplica = hasLast == 1 ? last : nil
         guard withVersions else {
-            versions = []
+            versionsDigest = []
             return
         }
-        let n = Int(try r.u32())
-        guard n <= r.remaining / 56 else { throw .malformed("item record version count exceeds its length") }
-        var refs: [VersionRef] = []
-        refs.reserveCapacity(n)
-        for _ in 0..<n {
-            let rid = try r.registerID()
-            let replica = try r.identifier()
-            let counter = try r.u64()
-            refs.append(VersionRef(register: rid, dot: Dot(replica: replica, counter: counter), tag: try r.bytes(16)))
+        if version == Self.formatVersion {
+            versionsDigest = try r.bytes(32)
+        } else {
+            let n = Int(try r.u32())
+            guard n <= r.remaining / Self.refBytes else { throw .malformed("item record version count exceeds its length") }
+            var refs: [RawRef] = []
+            refs.reserveCapacity(n)
+            for _ in 0..<n {
+                let rid = try r.registerID()
+                let replica = try r.identifier()
+                let counter = try r.u64()
+                refs.append(RawRef(register: rid, dot: Dot(replica: replica, counter: counter), tag: try r.bytes(16)))
+            }
+            versionsDigest = Self.digest(of: refs)
         }
-        versions = refs
         while !r.isAtEnd {
             guard try r.u8() == 0 else { throw .malformed("item record padding is not zero") }
         }
@@ -312,7 +327,7 @@ extension Vault {
             source: source, expires: expires, username: user, url: link)
         let plain = ItemRecord.encode(
             texts: texts, policy: row.policy, isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
-            lastReplica: newest?.dot.replica, versions: versions)
+            lastReplica: newest?.dot.replica, versionsDigest: ItemRecord.digest(of: versions))
         let ad = ItemRecord.associatedData(vault: vaultID, item: state.id)
         if let sealer { return sealer.seal(plain, associatedData: ad) }
         return AEAD.seal(plain, key: keys.record, associatedData: ad)
@@ -344,7 +359,7 @@ extension Vault {
     /// Checks an item's row and current versions against its record.
     func check(_ record: ItemRecord, row: ItemRow, state: ItemState) throws {
         try check(record, row: row)
-        guard record.versions == ItemRecord.refs(of: state) else {
+        guard record.versionsDigest == ItemRecord.digest(of: state) else {
             throw StoreError.damaged(
                 "the current versions of item \(row.id.hex.prefix(8)) differ from its integrity record (a version was added, removed, replaced or moved from history)")
         }

@@ -72,9 +72,7 @@ extension Vault {
                     for listed in try Queries.listedItems(db) {
                         let state = try Queries.cachedItemState(db, id: listed.row.id)
                         let record = try sealRecord(state: state, row: listed.row)
-                        try db.execute(
-                            sql: "INSERT OR REPLACE INTO itemRecord (itemId, record) VALUES (?, ?)",
-                            arguments: [Data(listed.row.id.bytes), Data(record)])
+                        try Queries.replaceItemRecord(db, id: listed.row.id, record: record)
                     }
                 }
             }
