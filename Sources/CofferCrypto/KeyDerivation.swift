@@ -56,6 +56,16 @@ public enum KeyedHash {
         return out
     }
 
+    /// Unkeyed BLAKE2b of `message` into `out` (16 to 64 bytes), with no
+    /// allocation: for digests built in a caller's buffer.
+    public static func digest(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        precondition((16...64).contains(out.count))
+        Sodium.ensure()
+        _ = crypto_generichash(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count), nil, 0)
+    }
+
     /// Derives a 32-byte key from a secret and a label with keyed BLAKE2b:
     /// `BLAKE2b-256(key = secret, message = label)`, into guarded memory.
     public static func deriveKey(from secret: SecretBytes, label: [UInt8]) -> SecretBytes {

@@ -245,6 +245,27 @@ struct IntegrityEncodingTests {
         }
     }
 
+    /// The bulk import gathers each record while it opens the payloads
+    /// (`prepareNew`): the same plaintext as `sealRecord` of the state it
+    /// stores, for items of every shape a bundle may hold (values are
+    /// UTF-8 in bundles: rule text-value).
+    @Test func theImportPathSealsTheSameRecords() throws {
+        let v = try makeVault()
+        let sealer = AEAD.BatchSealer(key: v.keys.record)
+        func utf8(_ b: [UInt8]?) -> Bool { b.map { String(validating: $0, as: UTF8.self) != nil } ?? true }
+        for i in Self.shapes.indices {
+            let s = Self.shapes[i]
+            guard [s.name, s.tags, s.username, s.url, s.source].allSatisfy(utf8) else { continue }
+            let (state, _) = try item(v, shape: i)
+            let new = try v.prepareNew(state, path: "bundle.cb", sealer: sealer)
+            let ad = ItemRecord.associatedData(vault: v.vaultID, item: state.id)
+            let imported = try AEAD.open(new.record, key: v.keys.record, associatedData: ad)
+            let reference = Self.referenceRecord(try Self.referenceRecord(v, state: new.state, row: new.row), refs: Self.refs(of: new.state))
+            #expect(imported == reference, "shape \(i)")
+            #expect(try AEAD.open(try v.sealRecord(state: new.state, row: new.row), key: v.keys.record, associatedData: ad) == imported)
+        }
+    }
+
     @Test func versionsWithShortPayloadsKeepTheReferenceRecord() throws {
         let v = try makeVault()
         let (state, row) = try item(v, shape: 0)

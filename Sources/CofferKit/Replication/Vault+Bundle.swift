@@ -445,35 +445,39 @@ extension Vault {
         var nameHash: [UInt8]?
         var written: (min: Int64, max: Int64) = (.max, .min)
         var versionCount = 0
-        var shown: [RegisterID: FieldPayload] = [:]
         var name = ""
+        // The record is gathered while the payloads are opened: the shown
+        // payload of each listed register gives its text. Every version
+        // passed rule register-name (openIncoming): a user field's
+        // register is the one its payload's name derives, so the username
+        // and url registers are found by name, without deriving their ids
+        // (two keyed hashes per item).
+        var content = ItemRecord.Content()
+        if sealing { content.refs.reserveCapacity(state.registers.count + 2) }
         for (rid, versions) in state.registers {
+            let shownDot = versions.count == 1 ? versions[0].dot : Register.shown(versions)?.dot
+            let listed = rid.isMetadata ? ItemRecord.Content.Listed(metadata: rid) : nil
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
                 versionCount += 1
-                let payload: FieldPayload
-                payload = try openIncoming(v, item: state.id, register: rid, path: path)
+                let payload = try openIncoming(v, item: state.id, register: rid, path: path)
                 if rid == .name, let shownName, !shownName.isTombstone, v.dot == shownName.dot {
                     name = payload.text
                     nameHash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
                 }
-                if versions.count == 1 || v.dot == Register.shown(versions)?.dot { shown[rid] = payload }
+                guard sealing else { continue }
+                content.add(v, register: rid)
+                if v.dot == shownDot, !v.isTombstone, let field = listed ?? (rid.isMetadata ? nil : ItemRecord.Content.Listed(field: payload.name)) {
+                    content.list(field, payload)
+                }
             }
         }
         let hasConflict = state.registers.contains { $0.key != .deleted && $0.value.count > 1 } || state.hasDeleteConflict
         let row = ItemRow(
             id: state.id, policy: .sync, nameHash: nameHash, isDeleted: state.isDeleted, hasConflict: hasConflict,
             createdAt: written.min, updatedAt: written.max)
-        // Every version passed rule register-name (openIncoming): a user
-        // field's register is the one its payload's name derives, so the
-        // username and url registers are found by name, without deriving
-        // their ids (two keyed hashes per item).
-        var fields: (username: RegisterID?, url: RegisterID?) = (nil, nil)
-        for (rid, payload) in shown where !rid.isMetadata {
-            if payload.name == "username" { fields.username = rid } else if payload.name == "url" { fields.url = rid }
-        }
         return NewItem(
-            row: row, record: sealing ? try sealRecord(state: state, row: row, shown: shown, fieldRegisters: fields, sealer: sealer) : [], state: state,
+            row: row, record: sealing ? seal(content, row: row, sealer: sealer) : [], state: state,
             versions: versionCount, listed: !state.isDeleted && !Self.isReserved(name))
     }
 

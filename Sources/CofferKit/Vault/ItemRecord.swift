@@ -46,13 +46,23 @@ package struct ItemRecord: Equatable {
         return digest(of: refs)
     }
 
+    static func digest(of refs: [RawRef]) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 32) { out, count in
+            writeDigest(of: refs, into: out.baseAddress!)
+            count = 32
+        }
+    }
+
     /// `BLAKE2b-256(u32be n || n × (register id || dot replica id || u64be
     /// dot counter || tag))`, the versions sorted by register id, then dot;
     /// a tag shorter than 16 bytes (a malformed payload) padded with zeros.
-    static func digest(of unsorted: [RawRef]) -> [UInt8] {
-        let refs = unsorted.sorted { ($0.register, $0.dot) < ($1.register, $1.dot) }
+    /// Writes the digest (32 bytes) at `out`: its input is built in a
+    /// temporary buffer (on the stack for a usual item).
+    static func writeDigest(of unsorted: [RawRef], into out: UnsafeMutablePointer<UInt8>) {
+        var refs = unsorted
+        refs.sort { a, b in a.register != b.register ? a.register < b.register : a.dot < b.dot }
         let size = 4 + refs.count * refBytes
-        let input = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
             var w = RawByteWriter(buffer.baseAddress!)
             w.u32(UInt32(refs.count))
             for v in refs {
@@ -62,9 +72,8 @@ package struct ItemRecord: Equatable {
                 w.raw16(v.tag)
             }
             precondition(w.written == size, "versions digest size")
-            count = size
+            KeyedHash.digest(UnsafeRawBufferPointer(buffer), into: UnsafeMutableRawBufferPointer(start: out, count: 32))
         }
-        return KeyedHash.digest(input)
     }
 
     static func associatedData(vault: VaultID, item: ItemID) -> [UInt8] {
@@ -106,6 +115,28 @@ package struct ItemRecord: Equatable {
         lastReplica: ReplicaID?, versionsDigest: [UInt8]
     ) -> [UInt8] {
         precondition(versionsDigest.count == 32, "versions digest size")
+        return encode(texts: texts, policy: policy, isDeleted: isDeleted, hasConflict: hasConflict, updatedAt: updatedAt, lastReplica: lastReplica) {
+            w in w.bytes(versionsDigest)
+        }
+    }
+
+    /// The same, the digest taken of `versions` (any order) straight into
+    /// the plaintext.
+    static func encode(
+        texts: Texts, policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64,
+        lastReplica: ReplicaID?, versions: [RawRef]
+    ) -> [UInt8] {
+        encode(texts: texts, policy: policy, isDeleted: isDeleted, hasConflict: hasConflict, updatedAt: updatedAt, lastReplica: lastReplica) {
+            w in
+            writeDigest(of: versions, into: w.base + w.written)
+            w.skip(32)
+        }
+    }
+
+    private static func encode(
+        texts: Texts, policy: SyncPolicy, isDeleted: Bool, hasConflict: Bool, updatedAt: Int64,
+        lastReplica: ReplicaID?, digest: (inout RawByteWriter) -> Void
+    ) -> [UInt8] {
         var t = texts
         t.name = fitted(t.name)
         t.type = fitted(t.type)
@@ -130,7 +161,7 @@ package struct ItemRecord: Equatable {
             }
             w.u8(lastReplica == nil ? 0 : 1)
             if let lastReplica { w.id(lastReplica.high, lastReplica.low) } else { w.skip(16) }
-            w.bytes(versionsDigest)
+            digest(&w)
             precondition(w.written == size, "item record size")
         }
         return out
@@ -283,52 +314,98 @@ package struct ItemRecord: Equatable {
     }
 }
 
+extension ItemRecord {
+    /// What a record holds besides the row's flags, gathered register by
+    /// register: the listed texts of the shown versions, every current
+    /// version's reference, the newest write. ``Vault/sealRecord(state:row:shown:sealer:)``
+    /// fills it from an item's state; a bulk import fills it while it
+    /// opens the payloads (`Vault.prepareNew`). The record is encoded
+    /// straight from the payloads' bytes (no strings): the same bytes as
+    /// ``ItemRecord/encoded`` of the record the texts decode to (a test
+    /// compares both with the reference code).
+    struct Content {
+        /// Which text of the record a register's shown payload gives.
+        enum Listed {
+            case name, type, tags, source, expires, username, url
+
+            /// The text a metadata register gives, nil for one that is
+            /// not listed.
+            init?(metadata rid: RegisterID) {
+                if rid == .name { self = .name } else if rid == .type { self = .type } else if rid == .tags { self = .tags }
+                else if rid == .source { self = .source } else if rid == .expires { self = .expires } else { return nil }
+            }
+
+            /// The text a user field of this name gives (`username`, `url`).
+            init?(field name: String) {
+                if name == "username" { self = .username } else if name == "url" { self = .url } else { return nil }
+            }
+        }
+
+        var name: [UInt8]?, type: [UInt8]?, tags: [UInt8]?, source: [UInt8]?, expires: [UInt8]?
+        var username: [UInt8]?, url: [UInt8]?
+        var refs: [RawRef] = []
+        var newest: (writtenAt: Int64, dot: Dot)?
+
+        /// A current version of register `rid`.
+        mutating func add(_ v: FieldVersion, register rid: RegisterID) {
+            if newest == nil || (v.writtenAt, v.dot) > newest! { newest = (v.writtenAt, v.dot) }
+            refs.append(RawRef(register: rid, dot: v.dot, payload: v.payload))
+        }
+
+        /// The shown, live payload of a listed register. A field the user
+        /// marked secret stays out of listings.
+        mutating func list(_ field: Listed, _ p: FieldPayload) {
+            let text = p.isSecret ? nil : ItemRecord.storedText(p.value)
+            switch field {
+            case .name: name = text
+            case .type: type = text
+            case .tags: tags = text
+            case .source: source = text
+            case .expires: expires = text
+            case .username: username = text
+            case .url: url = text
+            }
+        }
+
+        /// The padded plaintext of the record for `row`.
+        func plaintext(row: ItemRow) -> [UInt8] {
+            let texts = Texts(
+                name: name ?? [], type: type ?? Array(ItemType.custom.rawValue.utf8), tags: ItemRecord.storedTags(tags ?? []),
+                source: source, expires: expires, username: username, url: url)
+            return ItemRecord.encode(
+                texts: texts, policy: row.policy, isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
+                lastReplica: newest?.dot.replica, versions: refs)
+        }
+    }
+}
+
 extension Vault {
     // MARK: Item records
 
     /// Builds and seals the record of `state` as stored in `row`. `shown`
     /// gives the shown, non-tombstone payload of a register when the
     /// caller already decrypted it; others are decrypted here.
-    /// `fieldRegisters`, when given, are the registers of the `username`
-    /// and `url` fields (nil: the item has none), found by the caller
-    /// (an import, from payloads already checked against their registers);
-    /// otherwise they are derived here.
     package func sealRecord(
-        state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:],
-        fieldRegisters: (username: RegisterID?, url: RegisterID?)? = nil, sealer: AEAD.BatchSealer? = nil
+        state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:], sealer: AEAD.BatchSealer? = nil
     ) throws -> [UInt8] {
-        let username = fieldRegisters.map(\.username) ?? registerID(field: "username", item: state.id)
-        let url = fieldRegisters.map(\.url) ?? registerID(field: "url", item: state.id)
-        // The record is encoded straight from the payloads' bytes (no
-        // strings), in one pass over the registers: the same bytes as
-        // ``ItemRecord/encoded`` of the record the texts decode to (a test
-        // compares both with the reference code).
-        var name: [UInt8]?, type: [UInt8]?, tags: [UInt8]?, source: [UInt8]?, expires: [UInt8]?
-        var user: [UInt8]?, link: [UInt8]?
-        var newest: (writtenAt: Int64, dot: Dot)?
-        var versions: [ItemRecord.RawRef] = []
-        versions.reserveCapacity(state.registers.count + 2)
+        let username = registerID(field: "username", item: state.id)
+        let url = registerID(field: "url", item: state.id)
+        var content = ItemRecord.Content()
+        content.refs.reserveCapacity(state.registers.count + 2)
         for (rid, list) in state.registers {
-            for v in list {
-                if newest == nil || (v.writtenAt, v.dot) > newest! { newest = (v.writtenAt, v.dot) }
-                versions.append(ItemRecord.RawRef(register: rid, dot: v.dot, payload: v.payload))
-            }
-            let isListed = rid.isMetadata ? (rid == .name || rid == .type || rid == .tags || rid == .source || rid == .expires) : (rid == username || rid == url)
-            guard isListed, let shown: FieldVersion = list.count == 1 ? list[0] : Register.shown(list), !shown.isTombstone else { continue }
-            let p = try known[rid] ?? open(shown, item: state.id, register: rid)
-            // A field the user marked secret stays out of listings.
-            let text = p.isSecret ? nil : ItemRecord.storedText(p.value)
-            if rid == .name { name = text } else if rid == .type { type = text } else if rid == .tags { tags = text }
-            else if rid == .source { source = text } else if rid == .expires { expires = text }
-            else if rid == username { user = text } else { link = text }
+            for v in list { content.add(v, register: rid) }
+            let field: ItemRecord.Content.Listed? =
+                rid.isMetadata ? ItemRecord.Content.Listed(metadata: rid) : (rid == username ? .username : rid == url ? .url : nil)
+            guard let field, let shown: FieldVersion = list.count == 1 ? list[0] : Register.shown(list), !shown.isTombstone else { continue }
+            content.list(field, try known[rid] ?? open(shown, item: state.id, register: rid))
         }
-        let texts = ItemRecord.Texts(
-            name: name ?? [], type: type ?? Array(ItemType.custom.rawValue.utf8), tags: ItemRecord.storedTags(tags ?? []),
-            source: source, expires: expires, username: user, url: link)
-        let plain = ItemRecord.encode(
-            texts: texts, policy: row.policy, isDeleted: row.isDeleted, hasConflict: row.hasConflict, updatedAt: row.updatedAt,
-            lastReplica: newest?.dot.replica, versionsDigest: ItemRecord.digest(of: versions))
-        let ad = ItemRecord.associatedData(vault: vaultID, item: state.id)
+        return seal(content, row: row, sealer: sealer)
+    }
+
+    /// Seals the record gathered in `content` for `row`.
+    func seal(_ content: ItemRecord.Content, row: ItemRow, sealer: AEAD.BatchSealer? = nil) -> [UInt8] {
+        let plain = content.plaintext(row: row)
+        let ad = ItemRecord.associatedData(vault: vaultID, item: row.id)
         if let sealer { return sealer.seal(plain, associatedData: ad) }
         return AEAD.seal(plain, key: keys.record, associatedData: ad)
     }
