@@ -64,7 +64,9 @@ CREATE TABLE item (
     updatedAt INTEGER NOT NULL
 , record BLOB) WITHOUT ROWID;
 
-CREATE INDEX item_nameHash ON item(nameHash);
+-- Format 6 added isDeleted to the index: a lookup of a live name seeks
+-- past the deleted rows that carry the same hash.
+CREATE INDEX item_nameHash ON item(nameHash, isDeleted);
 
 -- The current versions of every register (field) of every item. Several
 -- rows for one (itemId, registerId) are concurrent versions: a conflict.

@@ -48,11 +48,17 @@ enum Migrations {
     /// are (a record a key holder would find changed stays changed); the
     /// first unlock folds the stored MAC to the new terms
     /// (`Vault.ensureIntegrity`). Records of rows without an item (never
-    /// written by coffer, never covered) are dropped with the table.
+    /// written by coffer, never covered) are dropped with the table. The
+    /// name index takes the deleted flag too: a name removed and added
+    /// again many times leaves one deleted row per removal under its hash,
+    /// and a lookup of the live item no longer reads each of those rows
+    /// (now larger, with their records).
     static let v6ItemTerms = """
         ALTER TABLE item ADD COLUMN record BLOB;
         UPDATE item SET record = (SELECT record FROM itemRecord WHERE itemRecord.itemId = item.itemId);
         DROP TABLE itemRecord;
+        DROP INDEX item_nameHash;
+        CREATE INDEX item_nameHash ON item(nameHash, isDeleted);
         """
 
     /// Format version 5 ("rekey"): the vault's key epoch and its key check

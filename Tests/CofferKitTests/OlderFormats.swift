@@ -45,6 +45,8 @@ func setBackSchema(_ db: Database, toFormat format: Int) throws {
             ) WITHOUT ROWID;
             INSERT INTO itemRecord SELECT itemId, record FROM item WHERE record IS NOT NULL;
             ALTER TABLE item DROP COLUMN record;
+            DROP INDEX item_nameHash;
+            CREATE INDEX item_nameHash ON item(nameHash);
             DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms';
             """)
     if format < 5 {
