@@ -211,7 +211,11 @@ public enum Queries {
     }
 
     /// Writes an item's row and replaces its versions with `new`. Versions
-    /// present in `old` but not in `new` move to the history table.
+    /// present in `old` but not in `new` move to the history table; a
+    /// version of `new` whose dot `old` holds with other content (a merge
+    /// picked the other copy of one write: `Register.normalize`) replaces
+    /// the stored row, so the rows always equal `new`, which the record
+    /// and the item's MAC term are made from.
     /// `old` must be the versions stored for the item (nil: none, or read
     /// here when the item has a row). `record` is the item's sealed
     /// integrity record; the item's MAC terms (its term before and after,
@@ -252,6 +256,11 @@ public enum Queries {
                 """)
         let remove = try db.cachedStatement(
             sql: "DELETE FROM fieldVersion WHERE itemId = ? AND registerId = ? AND replicaId = ? AND counter = ?")
+        let replace = try db.cachedStatement(
+            sql: """
+                UPDATE fieldVersion SET vector = ?, writtenAt = ?, isTombstone = ?, payload = ?
+                WHERE itemId = ? AND registerId = ? AND replicaId = ? AND counter = ?
+                """)
         let oldRegisters = old?.registers ?? [:]
         for rid in Set(oldRegisters.keys).union(new.registers.keys) {
             let before = oldRegisters[rid] ?? []
@@ -267,6 +276,13 @@ public enum Queries {
                 try retire.execute(arguments: args + [now])
                 if db.changesCount == 1 { mac.toggle(IntegrityTerm.history(item: row.id, register: rid, v, supersededAt: now)) }
                 try remove.execute(arguments: [idData, ridData, Data(v.dot.replica.bytes), Int64(v.dot.counter)])
+            }
+            for v in after where beforeDots.contains(v.dot) {
+                guard let held = before.first(where: { $0.dot == v.dot }), held != v else { continue }
+                try replace.execute(arguments: [
+                    Data(v.vector.encoded), v.writtenAt, v.isTombstone, Data(v.payload), idData, ridData, Data(v.dot.replica.bytes),
+                    Int64(v.dot.counter),
+                ])
             }
             for v in after where !beforeDots.contains(v.dot) {
                 try insert.execute(arguments: [

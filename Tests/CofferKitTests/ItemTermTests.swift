@@ -52,6 +52,36 @@ struct ItemTermTests {
         #expect(computed.area(.versions) == [UInt8](repeating: 0, count: 32))
     }
 
+    /// A merge that picks the other copy of a write this vault holds
+    /// (`Register.normalize`: the same dot sealed again, as a replica that
+    /// re-encrypted it sends it) stores that copy: rows, record and MAC term
+    /// stay one state (before, the row kept the old copy while the record
+    /// and term took the new one).
+    @Test func anotherCopyOfAHeldWriteReplacesTheStoredRow() throws {
+        let v = try makeVault()
+        try v.add(ItemDraft(name: "k", type: .apiKey, fields: [Field(name: "key", value: "v1", isSecret: true)]))
+        let id = try v.store.read { db in try v.resolve(db, "k") }
+        let rid = v.registerID(field: "key", item: id)
+        var stored: [UInt8] = []
+        try v.write { db, mac in
+            let old = try Queries.cachedItemState(db, id: id)
+            let row = try #require(try Queries.cachedItemRow(db, id: id))
+            let held = try #require(old.registers[rid]?.first)
+            let again = v.seal(
+                FieldPayload(name: "key", value: Array("v1".utf8), isSecret: true), item: id, register: rid, dot: held.dot,
+                vector: held.vector, at: held.writtenAt, tombstone: held.isTombstone)
+            #expect(again.payload != held.payload)
+            var new = old
+            new.registers[rid] = [again]
+            stored = again.payload
+            try v.save(db, row: row, old: old, new: new, now: held.writtenAt + 1, mac: mac)
+        }
+        let report = try v.verify()
+        #expect(report.isSound, "\(report.problems)")
+        #expect(try v.store.read { db in try Queries.cachedItemState(db, id: id).registers[rid]?.first?.payload } == stored)
+        #expect(try v.item(named: "k").primaryField?.value == "v1")
+    }
+
     @Test func aFormatFiveVaultIsFoldedOnUnlock() throws {
         let v = try populated()
         try setBack(v, toFormat: 5)
@@ -61,7 +91,11 @@ struct ItemTermTests {
         #expect(report.isSound, "\(report.problems)")
         #expect(report.formatVersion == 6)
         #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 6)
-        #expect(try stored(upgraded).whole != format5.whole)
+        // The fold gives exactly the MAC of the rows under the new rules.
+        let fresh = VaultMAC(key: upgraded.keys.mac)
+        try upgraded.store.read { db in try Queries.computeMAC(db, into: fresh) }
+        #expect(try stored(upgraded).whole == fresh.delta && stored(upgraded).areas == fresh.areaDelta)
+        #expect(format5.whole != fresh.delta)
         #expect(try upgraded.item(named: "web/mail").fields.first { $0.name == "password" }?.value == "p2")
         #expect(try upgraded.item(named: "device").primaryField?.value == "d")
         // Writes after the upgrade keep it sound.
@@ -69,6 +103,42 @@ struct ItemTermTests {
         e.setFields = [Field(name: "password", value: "p3", isSecret: true)]
         _ = try upgraded.edit("web/mail", e)
         #expect(try upgraded.verify().isSound)
+    }
+
+    /// The vault the format-5 build really wrote (Fixtures/vault-format5:
+    /// format-1 records in their own table, format-5 MAC terms) upgrades
+    /// on unlock, verifies, serves its values, and takes writes.
+    @Test func aVaultWrittenByTheFormatFiveBuildUpgrades() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/vault-format5/vault.coffer")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-f5-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("vault.coffer").path
+        try FileManager.default.copyItem(atPath: fixture.path, toPath: path)
+        let v = try VaultFile.open(path: path).unlock(passphrase: SecretBytes(copying: Array("correct horse battery staple".utf8)))
+        let report = try v.verify()
+        #expect(report.isSound, "\(report.problems)")
+        #expect(report.formatVersion == 6 && report.items == 4 && report.historyVersions == 1)
+        #expect(try v.item(named: "web/mail").fields.first { $0.name == "password" }?.value == "p2")
+        #expect(try v.item(named: "web/mail").fields.first { $0.name == "username" }?.value == "me@example.com")
+        #expect(try v.item(named: "api/openai").primaryField?.value == "sk-fixture")
+        #expect(try v.item(named: "device/pin").primaryField?.value == "1234")
+        #expect(throws: CofferError.self) { try v.item(named: "gone") }
+        #expect(try v.list().map(\.name) == ["api/openai", "device/pin", "web/mail"])
+        #expect(try v.store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE name = 'itemRecord'") } == 0)
+        var e = ItemEdit()
+        e.setFields = [Field(name: "password", value: "p3", isSecret: true)]
+        _ = try v.edit("web/mail", e)
+        #expect(try v.verify().isSound)
+        try v.exportBundle(to: dir.appendingPathComponent("out.cb").path)
+        // An edit of the fixture before its upgrade stays detected.
+        let edited = dir.appendingPathComponent("edited.coffer").path
+        try FileManager.default.copyItem(atPath: fixture.path, toPath: edited)
+        let q = try DatabaseQueue(path: edited)
+        try q.write { db in try db.execute(sql: "UPDATE replica SET counter = counter + 1000") }
+        try q.close()
+        let w = try VaultFile.open(path: edited).unlock(passphrase: SecretBytes(copying: Array("correct horse battery staple".utf8)))
+        #expect(!(try macProblems(w)).isEmpty)
     }
 
     /// The fold keeps the difference an edit made before the upgrade:

@@ -397,10 +397,16 @@ extension Vault {
         var newVersions = 0
         var written: (min: Int64, max: Int64) = (.max, .min)
         for (rid, versions) in merged.registers {
-            let held = Set((old.registers[rid] ?? []).map(\.dot))
+            let held = old.registers[rid] ?? []
             for v in versions {
                 written = (min(written.min, v.writtenAt), max(written.max, v.writtenAt))
-                if held.contains(v.dot) { continue }
+                if let copy = held.first(where: { $0.dot == v.dot }) {
+                    // The other copy of a write held here (picked by
+                    // `Register.normalize`): it replaces the held row, so
+                    // it is authenticated too.
+                    if copy != v { _ = try openIncoming(v, item: incoming.id, register: rid, path: path) }
+                    continue
+                }
                 newVersions += 1
                 _ = try openIncoming(v, item: incoming.id, register: rid, path: path)
             }
