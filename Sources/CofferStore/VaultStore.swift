@@ -72,7 +72,13 @@ public final class VaultStore: Sendable {
                 guard version > 0 else {
                     throw StoreError.notAVault(path: path, reason: "no Coffer schema in this SQLite file")
                 }
-                try Migrations.migrator.migrate(queue)
+                do { try Migrations.migrator.migrate(queue) } catch let e as DatabaseError where e.resultCode == .SQLITE_ERROR {
+                    // A migration's SQL failed ("duplicate column name",
+                    // "table … already exists"): the schema is not the one
+                    // its format number says, so it was changed outside
+                    // coffer. The migration's transaction was rolled back.
+                    throw StoreError.damaged("its schema does not match vault format \(version) (\(e.message ?? "SQL error"))")
+                }
             }
             removeStaleJournal(queue, path: path)
             return VaultStore(path: path, queue: queue)
