@@ -45,14 +45,9 @@ public enum KeyedHash {
 
     /// Unkeyed BLAKE2b, for fingerprints of non-secret data.
     public static func digest(_ message: some Collection<UInt8>, length: Int = 32) -> [UInt8] {
-        Sodium.ensure()
         let message = Array(message)
         var out = [UInt8](repeating: 0, count: length)
-        out.withUnsafeMutableBufferPointer { o in
-            message.withUnsafeBufferPointer { m in
-                _ = crypto_generichash(o.baseAddress!, length, m.baseAddress, UInt64(m.count), nil, 0)
-            }
-        }
+        out.withUnsafeMutableBytes { o in message.withUnsafeBytes { digest($0, into: o) } }
         return out
     }
 

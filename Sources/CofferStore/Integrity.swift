@@ -369,6 +369,9 @@ extension Queries {
         /// version; the terms of sync's bookkeeping ("E", "P") only when
         /// `bookkeeping` (formats 4 and 5).
         case format5(bookkeeping: Bool)
+
+        /// Whether sync's bookkeeping ("E", "P") has terms.
+        var coversBookkeeping: Bool { self != .format5(bookkeeping: false) }
     }
 
     /// Computes the vault MAC from every covered row (toggles each term
@@ -389,7 +392,7 @@ extension Queries {
                 mac.toggle(IntegrityTerm.replica(r.id, counter: r.counter))
                 cover.replicas += 1
             }
-            if rules != .format5(bookkeeping: false) {
+            if rules.coversBookkeeping {
                 if let mark = try exportMark(db) {
                     mac.toggle(IntegrityTerm.exportMark(mark.replica, counter: mark.counter))
                     cover.bookkeeping += 1
