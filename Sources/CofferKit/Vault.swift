@@ -13,11 +13,14 @@ public final class Vault: Sendable {
     /// The session's listing cache, when unlocked through a session.
     let listingCache: ListingCache?
 
-    init(file: VaultFile, master: SecretBytes, listingCache: ListingCache? = nil) throws {
+    /// `rebuildIntegrity`: a vault without integrity data gets it built
+    /// (``ensureIntegrity(rebuild:)``); only a passphrase unlock whose key
+    /// opened under the legacy wrapping may ask for it.
+    init(file: VaultFile, master: SecretBytes, listingCache: ListingCache? = nil, rebuildIntegrity: Bool = false) throws {
         self.file = file
         self.keys = VaultKeys(master: master)
         self.listingCache = listingCache
-        try ensureIntegrity()
+        try ensureIntegrity(rebuild: rebuildIntegrity)
     }
 
     /// A vault object under `master` whose integrity is not checked: the

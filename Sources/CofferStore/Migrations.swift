@@ -38,6 +38,14 @@ enum Migrations {
             try db.execute(sql: v6ItemTerms)
             try db.execute(sql: "PRAGMA user_version = 6")
         }
+        // Format 7 binds the wrapped master key to "this vault has
+        // integrity data" (docs/key-hierarchy.md). No schema change: the
+        // number only stops builds that do not know the new wrapping from
+        // opening the file; the re-wrap itself needs the passphrase and is
+        // made at the next unlock with it (`VaultFile.unlock`).
+        m.registerMigration("v7-bound-wrap") { db in
+            try db.execute(sql: "PRAGMA user_version = 7")
+        }
         return m
     }
 

@@ -40,6 +40,16 @@ public enum Queries {
             ])
     }
 
+    /// ``updateKeyWrapping(_:header:mac:)`` and the header's format number
+    /// in one step (the format number says which binding the wrapped key
+    /// was made with: vault format 7).
+    public static func updateHeaderWrapping(_ db: Database, header: VaultHeader, mac: VaultMAC) throws {
+        try updateKeyWrapping(db, header: header, mac: mac)
+        // updateKeyWrapping toggled the term of `header` with its format
+        // number; the stored row takes that number now.
+        try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
+    }
+
     public static func localReplica(_ db: Database) throws -> LocalReplica {
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM localReplica WHERE singleton = 1") else {
             throw StoreError.damaged("the local replica row is missing")

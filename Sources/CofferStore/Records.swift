@@ -26,6 +26,12 @@ public struct VaultHeader: Sendable, Equatable {
         self.wrappedMasterKey = wrappedMasterKey
         self.createdAt = createdAt
     }
+
+    /// The binding the wrapped master key was made with, as the format
+    /// number says (docs/key-hierarchy.md, "Wrapping the master key").
+    public var wrapBinding: KeyHierarchy.WrapBinding {
+        formatVersion >= VaultStore.boundWrapFormat ? .integrity : .legacy
+    }
 }
 
 /// The clear-text columns of an item row.

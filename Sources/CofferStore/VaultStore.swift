@@ -10,7 +10,16 @@ import Glibc
 /// the vault goes through here.
 public final class VaultStore: Sendable {
     /// The newest vault format this build reads and writes.
-    public static let formatVersion = 6
+    public static let formatVersion = 7
+    /// The format of the integrity data's rules (item records, vault-MAC
+    /// terms): format 7 changed only the master key's wrapping (bound to
+    /// "this vault has integrity data", docs/key-hierarchy.md), so a vault
+    /// whose header says 6 has current integrity data and a legacy
+    /// wrapping, upgraded to 7 at its next unlock with the passphrase.
+    public static let integrityFormat = 6
+    /// The first format whose wrapped master key is bound with
+    /// `coffer-wrap-v3` (``KeyHierarchy/WrapBinding/integrity``).
+    public static let boundWrapFormat = 7
 
     public let path: String
     let queue: DatabaseQueue

@@ -49,12 +49,17 @@ public struct BundleHeader: Sendable, Equatable {
     /// Which rekey made the master key the bundle is written under
     /// (format 3; ``KeyEpoch/initial`` in formats 1 and 2).
     public var keyEpoch: KeyEpoch
+    /// What the wrapped master key's associated data binds: format 4
+    /// (``KeyHierarchy/WrapBinding/integrity``, `coffer-wrap-v3`) or
+    /// formats 1 to 3 (``KeyHierarchy/WrapBinding/legacy``).
+    public var wrapBinding: KeyHierarchy.WrapBinding
 
     public init(
         vaultID: VaultID, replicaID: ReplicaID, kind: Kind, createdAt: Int64, recordCount: UInt64?,
         kdf: KDFParameters, salt: [UInt8], wrappedMasterKey: [UInt8], summary: VersionVector, since: VersionVector,
-        wrapping: KeyWrappingVersion = .initial, keyEpoch: KeyEpoch = .initial
+        wrapping: KeyWrappingVersion = .initial, keyEpoch: KeyEpoch = .initial, wrapBinding: KeyHierarchy.WrapBinding = .legacy
     ) {
+        self.wrapBinding = wrapBinding
         self.wrapping = wrapping
         self.keyEpoch = keyEpoch
         self.vaultID = vaultID
@@ -78,8 +83,11 @@ public enum BundleFormat {
     /// the oldest version that can carry the header: 1 while the vault's
     /// passphrase wrapping is the initial one (byte-identical to older
     /// coffers), 2 once a `passwd` has versioned it, 3 once a `rekey`
-    /// has made a new master key (the header then carries the key epoch).
-    public static let version: UInt16 = 3
+    /// has made a new master key (the header then carries the key epoch),
+    /// 4 for a master key wrapped with `coffer-wrap-v3` (vault format 7;
+    /// the body of format 3, its wrapping version and key epoch always
+    /// present, initial or not).
+    public static let version: UInt16 = 4
     /// The oldest bundle format this build reads.
     public static let oldestReadable: UInt16 = 1
     /// magic + version + body length.
@@ -156,8 +164,14 @@ extension BundleHeader {
 
     /// The format version this header is written in: the oldest that can
     /// carry it — 1 for the initial wrapping and key, 2 for a versioned
-    /// passphrase wrapping, 3 for a key of a later epoch than the first.
-    public var formatVersion: UInt16 { !keyEpoch.isInitial ? 3 : (wrapping.isInitial ? 1 : 2) }
+    /// passphrase wrapping, 3 for a key of a later epoch than the first;
+    /// 4 whenever the key is wrapped with `coffer-wrap-v3` (a build that
+    /// reads only formats 1 to 3 must refuse such a bundle rather than
+    /// take its wrapping, which it could not open).
+    public var formatVersion: UInt16 {
+        if wrapBinding == .integrity { return 4 }
+        return !keyEpoch.isInitial ? 3 : (wrapping.isInitial ? 1 : 2)
+    }
 
     /// The clear prefix: magic, version, body length, body. This is the
     /// associated data of the first stream chunk.
@@ -197,9 +211,10 @@ extension BundleHeader {
             wrappedMasterKey = try r.bytes(BundleFormat.wrappedKeyLength)
             summary = try VersionVector(reading: &r)
             since = try VersionVector(reading: &r)
+            wrapBinding = version >= 4 ? .integrity : .legacy
             if version >= 2 {
                 wrapping = try KeyWrappingVersion(reading: &r)
-                if wrapping.isInitial {
+                if wrapping.isInitial && version < 4 {
                     throw BundleError.malformedHeader("a format-\(version) header carries the initial passphrase wrapping (write format 1)")
                 }
             } else {
@@ -207,7 +222,7 @@ extension BundleHeader {
             }
             if version >= 3 {
                 keyEpoch = try KeyEpoch(reading: &r)
-                if keyEpoch.isInitial {
+                if keyEpoch.isInitial && version < 4 {
                     throw BundleError.malformedHeader("a format-3 header carries key epoch 0 (write format 1 or 2)")
                 }
             } else {

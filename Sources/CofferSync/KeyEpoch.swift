@@ -31,6 +31,23 @@ public struct KeyEpoch: Sendable, Equatable, Comparable, CustomStringConvertible
     /// Largest epoch number accepted (the format's counter bound, 2^53).
     public static let maxNumber: UInt64 = 1 << 53
 
+    /// How far a bundle's key epoch may be ahead of the receiver's for the
+    /// receiver to adopt it (rule `key-epoch-jump`, docs/bundle-format.md):
+    /// a replica that missed up to this many rekeys still catches up, and a
+    /// key holder cannot push every replica to the end of the epoch space
+    /// in one bundle, so there is always a next epoch for `coffer rekey`.
+    public static let maxJump: UInt64 = 1000
+
+    /// Largest epoch number a clone starts from (rule `key-epoch-jump` for
+    /// a vault that has no epoch yet): half the space stays for rekeys.
+    public static let maxCloneNumber: UInt64 = 1 << 52
+
+    /// Whether a replica on this epoch may adopt `newer` (rule
+    /// `key-epoch-jump`): at most ``maxJump`` rekeys ahead.
+    public func mayAdopt(_ newer: KeyEpoch) -> Bool {
+        newer.number <= number &+ Self.maxJump
+    }
+
     /// The epoch a rekey on `replica` at `now` makes.
     public func next(by replica: ReplicaID, at now: Int64) -> KeyEpoch {
         KeyEpoch(number: number &+ 1, rekeyedBy: replica, rekeyedAt: now)

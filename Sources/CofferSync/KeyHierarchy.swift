@@ -40,20 +40,54 @@ public enum KeyHierarchy {
         return KeyedHash.hash(w.data, key: subKey(.keyCheck, of: master), length: 32)
     }
 
+    /// What the associated data of a wrapped master key binds besides the
+    /// vault id, KDF parameters and salt (docs/key-hierarchy.md, "Wrapping
+    /// the master key").
+    public enum WrapBinding: Sendable, Equatable {
+        /// `coffer-wrap-v1` (epoch 0) or `coffer-wrap-v2` (a later epoch):
+        /// every wrapping made before vault format 7 and bundle format 4.
+        case legacy
+        /// `coffer-wrap-v3`: the key of a vault that has integrity data
+        /// (vault format 7 on). A file whose key opens under this binding
+        /// and that claims an older format, or has no integrity data, was
+        /// set back by hand: it is never re-upgraded.
+        case integrity
+    }
+
     /// Associated data of the wrapped master key: binds it to the vault
-    /// id and the exact KDF parameters and salt, and from the first rekey
-    /// on to the key epoch (`coffer-wrap-v2`), so the wrapped key of one
-    /// epoch cannot be presented as another's.
-    public static func wrapAssociatedData(vault: VaultID, kdf: KDFParameters, salt: [UInt8], epoch: KeyEpoch = .initial) -> [UInt8] {
+    /// id and the exact KDF parameters and salt; from the first rekey on
+    /// to the key epoch (`coffer-wrap-v2`), so the wrapped key of one
+    /// epoch cannot be presented as another's; and from vault format 7 on
+    /// (`coffer-wrap-v3`, always with the epoch) to "this vault has
+    /// integrity data", so the key itself says that the vault once had it.
+    public static func wrapAssociatedData(
+        vault: VaultID, kdf: KDFParameters, salt: [UInt8], epoch: KeyEpoch = .initial, binding: WrapBinding = .legacy
+    ) -> [UInt8] {
         var w = ByteWriter(capacity: 96)
-        w.bytes(Array((epoch.isInitial ? "coffer-wrap-v1" : "coffer-wrap-v2").utf8))
-        w.id(vault)
-        if !epoch.isInitial { w.bytes(epoch.encoded) }
+        switch binding {
+        case .legacy:
+            w.bytes(Array((epoch.isInitial ? "coffer-wrap-v1" : "coffer-wrap-v2").utf8))
+            w.id(vault)
+            if !epoch.isInitial { w.bytes(epoch.encoded) }
+        case .integrity:
+            w.bytes(Array("coffer-wrap-v3".utf8))
+            w.id(vault)
+            w.bytes(epoch.encoded)
+        }
         w.u32(kdf.memoryKiB)
         w.u32(kdf.iterations)
         w.u32(kdf.parallelism)
         w.bytes(salt)
         return w.data
+    }
+
+    /// A master key opened with a passphrase, the binding its wrapping was
+    /// made with, and the KEK that opened it (to re-wrap it under the
+    /// other binding with the same salt, without a second Argon2id run).
+    public struct Unwrapped: Sendable {
+        public let master: SecretBytes
+        public let binding: WrapBinding
+        public let kek: SecretBytes
     }
 
     /// Unwraps the master key with a passphrase. Throws
@@ -64,41 +98,70 @@ public enum KeyHierarchy {
     /// whose NFC form fails, is also tried byte for byte, so a vault made
     /// before normalization (or with a non-UTF-8 passphrase) still opens.
     public static func unwrapMasterKey(
-        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8], epoch: KeyEpoch = .initial
+        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8], epoch: KeyEpoch = .initial,
+        binding: WrapBinding = .legacy
     ) throws(CryptoError) -> SecretBytes {
+        try unwrapMasterKey(
+            passphrase: passphrase, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped, epoch: epoch, bindings: [binding]
+        ).master
+    }
+
+    /// The same, trying each of `bindings` in order under one KEK per
+    /// passphrase form (one Argon2id run, not one per binding): a vault
+    /// file tries the binding its format says first, then the other, and
+    /// the caller learns which one the key was really wrapped with.
+    public static func unwrapMasterKey(
+        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8], epoch: KeyEpoch,
+        bindings: [WrapBinding]
+    ) throws(CryptoError) -> Unwrapped {
         if let nfc = passphrase.nfcNormalizedUTF8() {
             do {
-                return try unwrapExactly(passphrase: nfc, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped, epoch: epoch)
+                return try unwrapExactly(passphrase: nfc, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped, epoch: epoch, bindings: bindings)
             } catch .authenticationFailed where nfc !== passphrase {
                 // An older vault may have been made with these exact bytes.
             }
         }
-        return try unwrapExactly(passphrase: passphrase, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped, epoch: epoch)
+        return try unwrapExactly(passphrase: passphrase, vault: vault, kdf: kdf, salt: salt, wrapped: wrapped, epoch: epoch, bindings: bindings)
     }
 
     static func unwrapExactly(
-        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8], epoch: KeyEpoch
-    ) throws(CryptoError) -> SecretBytes {
+        passphrase: SecretBytes, vault: VaultID, kdf: KDFParameters, salt: [UInt8], wrapped: [UInt8], epoch: KeyEpoch,
+        bindings: [WrapBinding]
+    ) throws(CryptoError) -> Unwrapped {
         let kek = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf)
-        let master = try AEAD.openSecret(
-            wrapped, key: kek, associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epoch))
-        guard master.count == 32 else { throw .authenticationFailed }
-        return master
+        for binding in bindings {
+            let ad = wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epoch, binding: binding)
+            guard let master = try? AEAD.openSecret(wrapped, key: kek, associatedData: ad), master.count == 32 else { continue }
+            return Unwrapped(master: master, binding: binding, kek: kek)
+        }
+        throw .authenticationFailed
     }
 
     /// Wraps `master` under a passphrase with fresh salt. The passphrase
     /// must be valid UTF-8; its NFC form is used, so "café" typed with a
     /// precomposed é or with e + combining accent opens the vault.
     public static func wrapMasterKey(
-        _ master: SecretBytes, passphrase raw: SecretBytes, vault: VaultID, kdf: KDFParameters, epoch: KeyEpoch = .initial
+        _ master: SecretBytes, passphrase raw: SecretBytes, vault: VaultID, kdf: KDFParameters, epoch: KeyEpoch = .initial,
+        binding: WrapBinding = .integrity
     ) throws(CryptoError) -> (salt: [UInt8], wrapped: [UInt8]) {
         guard let passphrase = raw.nfcNormalizedUTF8() else {
             throw .malformedInput("the passphrase is not valid UTF-8 text")
         }
         let salt = Random.bytes(Argon2id.saltLength)
         let kek = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf)
-        let wrapped = AEAD.sealSecret(master, key: kek, associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epoch))
+        let wrapped = AEAD.sealSecret(master, key: kek, associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epoch, binding: binding))
         return (salt, wrapped)
+    }
+
+    /// Wraps `master` again under the KEK that opened it (same salt and
+    /// parameters, a fresh nonce) with `binding`: the one-time upgrade of
+    /// a legacy wrapping to ``WrapBinding/integrity``.
+    public static func rewrapMasterKey(
+        _ unwrapped: Unwrapped, vault: VaultID, kdf: KDFParameters, salt: [UInt8], epoch: KeyEpoch, binding: WrapBinding
+    ) -> [UInt8] {
+        AEAD.sealSecret(
+            unwrapped.master, key: unwrapped.kek,
+            associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epoch, binding: binding))
     }
 
     public static func subKey(_ id: SubKeyID, of master: SecretBytes) -> SecretBytes {

@@ -38,6 +38,9 @@ struct Sync: ParsableCommand {
     @Flag(help: "DIR is a git work tree: commit this replica's bundle, pull --rebase, merge, push (retried when another machine pushed first).")
     var git = false
 
+    @Flag(help: "Adopt a newer master key (another machine's `coffer rekey`) even when its Argon2id parameters exceed this vault's own: without it such a key is not tried, since anyone who can write to DIR can drop a header that asks for them.")
+    var adoptKey = false
+
     @Option(help: ArgumentHelp("With --git: the remote to pull from and push to (default: the branch's upstream, else origin).", valueName: "name"))
     var remote: String?
 
@@ -64,7 +67,7 @@ struct Sync: ParsableCommand {
             return
         }
         let vault = try options.unlock(file)
-        let report = try vault.sync(dir: dir, dryRun: dryRun) { (epoch, path, attempt) throws(CofferError) in
+        let report = try vault.sync(dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptKey) { (epoch, path, attempt) throws(CofferError) in
             try KeyAdoption.passphrases(for: path)(epoch, attempt)
         }
         if let r = report.rebinding { Output.note(r.message) }
@@ -152,7 +155,7 @@ extension Sync {
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
         let vault = try options.unlock(file)
-        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) }) { (epoch, path, attempt) throws(CofferError) in
+        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) }, adoptAboveOwnKDF: adoptKey) { (epoch, path, attempt) throws(CofferError) in
             try KeyAdoption.passphrases(for: path)(epoch, attempt)
         }
         let base = { (p: String) in (p as NSString).lastPathComponent }

@@ -72,7 +72,8 @@ struct PassphraseTravelTests {
         #expect(inspected.status == 0, "\(inspected)")
         SchemaValidation.expectValid(inspected.stdout, schema: "inspect.schema.json")
         let info = try JSONSerialization.jsonObject(with: Data(inspected.stdout.utf8)) as? [String: Any]
-        #expect(info?["formatVersion"] as? Int == 2)
+        // Format 4: the key is wrapped with coffer-wrap-v3 (vault format 7).
+        #expect(info?["formatVersion"] as? Int == 4)
         let change = info?["passphraseChange"] as? [String: Any]
         #expect(change?["changedBy"] as? String == idA)
         #expect(change?["vector"] as? [String: Int] == [idA: 1])

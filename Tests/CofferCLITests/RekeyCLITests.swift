@@ -134,9 +134,10 @@ struct RekeyCLITests {
         let clone = d.unlocked(["clone", full])
         #expect(clone.status == 0, "\(clone)")
         #expect(get(d, "from/b").out == "sk-b")
-        // inspect shows the key epoch of a format-3 bundle.
+        // inspect shows the key epoch of a format-4 bundle (format 3's
+        // body, its key wrapped with coffer-wrap-v3).
         let inspect = a.run(["inspect", full])
-        #expect(inspect.status == 0 && inspect.stdout.contains("format:     3") && inspect.stdout.contains("key epoch:  1"), "\(inspect)")
+        #expect(inspect.status == 0 && inspect.stdout.contains("format:     4") && inspect.stdout.contains("key epoch:  1"), "\(inspect)")
         let json = a.run(["inspect", full, "--json"])
         SchemaValidation.expectValid(json.stdout, schema: "inspect.schema.json")
         #expect(json.stdout.contains("\"keyEpoch\""), "\(json.stdout)")

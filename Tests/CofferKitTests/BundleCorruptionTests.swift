@@ -127,10 +127,10 @@ struct BundleCorruptionTests {
 
     @Test func newerAndBogusVersions() throws {
         let f = try Fixture()
-        var v4 = f.bundle
-        v4[9] = 4
-        let e = try f.refuse(v4, "version 4")
-        #expect(e?.message.contains("has bundle format 4; this coffer reads format 3") == true)
+        var v5 = f.bundle
+        v5[9] = 5
+        let e = try f.refuse(v5, "version 5")
+        #expect(e?.message.contains("has bundle format 5; this coffer reads format 4") == true)
         #expect(e?.hint == "upgrade coffer on this machine")
         var v0 = f.bundle
         v0[9] = 0

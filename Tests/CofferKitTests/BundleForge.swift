@@ -83,12 +83,14 @@ struct BundleForge {
     /// A whole bundle file's bytes.
     func bundle(
         replica: ReplicaID, kind: BundleHeader.Kind = .full, createdAt: Int64, summary: VersionVector,
-        since: VersionVector = VersionVector(), writes: [Write], streamLabel: String? = nil
+        since: VersionVector = VersionVector(), writes: [Write], streamLabel: String? = nil,
+        wrapping: KeyWrappingVersion = .initial, keyEpoch: KeyEpoch = .initial, wrapBinding: KeyHierarchy.WrapBinding = .legacy
     ) throws -> [UInt8] {
         let items = states(writes)
         let header = BundleHeader(
             vaultID: vaultID, replicaID: replica, kind: kind, createdAt: createdAt, recordCount: UInt64(items.count),
-            kdf: kdf, salt: salt, wrappedMasterKey: wrappedMasterKey, summary: summary, since: since)
+            kdf: kdf, salt: salt, wrappedMasterKey: wrappedMasterKey, summary: summary, since: since,
+            wrapping: wrapping, keyEpoch: keyEpoch, wrapBinding: wrapBinding)
         let out = ByteArrayOutput()
         let label = streamLabel ?? nonceLabel.map { "\($0) stream" }
         let w = try BundleWriter(header: header, bundleKey: bundleKey, output: out, streamHeader: label.map { Self.fixed($0, 24) })

@@ -51,6 +51,16 @@ enum BundleKit {
             associatedData: KeyHierarchy.wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epochOne))
     }
 
+    /// The kit's master key (epoch 0) wrapped under the kit passphrase
+    /// with the `coffer-wrap-v3` AD, as a vault of format 7 wraps it
+    /// (format 4, `bound-wrap.cb`).
+    static var boundWrapped: [UInt8] {
+        let kek = try! Argon2id.deriveKey(passphrase: SecretBytes(copying: Array(passphrase.utf8)), salt: salt, parameters: kdf)
+        return AEAD.sealSecret(
+            SecretBytes(copying: masterKey), nonce: fixed("coffer kit bound wrap nonce", 24), key: kek,
+            associatedData: KeyHierarchy.wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, binding: .integrity))
+    }
+
     static func forge(_ label: String, master: [UInt8] = masterKey, wrappedKey: [UInt8]) -> BundleForge {
         BundleForge(vaultID: vault, kdf: kdf, salt: salt, wrapped: wrappedKey, master: SecretBytes(copying: master), nonceLabel: "coffer kit \(label)")
     }
@@ -181,6 +191,7 @@ enum BundleKit {
                 "kind": h.kind.name, "replica": h.replicaID.hex, "createdAt": h.createdAt,
                 "recordCount": h.recordCount.map { $0 as Any } ?? "unknown", "summary": vectorJSON(h.summary), "since": vectorJSON(h.since),
             ]
+            if h.formatVersion >= 4 { o["formatVersion"] = Int(h.formatVersion) }
             if !h.wrapping.isInitial {
                 o["formatVersion"] = Int(h.formatVersion)
                 o["wrapping"] = [
@@ -278,8 +289,8 @@ enum BundleKit {
         damaged("truncated-before-final", "multi-chunk.cb cut after its first chunk (no FINAL chunk)", expect: "truncated", Array(multi.prefix(firstChunkEnd)))
         damaged("trailing-data", "one zero byte appended", expect: "trailing data", full + [0])
         var newer = full
-        newer[9] = 4
-        damaged("newer-version", "format version 4", expect: "unsupported version", newer)
+        newer[9] = 5
+        damaged("newer-version", "format version 5", expect: "unsupported version", newer)
         var v2Body1 = full
         v2Body1[9] = 2
         damaged("version-2-without-wrapping", "format version 2 on a format-1 header body (the passphrase wrapping's version is missing)", expect: "malformed header", v2Body1)
@@ -316,6 +327,22 @@ enum BundleKit {
         var epochTampered = rekeyedBytes
         epochTampered[prefixLengthOf(rekeyedBytes) - 1] ^= 0x01  // last byte of rekeyedAt
         damaged("header-epoch-tampered", "rekeyed.cb with its key epoch's time altered", expect: "authentication failure", epochTampered)
+        // Format 4: the master key wrapped with `coffer-wrap-v3` (a vault of
+        // format 7); the format-3 body, its wrapping version and key epoch
+        // present even when initial.
+        let boundWrappedKey = boundWrapped
+        var bound = header(count: 0, summary: v([A: 2]), wrapped: boundWrappedKey)
+        bound.wrapBinding = .integrity
+        let boundBytes = rawBundle(forge("bound-wrap", wrappedKey: boundWrappedKey), header: bound, plaintext: [], label: "bound-wrap", emptyFinal: false)
+        cases.append(Case(name: "bound-wrap", bytes: boundBytes, sidecar: [
+            "file": "bound-wrap.cb", "description": "format 4: an empty full bundle whose header wraps the kit master key under the kit passphrase with the coffer-wrap-v3 AD (boundWrappedMasterKey of keys.json), with the initial wrapping version and key epoch 0",
+            "expect": "success", "header": headerJSON(bound), "records": 0, "plaintext": "", "plaintextLength": 0,
+            "construction": "header format 4 (the format-1 body, then the initial wrapping version: empty vector, 16 zero bytes, time 0; then key epoch 0: number 0, 16 zero bytes, time 0), one empty FINAL chunk", "streamHeaderLabel": "coffer kit bound-wrap stream",
+            "blake2b256": Hex.encode(KeyedHash.digest(boundBytes)),
+        ]))
+        var boundAsThree = boundBytes
+        boundAsThree[9] = 3
+        damaged("version-3-with-initial-epoch", "bound-wrap.cb declared format 3 (a format-3 body may not carry key epoch 0 or the initial wrapping)", expect: "malformed header", boundAsThree)
         var v3Body2 = changedBytes
         v3Body2[9] = 3
         damaged("version-3-without-epoch", "passphrase-changed.cb declared format 3 (the key epoch is missing from its body)", expect: "malformed header", v3Body2)
@@ -433,6 +460,7 @@ enum BundleKit {
             "otherMasterKey": Hex.encode(otherMasterKey),
             "rekeyedMasterKey": Hex.encode(rekeyedMasterKey), "rekeyedWrappedMasterKey": Hex.encode(rekeyedWrapped),
             "rekeyedWrapNonceLabel": "coffer kit rekeyed wrap nonce",
+            "boundWrappedMasterKey": Hex.encode(boundWrapped), "boundWrapNonceLabel": "coffer kit bound wrap nonce",
             "keyEpochOne": ["number": 1, "rekeyedBy": B.hex, "rekeyedAt": t0, "encoded": Hex.encode(epochOne.encoded)],
             "vault": vault.hex, "createdAt": createdAt,
             "nonces": "payload nonce of write i of a case = BLAKE2b-192(\"<nonceLabel> payload <i>\"); stream header = BLAKE2b-192(streamHeaderLabel); BLAKE2b unkeyed",

@@ -140,6 +140,16 @@ struct BundleKitTests {
         // A clone of rekeyed.cb starts on epoch 1.
         _ = try Vault.clone(bundleAt: rekeyed, to: box.path("r.coffer"), passphrase: pass)
         #expect(try VaultFile.open(path: box.path("r.coffer")).unlock(passphrase: pass).keyEpoch == BundleKit.epochOne)
+        // A clone is a vault of format 7 whether its bundle's key was
+        // wrapped with coffer-wrap-v3 (bound-wrap.cb, format 4) or before
+        // (full.cb, format 1: bound by the clone under the same KEK).
+        for (file, target) in [("bound-wrap.cb", "b4.coffer"), ("full.cb", "f1.coffer")] {
+            _ = try Vault.clone(bundleAt: BundleKit.dir.appendingPathComponent(file).path, to: box.path(target), passphrase: pass)
+            let c = try VaultFile.open(path: box.path(target))
+            #expect(c.header.formatVersion == 7 && c.header.wrapBinding == .integrity, "\(file)")
+            #expect(try c.unlock(passphrase: pass).verify().isSound, "\(file)")
+            #expect(throws: CofferError.self, "\(file)") { try c.unlock(passphrase: SecretBytes(copying: Array("not it".utf8))) }
+        }
     }
 
     /// The boundary cases have the chunk layout their names promise.

@@ -55,6 +55,8 @@ struct IntegrityKitTests {
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("A")]))
         try v.store.write { db in
             try db.execute(sql: "DELETE FROM vaultIntegrity; UPDATE item SET record = NULL; UPDATE vault SET formatVersion = 1")
+            // As the build of format 1 wrapped it (before `coffer-wrap-v3`).
+            try wrapAsLegacy(v, db, passphrase: SecretBytes(copying: Array("pw".utf8)))
         }
         let again = try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw".utf8)))
         #expect(try again.item(named: "a").primaryField?.value == "A")

@@ -89,8 +89,10 @@ struct ItemTermTests {
         let upgraded = try reopen(v)
         let report = try upgraded.verify()
         #expect(report.isSound, "\(report.problems)")
-        #expect(report.formatVersion == 6)
-        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 6)
+        // Integrity data brought to format 6's rules, then the key wrapped
+        // with coffer-wrap-v3 (format 7): both in the one passphrase unlock.
+        #expect(report.formatVersion == 7)
+        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 7)
         // The fold gives exactly the MAC of the rows under the new rules.
         let fresh = VaultMAC(key: upgraded.keys.mac)
         try upgraded.store.read { db in try Queries.computeMAC(db, into: fresh) }
@@ -118,7 +120,7 @@ struct ItemTermTests {
         let v = try VaultFile.open(path: path).unlock(passphrase: SecretBytes(copying: Array("correct horse battery staple".utf8)))
         let report = try v.verify()
         #expect(report.isSound, "\(report.problems)")
-        #expect(report.formatVersion == 6 && report.items == 4 && report.historyVersions == 1)
+        #expect(report.formatVersion == 7 && report.items == 4 && report.historyVersions == 1)
         #expect(try v.item(named: "web/mail").fields.first { $0.name == "password" }?.value == "p2")
         #expect(try v.item(named: "web/mail").fields.first { $0.name == "username" }?.value == "me@example.com")
         #expect(try v.item(named: "api/openai").primaryField?.value == "sk-fixture")
@@ -165,6 +167,12 @@ struct ItemTermTests {
             try db.execute(sql: "UPDATE vault SET formatVersion = 5")
             try setBackSchema(db, toFormat: 5)
         }
+        // The key says the vault is format 7: refused at unlock.
+        let refused = #expect(throws: CofferError.self) { try reopen(v) }
+        #expect(refused?.kind == .badData && refused?.message.contains("format number was set back") == true, "\(String(describing: refused))")
+        // With a wrapping from before format 7 (an older copy's), the
+        // unlock goes on and the vault MAC still catches the edit.
+        try v.store.writeImmediate { db in try wrapAsLegacy(v, db, passphrase: SecretBytes(copying: Array("pw".utf8))) }
         let again = try reopen(v)
         #expect(!(try macProblems(again)).isEmpty)
         #expect(throws: CofferError.self) { try again.exportBundle(to: again.path + ".cb") }

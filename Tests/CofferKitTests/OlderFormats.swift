@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferStore
+import CofferSync
 import Foundation
 import GRDB
 
@@ -11,11 +12,14 @@ import GRDB
 /// header's format number, the MAC by that format's rules ("I" over the
 /// whole record, one "V" per current version; no terms for sync's
 /// bookkeeping before format 4), and the schema of that format
-/// (``setBackSchema(_:toFormat:)``). The vault must never have been
-/// rekeyed (format 5's key epoch table is dropped).
-func setBack(_ v: Vault, toFormat format: Int) throws {
+/// (``setBackSchema(_:toFormat:)``), and the master key wrapped as
+/// builds before format 7 wrapped it (``wrapAsLegacy(_:_:passphrase:)``).
+/// The vault must never have been rekeyed (format 5's key epoch table is
+/// dropped).
+func setBack(_ v: Vault, toFormat format: Int, passphrase: SecretBytes = SecretBytes(copying: Array("pw".utf8))) throws {
     precondition((3...5).contains(format))
     try v.store.writeImmediate { db in
+        try wrapAsLegacy(v, db, passphrase: passphrase)
         for listed in try Queries.listedItems(db) {
             let id = listed.row.id
             let state = try Queries.cachedItemState(db, id: id)
@@ -30,6 +34,17 @@ func setBack(_ v: Vault, toFormat format: Int) throws {
         try Queries.setStoredMAC(db, mac)
         try setBackSchema(db, toFormat: format)
     }
+}
+
+/// Wraps the master key again under `passphrase` (a fresh salt, the
+/// stored KDF parameters) with the associated data of the builds before
+/// vault format 7 (`coffer-wrap-v1`, epoch 0), and stores it in the
+/// header; the MAC is left to the caller.
+func wrapAsLegacy(_ v: Vault, _ db: Database, passphrase: SecretBytes) throws {
+    let h = try Queries.header(db)
+    let kdf = KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism)
+    let w = try KeyHierarchy.wrapMasterKey(v.masterKey, passphrase: passphrase, vault: v.vaultID, kdf: kdf, binding: .legacy)
+    try db.execute(sql: "UPDATE vault SET kdfSalt = ?, wrappedMasterKey = ?", arguments: [Data(w.salt), Data(w.wrapped)])
 }
 
 /// The schema of format `format` (3, 4 or 5), without a key: the records
@@ -47,7 +62,7 @@ func setBackSchema(_ db: Database, toFormat format: Int) throws {
             ALTER TABLE item DROP COLUMN record;
             DROP INDEX item_nameHash;
             CREATE INDEX item_nameHash ON item(nameHash);
-            DELETE FROM grdb_migrations WHERE identifier = 'v6-item-terms';
+            DELETE FROM grdb_migrations WHERE identifier IN ('v6-item-terms', 'v7-bound-wrap');
             """)
     if format < 5 {
         try db.execute(sql: "DROP TABLE keyEpoch")

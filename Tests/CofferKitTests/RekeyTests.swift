@@ -265,7 +265,7 @@ struct RekeyTests {
         let box = BundleSandbox()
         let a = try box.newVault()
         try a.add(apiKey("k", "v0"))
-        try setBack(a, toFormat: 4)
+        try setBack(a, toFormat: 4, passphrase: box.passphrase)
         let v = try Self.open(box, "a.coffer")
         let (version, format) = try DatabaseQueue(path: box.path("a.coffer")).read { db in
             (try Int.fetchOne(db, sql: "PRAGMA user_version"), try Int.fetchOne(db, sql: "SELECT formatVersion FROM vault"))

@@ -158,6 +158,12 @@ struct SyncBookkeepingMACTests {
             try db.execute(sql: "UPDATE vault SET formatVersion = 3")
             try setBackSchema(db, toFormat: 3)
         }
+        // The key says the vault is format 7: refused at unlock.
+        let refused = #expect(throws: CofferError.self) { try reopen(v) }
+        #expect(refused?.kind == .badData && refused?.message.contains("format number was set back") == true, "\(String(describing: refused))")
+        // With a wrapping from before format 7 (an older copy's), the
+        // unlock goes on and the vault MAC still catches the edit.
+        try v.store.writeImmediate { db in try wrapAsLegacy(v, db, passphrase: SecretBytes(copying: Array(Self.passphrase.utf8))) }
         let again = try reopen(v)
         #expect(!(try again.verify().isSound))
         #expect(throws: CofferError.self) { try again.exportBundle(to: path) }

@@ -198,7 +198,7 @@ extension Vault {
                     kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
                     salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
                     summary: try Vault.exportableSummary(db), since: since ?? VersionVector(),
-                    wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch)
+                    wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch, wrapBinding: h.wrapBinding)
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     // Rows come in bundle order: each goes straight into
@@ -538,33 +538,45 @@ extension Vault {
         guard header.kind == .full else {
             throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", hint: "on the exporting machine run `coffer export --out FILE` without --since")
         }
+        guard header.keyEpoch.number <= KeyEpoch.maxCloneNumber else {
+            throw CofferError(
+                .badData,
+                "\(path) breaks the bundle rule key-epoch-jump (a clone starts from a key epoch of at most 2^52, so the vault keeps room for rekeys): it claims key epoch \(header.keyEpoch.number); nothing was created",
+                hint: "a key holder forged it: clone from another machine's bundle")
+        }
         if !allowExpensiveKDF { try checkCloneKDF(header.kdf, path: path) }
-        let master: SecretBytes
+        let unwrapped: KeyHierarchy.Unwrapped
         do {
-            master = try KeyHierarchy.unwrapMasterKey(
+            unwrapped = try KeyHierarchy.unwrapMasterKey(
                 passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey,
-                epoch: header.keyEpoch)
+                epoch: header.keyEpoch, bindings: [header.wrapBinding])
         } catch .authenticationFailed {
             throw CofferError(.wrongPassphrase, "wrong passphrase for the bundle \(path)", hint: "use the passphrase of the vault that exported it")
         } catch {
             throw CofferError(.badData, "cannot unlock the bundle \(path): \(error)")
         }
+        let master = unwrapped.master
         let reader: BundleReader
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master)) } catch {
             throw .bundle(error, path: path)
         }
+        // The clone is a format-7 vault: a bundle of an older build
+        // carries a legacy wrapping, bound here under the same KEK and salt
+        // (its version, and so the passphrase, stay the bundle's).
+        let wrappedKey = header.wrapBinding == .integrity ? header.wrappedMasterKey
+            : KeyHierarchy.rewrapMasterKey(unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
         // Built under a temporary name, linked into place when complete
         // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
         return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
-            try cloneInto(tempPath: tempPath, header: header, master: master, reader: reader, path: path, progress: progress, integrity: integrity)
+            try cloneInto(tempPath: tempPath, header: header, master: master, wrappedKey: wrappedKey, reader: reader, path: path, progress: progress, integrity: integrity)
         }
     }
 
-    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, reader: BundleReader, path: String, progress: ImportProgress?, integrity: BulkIntegrity) throws(CofferError) -> ImportReport {
+    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, wrappedKey: [UInt8], reader: BundleReader, path: String, progress: ImportProgress?, integrity: BulkIntegrity) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,
-            wrappedMasterKey: header.wrappedMasterKey, createdAt: Clock.nowMillis())
+            wrappedMasterKey: wrappedKey, createdAt: Clock.nowMillis())
         let vault: Vault = try CofferError.wrap {
             let store = try VaultStore.create(
                 path: tempPath, header: vaultHeader, replica: .random(), host: MachineIdentity.host,

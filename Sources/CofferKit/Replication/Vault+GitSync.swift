@@ -40,6 +40,7 @@ extension Vault {
     /// under the new key.
     public func syncGit(
         dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in },
+        adoptAboveOwnKDF: Bool = false,
         adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
     ) throws(CofferError) -> GitSyncReport {
         let git = GitRunner(dir: dir)
@@ -73,7 +74,7 @@ extension Vault {
         var report = GitSyncReport(remote: remoteName, branch: branch)
         var current = self
         func syncAndCommit() throws(CofferError) {
-            let r = try current.sync(dir: dir, adoptKey: adoptKey)
+            let r = try current.sync(dir: dir, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
             if let next = r.adoptedVault { current = next }
             report.rounds.append(r)
             let name = (r.ownBundle as NSString).lastPathComponent

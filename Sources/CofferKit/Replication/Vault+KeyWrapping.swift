@@ -45,6 +45,19 @@ extension Vault {
         let incoming = header.wrapping
         let current = try Queries.header(db)
         let sameBytes = current.wrappedMasterKey == header.wrappedMasterKey && current.kdfSalt == header.salt
+        // A wrapping made by a build before vault format 7 (bundle format
+        // 1 to 3, `coffer-wrap-v1`/`v2`) cannot replace a bound one: the
+        // key would no longer say that this vault has integrity data, and
+        // this file would refuse to open (docs/key-hierarchy.md). Nothing
+        // of it is taken, not even its version, so the change is adopted
+        // once that replica's newer build wraps it again (same version,
+        // bound bytes).
+        if header.wrapBinding == .legacy && current.wrapBinding == .integrity && !sameBytes {
+            switch KeyWrappingVersion.resolve(local: local, incoming: incoming) {
+            case .adopt, .concurrentAdopt: return nil
+            case .same, .keepLocal, .concurrentKeep: break
+            }
+        }
         func adopt(_ version: KeyWrappingVersion) throws {
             if !sameBytes {
                 // The header is authenticated by now (unlike a clone's, which
@@ -57,7 +70,9 @@ extension Vault {
                 updated.kdfParallelism = header.kdf.parallelism
                 updated.kdfSalt = header.salt
                 updated.wrappedMasterKey = header.wrappedMasterKey
-                try Queries.updateKeyWrapping(db, header: updated, mac: mac)
+                // A bound wrapping makes this vault format 7.
+                if header.wrapBinding == .integrity { updated.formatVersion = max(updated.formatVersion, VaultStore.boundWrapFormat) }
+                try Queries.updateHeaderWrapping(db, header: updated, mac: mac)
             }
             try Queries.setKeyWrapping(db, version, mac: mac)
         }

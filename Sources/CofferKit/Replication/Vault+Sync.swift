@@ -232,8 +232,16 @@ extension Vault {
     /// dry run, such bundles are reported failed (exit 77's message) and
     /// the others merge. Bundles of an older epoch are skipped
     /// (``SyncReport/Skipped/Reason/olderKeyEpoch``).
+    ///
+    /// Before any Argon2id run for a newer key: a bundle whose epoch is
+    /// more than ``KeyEpoch/maxJump`` ahead is refused (rule
+    /// `key-epoch-jump`, exit 65's message), and unless
+    /// `adoptAboveOwnKDF`, so is the adoption of a key whose Argon2id
+    /// parameters exceed this vault's own (exit 77's message): anyone who
+    /// can drop a file into the folder can write such a header.
     public func sync(
-        dir: String, dryRun: Bool = false, adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        dir: String, dryRun: Bool = false, adoptAboveOwnKDF: Bool = false,
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
     ) throws(CofferError) -> SyncReport {
         // A vault edited outside coffer is refused before anything is
         // merged or written, dry run included (docs/threat-model.md).
@@ -271,12 +279,25 @@ extension Vault {
         }
 
         let epoch = keyEpoch
+        for c in candidates where c.header.keyEpoch > epoch && !epoch.mayAdopt(c.header.keyEpoch) {
+            report.failed.append(.init(path: c.path, error: Vault.epochJumpError(path: c.path, bundle: c.header.keyEpoch, vault: epoch)))
+        }
+        candidates.removeAll { $0.header.keyEpoch > epoch && !epoch.mayAdopt($0.header.keyEpoch) }
+        if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }),
+            !dryRun, adoptKey != nil, !adoptAboveOwnKDF, Vault.exceeds(newest.header.kdf, file.kdf)
+        {
+            report.keyEpochPending = newest.header.keyEpoch
+            for c in candidates where c.header.keyEpoch > epoch {
+                report.failed.append(.init(path: c.path, error: Vault.expensiveAdoptionError(path: c.path, bundle: c.header, own: file.kdf)))
+            }
+            candidates.removeAll { $0.header.keyEpoch > epoch }
+        }
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }) {
             if !dryRun, let adoptKey {
                 let (next, adopted) = try adoptKeyEpoch(ofBundleAt: newest.path) { (e, attempt) throws(CofferError) in
                     try adoptKey(e, newest.path, attempt)
                 }
-                var result = try next.sync(dir: dir, dryRun: false, adoptKey: adoptKey)
+                var result = try next.sync(dir: dir, dryRun: false, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
                 result.keyEpochAdopted = adopted
                 if result.adoptedVault == nil { result.adoptedVault = next }
                 if result.rebinding == nil { result.rebinding = rebinding }

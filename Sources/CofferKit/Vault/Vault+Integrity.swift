@@ -41,19 +41,28 @@ extension Vault {
     ///   with its current versions in place of one per version.
     /// A vault of format 2 or later without its MAC, or of format 4 or
     /// later without its per-area MACs, is refused: coffer never removes
-    /// them. Costs one read when there is nothing to do.
-    func ensureIntegrity() throws {
+    /// them. A vault without integrity data is built its integrity data
+    /// only when `rebuild` says so: it was unlocked with the passphrase and
+    /// its master key opened under the legacy wrapping (a key wrapped with
+    /// `coffer-wrap-v3` says the vault has had integrity data, and the
+    /// caller refuses it). Costs one read when there is nothing to do.
+    func ensureIntegrity(rebuild: Bool) throws {
         let present = try store.read { db in (try Queries.storedMAC(db) != nil, try Queries.header(db).formatVersion) }
-        if present.0 && present.1 >= VaultStore.formatVersion { return }
+        if present.0 && present.1 >= VaultStore.integrityFormat { return }
         guard present.0 || present.1 < 2 else {
             throw StoreError.damaged("the vault MAC is missing from a format-\(present.1) vault")
+        }
+        guard present.0 || rebuild else {
+            throw CofferError(
+                .locked, "\(path) has no integrity data (a vault made before format 2, or one whose integrity data was removed outside coffer)",
+                hint: "unlock it once with the passphrase, not a session: coffer then tells which it is")
         }
         try store.writeImmediate { db in
             var header = try Queries.header(db)
             let hasMAC = try Queries.storedMAC(db) != nil
-            if hasMAC && header.formatVersion >= VaultStore.formatVersion { return }
+            if hasMAC && header.formatVersion >= VaultStore.integrityFormat { return }
             let oldFormat = header.formatVersion
-            header.formatVersion = VaultStore.formatVersion
+            header.formatVersion = VaultStore.integrityFormat
             if hasMAC {
                 if oldFormat >= 4, try Queries.storedAreaMACs(db) == nil {
                     throw StoreError.damaged("the vault MAC's per-area parts are missing from a format-\(oldFormat) vault")
@@ -79,6 +88,22 @@ extension Vault {
             let mac = VaultMAC(key: keys.mac)
             try Queries.computeMAC(db, into: mac)
             try Queries.setStoredMAC(db, mac)
+        }
+    }
+
+    /// Upgrades a legacy wrapping of the master key to `coffer-wrap-v3`
+    /// (vault format 7) with the KEK the passphrase unlock just derived:
+    /// same salt and KDF parameters, a fresh nonce; the header's format
+    /// number and wrapped key change in one write, the vault MAC in step.
+    /// From then on the key says that this vault has integrity data.
+    func bindWrapping(_ unwrapped: KeyHierarchy.Unwrapped) throws {
+        try write { db, mac in
+            var header = try Queries.header(db)
+            guard header.formatVersion < VaultStore.boundWrapFormat, header.wrappedMasterKey == file.header.wrappedMasterKey else { return }
+            header.wrappedMasterKey = KeyHierarchy.rewrapMasterKey(
+                unwrapped, vault: header.vaultID, kdf: file.kdf, salt: header.kdfSalt, epoch: keyEpoch, binding: .integrity)
+            header.formatVersion = VaultStore.boundWrapFormat
+            try Queries.updateHeaderWrapping(db, header: header, mac: mac)
         }
     }
 
@@ -125,7 +150,7 @@ extension Vault {
             }
         }
         if out.isEmpty && !constantTimeEqual(computed.delta, whole) {
-            out.append("rows were changed outside coffer before this vault was upgraded to format \(VaultStore.formatVersion) (which ones cannot be told)")
+            out.append("rows were changed outside coffer before this vault was upgraded to format \(VaultStore.integrityFormat) (which ones cannot be told)")
         }
         return out
     }

@@ -102,6 +102,39 @@ extension Vault {
             hint: "the replica that wrote it must first import a bundle of epoch \(vault.number) (`coffer sync` or `coffer import`): it adopts the new key and writes its edits again under it")
     }
 
+    /// The refusal of a bundle whose key epoch is further ahead than any
+    /// replica can fall behind (rule `key-epoch-jump`): checked on the
+    /// clear header, before any Argon2id run.
+    static func epochJumpError(path: String, bundle: KeyEpoch, vault: KeyEpoch) -> CofferError {
+        CofferError(
+            .badData,
+            "\(path) breaks the bundle rule key-epoch-jump (a bundle's key epoch is at most \(KeyEpoch.maxJump) above the receiver's): it claims key epoch \(bundle.number), this vault is on \(vault.number); no key was adopted and nothing was imported",
+            hint: "a key holder forged it, or the vault was rekeyed more than \(KeyEpoch.maxJump) times without this replica: remove the file, or clone the vault again from a machine you trust")
+    }
+
+    /// The refusal, by `sync`, of a newer key whose Argon2id parameters
+    /// exceed this vault's own: the header is not authenticated until the
+    /// passphrase has run through them, and anyone who can drop a file
+    /// into the folder can write one (`coffer sync --adopt-key` allows it).
+    static func expensiveAdoptionError(path: String, bundle: BundleHeader, own: KDFParameters) -> CofferError {
+        let b = bundle.kdf
+        var over: [String] = []
+        if b.memoryKiB > own.memoryKiB { over.append("memory \(describeKiB(b.memoryKiB)) (this vault: \(describeKiB(own.memoryKiB)))") }
+        if b.iterations > own.iterations { over.append("passes \(b.iterations) (this vault: \(own.iterations))") }
+        if b.parallelism > own.parallelism { over.append("lanes \(b.parallelism) (this vault: \(own.parallelism))") }
+        let who = bundle.keyEpoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica"
+        let when = Clock.date(bundle.keyEpoch.rekeyedAt).ISO8601Format()
+        return CofferError(
+            .locked,
+            "\(path) carries a new master key (key epoch \(bundle.keyEpoch.number), rekeyed on \(who) at \(when), not yet authenticated) whose Argon2id asks for \(over.joined(separator: ", ")), more than this vault's own; nothing was adopted",
+            hint: "if that rekey was yours, run `coffer sync --adopt-key DIR` to adopt it; if not, remove the file")
+    }
+
+    /// Whether any of `kdf`'s parameters exceeds `own`'s.
+    static func exceeds(_ kdf: KDFParameters, _ own: KDFParameters) -> Bool {
+        kdf.memoryKiB > own.memoryKiB || kdf.iterations > own.iterations || kdf.parallelism > own.parallelism
+    }
+
     /// The refusal of a bundle of a newer epoch by an import that was not
     /// given the passphrase to adopt it.
     static func newerEpochError(path: String, bundle: KeyEpoch, vault: KeyEpoch) -> CofferError {
@@ -132,15 +165,15 @@ extension Vault {
             throw CofferError(.usage, "\(path) is written under this vault's key (epoch \(keyEpoch.number)): there is no newer key to adopt")
         case .older(let e):
             throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
-        case .newer:
-            break
+        case .newer(let e):
+            guard keyEpoch.mayAdopt(e) else { throw Vault.epochJumpError(path: path, bundle: e, vault: keyEpoch) }
         }
         if !allowExpensiveKDF { try Vault.checkCloneKDF(header.kdf, path: path) }
-        let master: SecretBytes
+        let unwrapped: KeyHierarchy.Unwrapped
         do {
-            master = try KeyHierarchy.unwrapMasterKey(
+            unwrapped = try KeyHierarchy.unwrapMasterKey(
                 passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt,
-                wrapped: header.wrappedMasterKey, epoch: header.keyEpoch)
+                wrapped: header.wrappedMasterKey, epoch: header.keyEpoch, bindings: [header.wrapBinding])
         } catch .authenticationFailed {
             throw CofferError(
                 .wrongPassphrase, "wrong passphrase for the new key in \(path)",
@@ -148,14 +181,20 @@ extension Vault {
         } catch {
             throw CofferError(.badData, "cannot unwrap the new key in \(path): \(error)")
         }
+        let master = unwrapped.master
         // The first chunk authenticates the whole header under the new
         // bundle key: a holder of the new key wrote it.
         do { _ = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master)) } catch {
             throw .bundle(error, path: path)
         }
         let expected = keyEpoch
+        // translate makes this vault format 7: a rekey made by an older
+        // build carries a legacy wrapping, bound here under the KEK the
+        // passphrase just derived (same salt, same version).
+        let wrappedKey = header.wrapBinding == .integrity ? header.wrappedMasterKey
+            : KeyHierarchy.rewrapMasterKey(unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
         let report = try translate(
-            to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: header.wrappedMasterKey,
+            to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: wrappedKey,
             wrapping: { _ in header.wrapping }, expecting: expected)
         return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
     }

@@ -50,6 +50,8 @@ extension VaultFile {
         updated.kdfParallelism = kdf.parallelism
         updated.kdfSalt = wrapped.salt
         updated.wrappedMasterKey = wrapped.wrapped
+        // The new wrapping is bound (`coffer-wrap-v3`): vault format 7.
+        updated.formatVersion = max(updated.formatVersion, VaultStore.boundWrapFormat)
         beforeCommit()
         let expected = header
         try CofferError.wrap {
@@ -59,7 +61,7 @@ extension VaultFile {
                 guard now.wrappedMasterKey == expected.wrappedMasterKey, now.kdfSalt == expected.kdfSalt else {
                     throw CofferError(.busy, "the passphrase of \(path) was changed by another process meanwhile", hint: "run the command again with the newest passphrase")
                 }
-                try Queries.updateKeyWrapping(db, header: updated, mac: mac)
+                try Queries.updateHeaderWrapping(db, header: updated, mac: mac)
                 // Stamp the new wrapping so it travels to the other
                 // replicas through bundles (docs/sync.md §Passphrase changes).
                 let local = try Queries.localReplica(db)

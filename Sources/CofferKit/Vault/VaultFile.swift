@@ -28,8 +28,15 @@ public struct VaultInfo: Sendable, Equatable {
 public final class VaultFile: Sendable {
     public let path: String
     let store: VaultStore
-    /// The header as read at open time.
-    public let header: VaultHeader
+    /// The header as read at open time (or as this process last wrote it:
+    /// the one-time re-wrap of a passphrase unlock replaces it).
+    public var header: VaultHeader {
+        headerLock.lock()
+        defer { headerLock.unlock() }
+        return _header
+    }
+    private nonisolated(unsafe) var _header: VaultHeader
+    private let headerLock = NSLock()
     /// The key epoch as read at open time (docs/key-hierarchy.md
     /// §Master-key rotation): which `coffer rekey` made the master key.
     public let keyEpoch: KeyEpoch
@@ -39,7 +46,7 @@ public final class VaultFile: Sendable {
     init(path: String, store: VaultStore, header: VaultHeader, keyEpoch: KeyEpoch = .initial, keyCheck: [UInt8]? = nil) {
         self.path = path
         self.store = store
-        self.header = header
+        self._header = header
         self.keyEpoch = keyEpoch
         self.keyCheck = keyCheck
     }
@@ -110,21 +117,63 @@ public final class VaultFile: Sendable {
         NewVaultFile.sweepStale(for: path)
     }
 
+    /// Replaces the header this object holds after this process rewrote it.
+    func replaceHeader(_ new: VaultHeader) {
+        headerLock.lock()
+        defer { headerLock.unlock() }
+        _header = new
+    }
+
     /// Unlocks with the passphrase (runs Argon2id).
     /// Does not harden the process: see ``Coffer/hardenProcess()``.
+    ///
+    /// The master key's wrapping says whether the vault has had integrity
+    /// data (`coffer-wrap-v3`, vault format 7; docs/key-hierarchy.md,
+    /// "Wrapping the master key"): a file whose key opens under that
+    /// binding but whose header claims an older format, or that has lost
+    /// its integrity data, was set back by hand and is refused (exit 65);
+    /// so is a format-7 file whose key opens only under the legacy binding
+    /// (its wrapped key replaced by an older one). A genuine older vault
+    /// (legacy wrapping, older format) is upgraded, once: its integrity
+    /// data brought up to date, then its key wrapped again with
+    /// `coffer-wrap-v3` under the same passphrase and salt.
     public func unlock(passphrase: SecretBytes) throws(CofferError) -> Vault {
-        let master: SecretBytes
+        let header = self.header
+        let unwrapped: KeyHierarchy.Unwrapped
         do {
-            master = try KeyHierarchy.unwrapMasterKey(
+            unwrapped = try KeyHierarchy.unwrapMasterKey(
                 passphrase: passphrase, vault: header.vaultID, kdf: kdf, salt: header.kdfSalt,
-                wrapped: header.wrappedMasterKey, epoch: keyEpoch)
+                wrapped: header.wrappedMasterKey, epoch: keyEpoch,
+                bindings: header.wrapBinding == .integrity ? [.integrity, .legacy] : [.legacy, .integrity])
         } catch .authenticationFailed {
             throw CofferError(.wrongPassphrase, "wrong passphrase for \(path)", hint: "try again; the passphrase is case-sensitive")
         } catch {
             throw CofferError(.badData, "cannot unlock \(path): \(error)")
         }
-        return try CofferError.wrap { try Vault(file: self, master: master) }
+        switch (unwrapped.binding, header.wrapBinding) {
+        case (.integrity, .legacy):
+            throw CofferError(
+                .badData,
+                "vault file was modified outside coffer: \(path) says vault format \(header.formatVersion), but its master key was wrapped by format \(VaultStore.boundWrapFormat) or later (its format number was set back or its integrity data removed)",
+                hint: Self.restoreHint)
+        case (.legacy, .integrity):
+            throw CofferError(
+                .badData,
+                "vault file was modified outside coffer: the wrapped master key of \(path) is one from before vault format \(VaultStore.boundWrapFormat) (taken from an older copy of the file or an old bundle)",
+                hint: Self.restoreHint)
+        case (.integrity, .integrity):
+            return try CofferError.wrap { try Vault(file: self, master: unwrapped.master) }
+        case (.legacy, .legacy):
+            return try CofferError.wrap {
+                let vault = try Vault(file: self, master: unwrapped.master, rebuildIntegrity: true)
+                try vault.bindWrapping(unwrapped)
+                replaceHeader(try store.read { db in try Queries.header(db) })
+                return vault
+            }
+        }
     }
+
+    static let restoreHint = "restore the vault from a backup, or clone it again from another machine's bundle (`coffer clone`)"
 
     /// Unlocks with a master key obtained elsewhere (a shell session). The
     /// caller is responsible for having checked that it belongs to this
