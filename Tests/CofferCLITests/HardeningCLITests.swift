@@ -81,6 +81,68 @@ struct HardeningCLITests {
         #expect(r.status == 0 && r.stdout == "OPENAI_API_KEY=sk-1\n", "\(r)")
     }
 
+    /// Issue 24 item 5: program-control variables are refused by pattern,
+    /// one line naming the variable and the per-item opt-in, which is
+    /// stored in the item (it syncs) and covers only the names it lists.
+    @Test func envRefusesProgramControlVariablesUnlessTheItemAllowsThem() throws {
+        let home = TestHome()
+        home.initVault()
+        // The review's item: `eval "$(coffer env x/git)"; git log` ran `id`.
+        #expect(home.unlocked(["add", "x/git", "--type", "custom", "--field", "pager=sh -c \"id>&2\""]).status == 0)
+        var r = home.unlocked(["env", "x/git", "--format", "shell"])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stdout.isEmpty)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(r)")
+        #expect(r.stderr.hasPrefix("coffer: error: 'x/git' field 'pager' would set GIT_PAGER"), "\(r)")
+        #expect(r.stderr.contains("coffer edit x/git --allow-env-var GIT_PAGER"), "\(r)")
+        #expect(!r.stderr.contains("id>&2"))
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        for name in [
+            "GIT_PAGER", "LUA_INIT", "OPENSSL_CONF", "PYTHONWARNINGS", "HTTPS_PROXY", "https_proxy", "http_proxy", "ALL_PROXY",
+            "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_SSH_COMMAND", "GIT_DIR", "LESS", "LESSOPEN",
+            "PYTHONBREAKPOINT", "PERL5DB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "LUA_PATH", "OPENSSL_ENGINES",
+            "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4", "IFS", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH", "SSLKEYLOGFILE",
+            "MALLOC_PERTURB_", "GLIBC_TUNABLES", "HOSTALIASES", "NODE_PATH", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS1", "ZDOTDIR",
+            "GNUPGHOME", "SSH_ASKPASS", "path", "VIMINIT", "XDG_CONFIG_HOME", "SSL_CERT_FILE", "NPM_CONFIG_SCRIPT_SHELL",
+        ] {
+            #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=\(name)"]).status == 0)
+            let e = home.unlocked(["env", "work/openai"])
+            #expect(e.status == 65 && e.stderr.contains("would set \(name)") && e.stdout.isEmpty, "\(name): \(e)")
+        }
+        // Credentials whose names merely look alike are not refused.
+        for name in ["OPENAI_KEY", "GITHUB_TOKEN", "GITLAB_TOKEN", "NODE_AUTH_TOKEN", "RUBYGEMS_API_KEY", "NPM_TOKEN"] {
+            #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=\(name)"]).status == 0)
+            let e = home.unlocked(["env", "work/openai"])
+            #expect(e.status == 0 && e.stdout == "\(name)=sk-1\n", "\(name): \(e)")
+        }
+        // The per-item opt-in: stored in the item, for the names it lists.
+        r = home.unlocked(["edit", "x/git", "--allow-env-var", "GIT_PAGER"])
+        #expect(r.status == 0, "\(r)")
+        r = home.unlocked(["env", "x/git", "--format", "shell"])
+        #expect(r.status == 0 && r.stdout == "export GIT_PAGER='sh -c \"id>&2\"'\n", "\(r)")
+        // Another field mapped to another guarded name is still refused.
+        #expect(home.unlocked(["edit", "x/git", "--field", "ssh=evil", "--env-var", "ssh=GIT_SSH_COMMAND"]).status == 0)
+        r = home.unlocked(["env", "x/git"])
+        #expect(r.status == 65 && r.stderr.contains("would set GIT_SSH_COMMAND") && r.stderr.contains("--allow-env-var GIT_SSH_COMMAND"), "\(r)")
+        #expect(home.unlocked(["edit", "x/git", "--env-var", "ssh=-"]).status == 0)
+        // Another item does not inherit it.
+        #expect(home.unlocked(["add", "y/git", "--type", "custom", "--field", "pager=less"]).status == 0)
+        r = home.unlocked(["env", "y/git"])
+        #expect(r.status == 65 && r.stderr.contains("'y/git' field 'pager' would set GIT_PAGER"), "\(r)")
+        // It travels with the item: a clone of a bundle honours it.
+        #expect(home.unlocked(["export", "--out", "full.cb"]).status == 0)
+        #expect(home.unlocked(["clone", "full.cb", "--vault", "b.coffer"]).status == 0)
+        r = home.unlocked(["env", "x/git", "--vault", "b.coffer"])
+        #expect(r.status == 0 && r.stdout.contains("GIT_PAGER="), "\(r)")
+        // Invalid names are a usage error; --no-allow-env-var takes it back.
+        r = home.unlocked(["edit", "x/git", "--allow-env-var", "GIT PAGER"])
+        #expect(r.status == 64 && r.stderr.contains("invalid --allow-env-var"), "\(r)")
+        #expect(home.unlocked(["edit", "x/git", "--no-allow-env-var", "GIT_PAGER"]).status == 0)
+        r = home.unlocked(["env", "x/git"])
+        #expect(r.status == 65 && r.stderr.contains("would set GIT_PAGER"), "\(r)")
+    }
+
     @Test func injectRefusesAnotherUsersLinkInAStickyFolder() throws {
         guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
         let home = TestHome()
