@@ -168,6 +168,61 @@ struct HardeningCLITests {
         #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "k=sk-1\n")
     }
 
+    /// Issue 24 item 6: the protected-symlink rule applies to every
+    /// component of an output path, not only the last: a directory link
+    /// owned by another user in a sticky shared folder is not followed.
+    @Test func outputsRefuseAnotherUsersDirectoryLinkInAStickyFolder() throws {
+        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        try "k={{ coffer://work/openai }}\n".write(toFile: home.path("t.tpl"), atomically: true, encoding: .utf8)
+        let shared = home.path("shared")
+        mkdir(shared, 0o777)
+        chmod(shared, 0o1777)
+        let victims = home.path("victims")
+        mkdir(victims, 0o700)
+        mkdir(victims + "/sub", 0o700)
+        for f in ["x", "sub/x"] { try "precious\n".write(toFile: victims + "/" + f, atomically: true, encoding: .utf8) }
+        let link = shared + "/d"
+        symlink(victims, link)
+        lchown(link, 65534, 65534)  // nobody
+        let attempts: [[String]] = [
+            ["inject", "-i", "t.tpl", "-o", link + "/x"],
+            ["inject", "-i", "t.tpl", "-o", link + "/sub/x"],
+            ["inject", "-i", "t.tpl", "-o", link + "/sub/../x"],
+            ["export", "--format", "csv", "--plaintext", "--out", link + "/x"],
+            ["export", "--out", link + "/x"],
+            ["inject", "-i", "t.tpl", "-o", link + "/new-file"],
+        ]
+        for args in attempts {
+            let r = home.unlocked(args)
+            #expect(r.status == 73, "\(args): \(r)")
+            #expect(r.stderr.contains("\(link) is a symbolic link owned by another user (uid 65534)"), "\(args): \(r)")
+            #expect(r.stderr.split(separator: "\n").count <= 2, "\(r)")
+        }
+        // A link to a link: the second one is checked in its own folder.
+        let hop = home.path("hop")
+        symlink(link + "/x", hop)
+        var r = home.unlocked(["inject", "-i", "t.tpl", "-o", hop])
+        #expect(r.status == 73 && r.stderr.contains("owned by another user"), "\(r)")
+        for f in ["x", "sub/x"] {
+            #expect((try? String(contentsOfFile: victims + "/" + f, encoding: .utf8)) == "precious\n", "\(f)")
+        }
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: victims))?.sorted() == ["sub", "x"])
+        // The same link owned by the user is followed; so is a foreign
+        // link in a folder that is not sticky.
+        lchown(link, geteuid(), getegid())
+        r = home.unlocked(["inject", "-i", "t.tpl", "-o", link + "/sub/x"])
+        #expect(r.status == 0, "\(r)")
+        #expect((try? String(contentsOfFile: victims + "/sub/x", encoding: .utf8)) == "k=sk-1\n")
+        lchown(link, 65534, 65534)
+        chmod(shared, 0o777)
+        r = home.unlocked(["inject", "-i", "t.tpl", "-o", link + "/x"])
+        #expect(r.status == 0, "\(r)")
+        #expect((try? String(contentsOfFile: victims + "/x", encoding: .utf8)) == "k=sk-1\n")
+    }
+
     @Test func lockAllEndsSessionsInTheTmpFallbackFolderToo() throws {
         let home = SessionTests.homeWithItem()
         let tmp = home.path("tmp")
