@@ -126,6 +126,25 @@ struct HardeningCLITests {
         r = home.unlocked(["env", "x/git"])
         #expect(r.status == 65 && r.stderr.contains("would set GIT_SSH_COMMAND") && r.stderr.contains("--allow-env-var GIT_SSH_COMMAND"), "\(r)")
         #expect(home.unlocked(["edit", "x/git", "--env-var", "ssh=-"]).status == 0)
+        // cp keeps it (the user's own copy); a Coffer JSON export does not
+        // carry it into another vault, and an overwriting import keeps it.
+        #expect(home.unlocked(["cp", "x/git", "z/git"]).status == 0)
+        r = home.unlocked(["env", "z/git"])
+        #expect(r.status == 0 && r.stdout.hasPrefix("GIT_PAGER="), "\(r)")
+        #expect(home.unlocked(["export", "--format", "json", "--plaintext", "--out", "all.json"]).status == 0)
+        let other = TestHome()
+        other.initVault()
+        #expect(other.unlocked(["import", "--from", "coffer-json", home.path("all.json")]).status == 0)
+        r = other.unlocked(["env", "x/git"])
+        #expect(r.status == 65 && r.stderr.contains("would set GIT_PAGER"), "\(r)")
+        #expect(home.unlocked(["edit", "x/git", "--no-env-var", "ssh"]).status == 0)
+        r = home.unlocked(["import", "--from", "coffer-json", "all.json", "--on-conflict", "overwrite"])
+        #expect(r.status == 0, "\(r)")
+        r = home.unlocked(["env", "x/git"])
+        #expect(r.status == 0 && r.stdout.hasPrefix("GIT_PAGER=") && !r.stdout.contains("GIT_SSH_COMMAND"), "\(r)")
+        // Allowing a name that is not guarded is said (nothing to allow).
+        r = home.unlocked(["edit", "x/git", "--allow-env-var", "OPENAI_KEY"])
+        #expect(r.status == 0 && r.stderr.contains("OPENAI_KEY is not a guarded name"), "\(r)")
         // Another item does not inherit it.
         #expect(home.unlocked(["add", "y/git", "--type", "custom", "--field", "pager=less"]).status == 0)
         r = home.unlocked(["env", "y/git"])
