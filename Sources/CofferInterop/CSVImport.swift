@@ -79,6 +79,32 @@ public enum CSV {
         return rows
     }
 
+    /// The characters that make a spreadsheet read a cell as a formula
+    /// (OWASP, "CSV Injection"): `=`, `+`, `-`, `@`, tab and carriage return.
+    static let formulaStarts: Set<Unicode.Scalar> = ["=", "+", "-", "@", "\t", "\r"]
+
+    /// Whether a spreadsheet would run `s` as a formula.
+    public static func isFormula(_ s: String) -> Bool {
+        s.unicodeScalars.first.map { formulaStarts.contains($0) } ?? false
+    }
+
+    /// OWASP's rule: a cell that starts like a formula gets a leading `'`,
+    /// which spreadsheets show as text. A cell that already starts with
+    /// `'`s and then a formula character gets one more, so that
+    /// ``unneutralised(_:)`` gives back every value exactly.
+    public static func neutralised(_ s: String) -> String {
+        let afterQuotes = s.unicodeScalars.drop { $0 == "'" }
+        guard let first = afterQuotes.first, formulaStarts.contains(first) else { return s }
+        return "'" + s
+    }
+
+    /// The value ``neutralised(_:)`` was given.
+    public static func unneutralised(_ s: String) -> String {
+        let afterQuotes = s.unicodeScalars.drop { $0 == "'" }
+        guard s.hasPrefix("'"), let first = afterQuotes.first, formulaStarts.contains(first) else { return s }
+        return String(s.dropFirst())
+    }
+
     /// Quotes a value when it needs it.
     public static func quote(_ s: String) -> String {
         guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) || s.hasPrefix(" ") || s.hasSuffix(" ") else { return s }
@@ -127,7 +153,7 @@ public enum CSVImport {
 
     public static func read(_ data: Data, file: String, columns: [(field: String, column: String)]? = nil) throws(CofferError) -> (ImportedFile, Layout) {
         let rows = try CSV.parse(try ImportError.text(data, file: file), file: file)
-        guard let header = rows.first else { throw ImportError.bad(file, nil, "the file is empty (a CSV export starts with a header row)") }
+        guard var header = rows.first else { throw ImportError.bad(file, nil, "the file is empty (a CSV export starts with a header row)") }
         let layout: Layout
         if columns != nil { layout = .columns } else {
             guard let d = detect(header.values) else {
@@ -149,7 +175,11 @@ public enum CSVImport {
                 out.warnings.append(InterchangeWarning(entry: "", "columns not imported (not named in --columns): \(unused.joined(separator: ", "))"))
             }
         }
-        for row in rows.dropFirst() {
+        // Coffer's own CSV neutralises formula cells (``write``): take the
+        // quote off again so that every value reads back as it was.
+        if layout == .coffer { header.values = header.values.map(CSV.unneutralised) }
+        for var row in rows.dropFirst() {
+            if layout == .coffer { row.values = row.values.map(CSV.unneutralised) }
             guard row.values.count == header.values.count else {
                 throw ImportError.bad(file, "line \(row.line)", "\(row.values.count) column\(row.values.count == 1 ? "" : "s"), but the header has \(header.values.count)")
             }
@@ -266,8 +296,11 @@ public enum CSVImport {
     /// notes,totp`, then every other field name in order. Tags are joined by
     /// `;`. Secrecy is not kept (use `--format json` for a lossless copy).
     /// Attachments cannot be held in a CSV cell: they are left out, with
-    /// one warning per item naming them.
-    public static func write(_ entries: [InterchangeEntry]) -> ExportedFile {
+    /// one warning per item naming them. Unless `formulasAsIs`, every cell
+    /// (header included) that a spreadsheet would run as a formula is
+    /// written with a leading `'` (``CSV/neutralised(_:)``), counted in
+    /// ``ExportedFile/neutralisedCells``; Coffer's reader takes it off.
+    public static func write(_ entries: [InterchangeEntry], formulasAsIs: Bool = false) -> ExportedFile {
         let standard = ["username", "password", "url", "notes", "totp"]
         var extra: [String] = []
         var seen = Set(standard)
@@ -284,13 +317,21 @@ public enum CSVImport {
             }
         }
         let columns = standard + extra.sorted()
-        var out = (["name", "type", "tags", "expires"] + columns).map(CSV.quote).joined(separator: ",") + "\r\n"
+        var neutralisedCells = 0
+        func cell(_ v: String) -> String {
+            if formulasAsIs { return CSV.quote(v) }
+            if CSV.isFormula(v) { neutralisedCells += 1 }
+            return CSV.quote(CSV.neutralised(v))
+        }
+        var out = (["name", "type", "tags", "expires"] + columns).map(cell).joined(separator: ",") + "\r\n"
         for e in entries {
             var values = [e.name, e.type.rawValue, e.tags.joined(separator: ";"), e.expires?.description ?? ""]
             for c in columns { values.append(e.fields.first(where: { $0.name == c && !$0.isFile })?.value ?? "") }
-            out += values.map(CSV.quote).joined(separator: ",") + "\r\n"
+            out += values.map(cell).joined(separator: ",") + "\r\n"
         }
-        return ExportedFile(data: Data(out.utf8), warnings: warnings)
+        var file = ExportedFile(data: Data(out.utf8), warnings: warnings)
+        file.neutralisedCells = neutralisedCells
+        return file
     }
 }
 

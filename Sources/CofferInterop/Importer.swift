@@ -80,6 +80,9 @@ public struct ExportedFile: Sendable {
     public var data: Data
     /// One per item with something left out (CSV: attachments).
     public var warnings: [InterchangeWarning]
+    /// CSV: cells that started like a formula and were written with a
+    /// leading `'` (docs/import-export.md#csv-formulas).
+    public var neutralisedCells = 0
 
     public init(data: Data, warnings: [InterchangeWarning] = []) {
         self.data = data
@@ -89,10 +92,10 @@ public struct ExportedFile: Sendable {
 
 /// Writes the plaintext export formats.
 public enum Exporter {
-    public static func write(_ format: ExportFormat, entries: [InterchangeEntry], history: Bool) throws(CofferError) -> ExportedFile {
+    public static func write(_ format: ExportFormat, entries: [InterchangeEntry], history: Bool, csvFormulasAsIs: Bool = false) throws(CofferError) -> ExportedFile {
         switch format {
         case .json: return ExportedFile(data: try CofferJSON.write(entries, history: history))
-        case .csv: return CSVImport.write(entries)
+        case .csv: return CSVImport.write(entries, formulasAsIs: csvFormulasAsIs)
         case .keepassXML: return ExportedFile(data: KeePassXML.write(entries))
         }
     }

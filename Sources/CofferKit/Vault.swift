@@ -174,6 +174,7 @@ public final class Vault: Sendable {
     func decode(_ state: ItemState, row: ItemRow) throws -> Item {
         var name = "", type = ItemType.custom, tags: [String] = [], source: String?, expires: Day?
         var env: [String: String] = [:]
+        var allowedEnv: Set<String> = []
         var fields: [Field] = []
         var conflicts: [FieldConflict] = []
         var last: FieldVersion?
@@ -206,6 +207,9 @@ public final class Vault: Sendable {
                     // values that are variable names (or "-"), so nothing
                     // else can reach `coffer env --format shell`.
                     if kv.count == 2, EnvNaming.isValidOverride(String(kv[1])) { env[String(kv[0])] = String(kv[1]) }
+                    // `+VAR`: a guarded name the user allowed (no '=', so
+                    // a coffer that predates it ignores the line).
+                    if kv.count == 1, let v = EnvNaming.allowedName(inLine: line) { allowedEnv.insert(v) }
                 }
             case .deleted: break
             default:
@@ -223,7 +227,7 @@ public final class Vault: Sendable {
             id: state.id, name: name, type: type, fields: fields, tags: tags, source: source, expires: expires,
             policy: row.policy, env: env, createdAt: Clock.date(row.createdAt), updatedAt: Clock.date(row.updatedAt),
             vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict,
-            lastWrittenBy: last?.dot.replica)
+            lastWrittenBy: last?.dot.replica, allowedEnvNames: allowedEnv)
     }
 
     /// The clear-text columns derived from an item's state.
@@ -507,12 +511,16 @@ public final class Vault: Sendable {
                 if let e = edit.expires {
                     changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array((e?.description ?? "").utf8), isSecret: false), tombstone: e == nil))
                 }
-                if let env = edit.env {
+                if edit.env != nil || edit.allowedEnvNames != nil {
+                    let env = edit.env ?? current.env, allowed = edit.allowedEnvNames ?? current.allowedEnvNames
                     for (field, variable) in env where !EnvNaming.isValidOverride(variable) {
                         throw CofferError(.usage, "invalid variable name for field '\(field)'", hint: "use letters, digits and '_', not starting with a digit, or '-' to leave the field out")
                     }
-                    let text = env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
-                    changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: env.isEmpty))
+                    for v in allowed where !Dotenv.isValidName(v) {
+                        throw CofferError(.usage, "invalid variable name '\(v)' to allow", hint: "use letters, digits and '_', not starting with a digit")
+                    }
+                    let text = Vault.envText(env, allowed: allowed)
+                    changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: text.isEmpty))
                 }
                 if current.hasDeleteConflict || !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
                     // Editing an item that was deleted concurrently keeps it.

@@ -73,36 +73,69 @@ public enum AtomicFile {
         if dfd >= 0 { fsync(dfd); close(dfd) }
     }
 
-    /// The file `path` names once every symbolic link is followed: final
-    /// links are read one by one (a dangling one names the file to
-    /// create), then the folder is made canonical (`realpath`).
-    static func resolve(_ path: String) throws(FileWriteFailure) -> String {
-        var current = URL(fileURLWithPath: path).path
-        var hops = 0
-        while true {
-            var st = stat()
-            guard lstat(current, &st) == 0 else { break }  // does not exist yet: it is created
-            let kind = st.st_mode & S_IFMT
-            if kind == S_IFREG { break }
-            guard kind == S_IFLNK else {
-                throw FileWriteFailure(path: path, message: "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
-            }
-            if let why = ProtectedSymlinks.refusal(link: current) {
-                throw FileWriteFailure(path: path, message: "refusing to write through \(why)", hint: "someone else may have planted the link; remove it or choose another path", errno: EACCES)
-            }
-            hops += 1
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let n = readlink(current, &buffer, buffer.count - 1)
-            guard hops <= 40, n > 0 else {
-                throw FileWriteFailure(path: path, message: "cannot follow the symbolic link \(path): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))", hint: "fix the link or choose another path")
-            }
-            let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            current = target.hasPrefix("/") ? target : URL(fileURLWithPath: current).deletingLastPathComponent().path + "/" + target
+    /// The file `path` names once every symbolic link is followed, walked
+    /// component by component as the kernel does: every link met on the
+    /// way — a folder's as well as the last one's — must pass the
+    /// protected-symlink rule (``ProtectedSymlinks``) in the folder that
+    /// holds it, or the write is refused (exit 73). A dangling last link
+    /// names the file to create. The result has no link left in its folder
+    /// part, so the temporary file and the rename stay where was checked.
+    /// With `allowingStreams`, the last component may also be a character
+    /// device or a FIFO (``OutputDestination/stream(path:)``).
+    static func resolve(_ path: String, allowingStreams: Bool = false) throws(FileWriteFailure) -> String {
+        var absolute = path
+        if !absolute.hasPrefix("/") {
+            guard let cwd = getcwd(nil, 0) else { return URL(fileURLWithPath: path).path }
+            defer { free(cwd) }
+            absolute = String(cString: cwd) + "/" + path
         }
-        let url = URL(fileURLWithPath: current)
-        let dir = url.deletingLastPathComponent().path
-        guard let real = realpath(dir, nil) else { return current }  // the open reports the missing folder
-        defer { free(real) }
-        return String(cString: real) + "/" + url.lastPathComponent
+        // Components still to walk, first at the end (popLast is O(1)).
+        var pending = Array(absolute.split(separator: "/", omittingEmptySubsequences: true).map(String.init).reversed())
+        var resolved = ""  // a folder with no link in it; "" is the root
+        var hops = 0
+        while let component = pending.popLast() {
+            if component == "." { continue }
+            if component == ".." {
+                if let slash = resolved.lastIndex(of: "/") { resolved = String(resolved[..<slash]) }
+                continue
+            }
+            let candidate = resolved + "/" + component
+            let isLast = pending.isEmpty
+            var st = stat()
+            guard lstat(candidate, &st) == 0 else {
+                // Missing: the file to create, or a missing folder that the
+                // open reports with its own error.
+                return ([candidate] + pending.reversed()).joined(separator: "/")
+            }
+            let kind = st.st_mode & S_IFMT
+            if kind == S_IFLNK {
+                if let why = ProtectedSymlinks.refusal(link: candidate) {
+                    throw FileWriteFailure(path: path, message: "refusing to write through \(why)", hint: "someone else may have planted the link; remove it or choose another path", errno: EACCES)
+                }
+                hops += 1
+                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let n = readlink(candidate, &buffer, buffer.count - 1)
+                guard hops <= 40, n > 0 else {
+                    throw FileWriteFailure(path: path, message: "cannot follow the symbolic link \(candidate): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))", hint: "fix the link or choose another path")
+                }
+                let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if target.hasPrefix("/") { resolved = "" }
+                pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: true).map(String.init).reversed())
+                continue
+            }
+            if isLast {
+                guard kind == S_IFREG || (allowingStreams && (kind == S_IFCHR || kind == S_IFIFO)) else {
+                    throw FileWriteFailure(path: path, message: "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
+                }
+                return candidate
+            }
+            guard kind == S_IFDIR else {
+                // A file where a folder should be: the open reports it.
+                return ([candidate] + pending.reversed()).joined(separator: "/")
+            }
+            resolved = candidate
+        }
+        // The path named a folder (`/`, `.`, `x/..`): the open refuses it.
+        return resolved.isEmpty ? "/" : resolved
     }
 }

@@ -36,7 +36,9 @@ public enum OutputDestination: Equatable, Sendable {
         if stat(path, &st) == 0 {
             switch st.st_mode & S_IFMT {
             case S_IFCHR, S_IFIFO:
-                return .stream(path: path)
+                // Opened by its resolved path: the links on the way are
+                // checked as for a file (docs/user-guide.md, "Output files").
+                return .stream(path: try AtomicFile.resolve(path, allowingStreams: true))
             case S_IFREG:
                 break
             case S_IFDIR:

@@ -15,6 +15,7 @@ struct Edit: ParsableCommand {
               coffer edit github --unset url --expires 90d
               coffer edit work/openai --policy local-only   # stop syncing it
               coffer edit work/openai --env-var key=OPENAI_API_KEY   # for `coffer env`
+              coffer edit corp/proxy --allow-env-var HTTPS_PROXY     # a guarded name, on purpose
               coffer edit github --generate --words 6          # new password, never printed
               coffer edit github --totp                        # otpauth:// URI from stdin
               coffer edit github                               # open it in $VISUAL/$EDITOR
@@ -74,6 +75,12 @@ struct Edit: ParsableCommand {
     @Option(name: .customLong("no-env-var"), help: ArgumentHelp("Go back to the default variable name for a field (repeatable).", valueName: "field"))
     var noEnvVars: [String] = []
 
+    @Option(name: .customLong("allow-env-var"), help: ArgumentHelp("Let `coffer env` set this guarded variable (GIT_PAGER, HTTPS_PROXY, LD_*…; docs/references.md) from this item (repeatable; stored in the item, it syncs).", valueName: "VAR"))
+    var allowEnvVars: [String] = []
+
+    @Option(name: .customLong("no-allow-env-var"), help: ArgumentHelp("Take back an --allow-env-var (repeatable).", valueName: "VAR"))
+    var noAllowEnvVars: [String] = []
+
     @Option(help: ArgumentHelp("Check new values against this requirements manifest (default: the registered ones).", valueName: "file"))
     var requirements: String?
 
@@ -98,7 +105,7 @@ struct Edit: ParsableCommand {
     var changesNothing: Bool {
         rename == nil && fields.isEmpty && secrets.isEmpty && unset.isEmpty && tags.isEmpty && untags.isEmpty
             && source == nil && !noSource && expires == nil && !noExpires && type == nil && policy == nil && url == nil
-            && envVars.isEmpty && noEnvVars.isEmpty && !generate && generateField.isEmpty && !totp && !generation.isUsed
+            && envVars.isEmpty && noEnvVars.isEmpty && allowEnvVars.isEmpty && noAllowEnvVars.isEmpty && !generate && generateField.isEmpty && !totp && !generation.isUsed
     }
 
     func run() throws {
@@ -120,6 +127,10 @@ struct Edit: ParsableCommand {
             envChanges.append((String(a[..<eq]), String(a[a.index(after: eq)...])))
         }
         for f in noEnvVars { envChanges.append((f, nil)) }
+        for v in allowEnvVars + noAllowEnvVars where !Dotenv.isValidName(v) {
+            let flag = allowEnvVars.contains(v) ? "--allow-env-var" : "--no-allow-env-var"
+            throw CofferError(.usage, "invalid \(flag) '\(v)': write a variable name, letters, digits and '_' (not starting with a digit)")
+        }
         var edit = ItemEdit()
         edit.rename = rename
         edit.unsetFields = unset
@@ -176,6 +187,13 @@ struct Edit: ParsableCommand {
                 env[c.field] = c.variable
             }
             if env != current.env { edit.env = env }
+        }
+        if !allowEnvVars.isEmpty || !noAllowEnvVars.isEmpty {
+            for v in allowEnvVars where EnvNaming.dangerousReason(v) == nil {
+                Output.warn("\(v) is not a guarded name: `coffer env` sets it without being allowed")
+            }
+            let allowed = current.allowedEnvNames.union(allowEnvVars).subtracting(noAllowEnvVars)
+            if allowed != current.allowedEnvNames { edit.allowedEnvNames = allowed }
         }
 
         // Check what is written; all values when the source changes.

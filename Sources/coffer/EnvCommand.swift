@@ -20,8 +20,10 @@ struct Env: ParsableCommand {
               coffer env --format json work/openai db/prod
             Formats: dotenv (NAME=VALUE, quoted when needed), shell (export NAME='VALUE'), json (an \
             object, Schemas/env.schema.json). Variables that change how programs run (LD_*, PATH, IFS, ENV, BASH_ENV, \
-            PROMPT_COMMAND, PS1-4, *_OPTIONS, COFFER_* …; docs/references.md) are refused unless \
-            --allow-dangerous-names. Exit codes: 65 two fields map to one variable or a dangerous name, \
+            PROMPT_COMMAND, PS1-4, *PAGER, EDITOR, GIT_*, *PROXY*, PYTHON*, *_OPTIONS, COFFER_* …; \
+            docs/references.md) are refused unless the item allows them (`coffer edit NAME \
+            --allow-env-var VAR`) or --allow-dangerous-names is given for the run. Exit codes: 65 two \
+            fields map to one variable or a dangerous name, \
             66 no such item, 77 locked. See docs/references.md.
             """)
 

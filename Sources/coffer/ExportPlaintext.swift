@@ -22,6 +22,9 @@ struct PlaintextExportOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Allow a plaintext export to a terminal (--out - on a terminal).")
     var force = false
+
+    @Flag(name: .long, help: "--format csv: write cells that start with = + - @, tab or CR unchanged (by default they get a leading ' so that a spreadsheet does not run them as formulas).")
+    var csvFormulasAsIs = false
 }
 
 /// The plaintext path of `coffer export` (docs/import-export.md#export):
@@ -30,8 +33,8 @@ struct PlaintextExportOptions: ParsableArguments {
 enum PlaintextExportCommand {
     static func validate(_ o: PlaintextExportOptions, since: String?) throws {
         guard let f = o.format else {
-            if o.plaintext || o.includeLocalOnly || o.history || o.force {
-                throw ValidationError("--plaintext, --include-local-only, --history and --force apply only with --format json|csv|keepass-xml")
+            if o.plaintext || o.includeLocalOnly || o.history || o.force || o.csvFormulasAsIs {
+                throw ValidationError("--plaintext, --include-local-only, --history, --force and --csv-formulas-as-is apply only with --format json|csv|keepass-xml")
             }
             return
         }
@@ -40,6 +43,7 @@ enum PlaintextExportCommand {
         }
         if since != nil { throw ValidationError("--since applies to bundles, not to --format \(f)") }
         if o.history && format != .json { throw ValidationError("--history applies only to --format json") }
+        if o.csvFormulasAsIs && format != .csv { throw ValidationError("--csv-formulas-as-is applies only to --format csv") }
     }
 
     static func run(_ o: PlaintextExportOptions, vaultOptions: VaultOptions, out: String) throws {
@@ -58,7 +62,7 @@ enum PlaintextExportCommand {
         }
         let vault = try vaultOptions.unlock()
         let selection = try vault.exportEntries(includeLocalOnly: o.includeLocalOnly, history: o.history)
-        let exported = try Exporter.write(format, entries: selection.entries, history: o.history)
+        let exported = try Exporter.write(format, entries: selection.entries, history: o.history, csvFormulasAsIs: o.csvFormulasAsIs)
         if toStdout {
             Output.stdout(exported.data)
         } else {
@@ -83,6 +87,11 @@ enum PlaintextExportCommand {
         }
         if format == .csv {
             Output.note("CSV keeps no secrecy flags or history; use --format json for a lossless copy")
+        }
+        if exported.neutralisedCells > 0 {
+            // A count, never a value.
+            let k = exported.neutralisedCells
+            Output.note("\(k) cell\(k == 1 ? "" : "s") that a spreadsheet would run as formulas \(k == 1 ? "was" : "were") written with a leading ' (--csv-formulas-as-is writes them unchanged)")
         }
         Output.warn("\(toStdout ? "the output" : out) holds your secrets unencrypted: keep it safe and delete it (e.g. `shred -u`) when done")
     }

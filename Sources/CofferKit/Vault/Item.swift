@@ -156,6 +156,11 @@ public struct Item: Sendable, Equatable {
     public var hasDeleteConflict: Bool
     /// The replica that made the latest shown write.
     public var lastWrittenBy: ReplicaID? = nil
+    /// Guarded variable names (``EnvNaming/dangerousReason(_:)``) the
+    /// user allowed this item to set with `coffer env` (`coffer edit NAME
+    /// --allow-env-var VAR`). Kept in the item's `@env` register, so it is
+    /// encrypted and syncs with the mapping.
+    public var allowedEnvNames: Set<String> = []
 
     /// The field `coffer get NAME` prints: the type's primary field, or for
     /// `custom` items the field `value` (what ``Coffer/Kind/generic(fields:)``
@@ -243,12 +248,15 @@ public struct ItemEdit: Sendable {
     public var type: ItemType?
     public var policy: SyncPolicy?
     public var env: [String: String]?
+    /// The new set of guarded variable names the item may set
+    /// (``Item/allowedEnvNames``); nil leaves it as it is.
+    public var allowedEnvNames: Set<String>?
 
     public init() {}
 
     public var isEmpty: Bool {
         rename == nil && setFields.isEmpty && unsetFields.isEmpty && addTags.isEmpty && removeTags.isEmpty
-            && source == nil && expires == nil && type == nil && policy == nil && env == nil
+            && source == nil && expires == nil && type == nil && policy == nil && env == nil && allowedEnvNames == nil
     }
 }
 

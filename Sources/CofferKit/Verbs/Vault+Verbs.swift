@@ -180,8 +180,8 @@ extension Vault {
         if !item.tags.isEmpty { changes.append(meta(.tags, "@tags", Vault.tagsText(item.tags))) }
         if let s = item.source { changes.append(meta(.source, "@source", s)) }
         if let e = item.expires { changes.append(meta(.expires, "@expires", e.description)) }
-        if !item.env.isEmpty {
-            changes.append(meta(.env, "@env", item.env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")))
+        if !item.env.isEmpty || !item.allowedEnvNames.isEmpty {
+            changes.append(meta(.env, "@env", Vault.envText(item.env, allowed: item.allowedEnvNames)))
         }
         for f in item.fields {
             changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
