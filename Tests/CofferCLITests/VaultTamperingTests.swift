@@ -131,6 +131,50 @@ struct VaultTamperingTests {
         #expect(other.unlocked(["verify"]).status == 65)
     }
 
+    /// Issue 24 item 9: a trigger, a view or WAL mode planted with sqlite3
+    /// passed `verify`. Each is reported now (check "schema"), naming it.
+    @Test(arguments: [
+        ("CREATE TRIGGER keep_sync AFTER UPDATE ON localReplica BEGIN UPDATE item SET policy = 'sync'; END;", "trigger 'keep_sync'"),
+        ("CREATE VIEW peek AS SELECT itemId FROM item;", "view 'peek'"),
+        ("CREATE INDEX extra ON fieldVersion(writtenAt);", "index 'extra'"),
+        ("PRAGMA journal_mode = WAL;", "WAL"),
+    ])
+    func plantedSchemaObjectsAreReportedByVerify(_ statement: String, _ named: String) throws {
+        let home = home([("a", "SECRET-A")])
+        Self.sql(home.vaultPath, statement)
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 65, "\(statement): \(v)")
+        #expect(v.stderr.contains(named), "\(v)")
+        #expect(v.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(v)")
+        let j = home.unlocked(["verify", "--json"])
+        #expect(j.status == 65, "\(j)")
+        SchemaValidation.expectValid(j.stdout, schema: "verify.schema.json")
+        #expect(j.stdout.contains("\"schema\""), "\(j)")
+    }
+
+    /// A trigger fires on coffer's own writes (this one would make every
+    /// local-only item `sync` at the next write, and rewrite rows after the
+    /// vault MAC was computed): any command that opens the vault refuses
+    /// it before reading or writing anything.
+    @Test func aPlantedTriggerIsRefusedAtOpen() throws {
+        let home = home([("device/key", "DEVICE-SECRET")], extra: ["--local-only"])
+        Self.sql(home.vaultPath, "CREATE TRIGGER keep_sync AFTER UPDATE ON localReplica BEGIN UPDATE item SET policy = 'sync'; END;")
+        let before = home.vaultBytes()
+        for args in [["get", "device/key"], ["add", "x", "--secret", "key"], ["ls"], ["export", "--out", home.path("x.cb")]] {
+            let r = home.unlocked(args, stdin: "X\n")
+            Self.expectModified(r, notShowing: ["DEVICE-SECRET"])
+            #expect(r.stderr.contains("trigger 'keep_sync'"), "\(r)")
+            #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(r)")
+        }
+        #expect(home.vaultBytes() == before)
+        #expect(!FileManager.default.fileExists(atPath: home.path("x.cb")))
+        // A view or WAL mode changes no row coffer writes: ordinary
+        // commands go on (verify names them).
+        let other = self.home([("a", "SECRET-A")])
+        Self.sql(other.vaultPath, "CREATE VIEW peek AS SELECT itemId FROM item;")
+        #expect(other.unlocked(["get", "a"]).out == "SECRET-A")
+    }
+
     /// Rows copied from another replica of the same vault (same key, same
     /// vault id) pass the per-item checks but not the vault MAC.
     @Test func rowsCopiedFromAnotherReplicaAreDetected() throws {

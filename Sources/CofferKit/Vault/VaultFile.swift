@@ -49,10 +49,13 @@ public final class VaultFile: Sendable {
         KDFParameters(memoryKiB: header.kdfMemoryKiB, iterations: header.kdfIterations, parallelism: header.kdfParallelism)
     }
 
-    /// Opens the vault at `path` without unlocking it.
-    public static func open(path: String) throws(CofferError) -> VaultFile {
+    /// Opens the vault at `path` without unlocking it. A vault that holds
+    /// a trigger (planted with sqlite3: coffer never creates one) is
+    /// refused as modified outside coffer, unless `forVerifying` — for
+    /// ``Vault/verify()``, which only reads and names it.
+    public static func open(path: String, forVerifying: Bool = false) throws(CofferError) -> VaultFile {
         try CofferError.wrap {
-            let store = try VaultStore.open(path: path)
+            let store = try VaultStore.open(path: path, allowingTriggers: forVerifying)
             let (header, epoch) = try store.read { db in (try Queries.header(db), try Queries.keyEpoch(db)) }
             WriteMark.sweep(vault: path)
             return VaultFile(path: path, store: store, header: header, keyEpoch: epoch.epoch, keyCheck: epoch.check)
