@@ -86,3 +86,25 @@ extension Queries {
     }
 }
 
+extension Queries {
+    /// An item id that has current or history versions but no `item` row,
+    /// if any. A row deleted outside coffer takes its name hash with it, so
+    /// a lookup by name cannot tell the item from one never added; this
+    /// can. Visits each item id of the version tables once (a seek per id,
+    /// not a scan of the versions): O(items), so it is for the error path
+    /// a person reads, never for a lookup (docs/threat-model.md).
+    /// Returns the id's bytes (whatever their length: the id column of a
+    /// version table is not checked here).
+    public static func itemWithoutRow(_ db: Database) throws -> [UInt8]? {
+        for table in ["fieldVersion", "fieldHistory"] {
+            let sql = """
+                WITH RECURSIVE ids(x) AS (
+                  SELECT (SELECT min(itemId) FROM \(table))
+                  UNION ALL SELECT (SELECT min(itemId) FROM \(table) WHERE itemId > x) FROM ids WHERE x IS NOT NULL)
+                SELECT x FROM ids WHERE x IS NOT NULL AND NOT EXISTS (SELECT 1 FROM item WHERE itemId = x) LIMIT 1
+                """
+            if let bytes = try Data.fetchOne(db, sql: sql) { return [UInt8](bytes) }
+        }
+        return nil
+    }
+}

@@ -70,10 +70,13 @@ enum UnlockedVault {
     nonisolated(unsafe) static var passphrase: SecretBytes?
 
     /// `error` with "did you mean …?" in its hint when it is about an unknown
-    /// item name and a live item has a name close to it.
+    /// item name and a live item has a name close to it; "modified outside
+    /// coffer" (65) instead when the vault holds versions of an item whose
+    /// row was deleted (the lookup could not tell it from a name never used).
     static func withSuggestion(_ error: CofferError) -> CofferError {
-        guard error.kind == .itemNotFound, let missing = error.missingName, let vault = current,
-            let near = vault.suggestion(forMissing: missing)
+        guard error.kind == .itemNotFound, let vault = current else { return error }
+        if let tampered = vault.tamperingBehindMissingItem() { return tampered }
+        guard let missing = error.missingName, let near = vault.suggestion(forMissing: missing)
         else { return error }
         var e = error
         e.hint = "did you mean `\(near)`? (list items with `coffer ls`)"

@@ -131,6 +131,35 @@ struct VaultTamperingTests {
         #expect(other.unlocked(["verify"]).status == 65)
     }
 
+    /// Issue 24 item 9: deleting only an `item` row (its versions and
+    /// history left behind) took its name index with it, so `get` said
+    /// "no item named" (66) as if the item had never existed.
+    @Test func aDeletedItemRowIsNotReportedAsMissing() throws {
+        let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        #expect(home.unlocked(["edit", "a", "--secret", "key"], stdin: "SECRET-A2\n").status == 0)
+        Self.sql(home.vaultPath, "PRAGMA foreign_keys = OFF; DELETE FROM item WHERE nameHash = (SELECT nameHash FROM item ORDER BY itemId LIMIT 1);")
+        let before = home.vaultBytes()
+        for args in [["get", "a"], ["get", "b"], ["read", "coffer://a/key"], ["read", "coffer://b/key"]] {
+            let r = home.unlocked(args)
+            // The item whose row is gone is refused as tampering, never as
+            // a missing name; the other one may still be served.
+            if r.status != 0 {
+                Self.expectModified(r, notShowing: ["SECRET-A", "SECRET-A2", "SECRET-B"])
+                #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(r)")
+            }
+        }
+        let missing = ["a", "b"].filter { home.unlocked(["get", $0]).status != 0 }
+        #expect(missing.count == 1, "exactly one item lost its row: \(missing)")
+        // An unknown name in a sound vault is still 66.
+        #expect(home.vaultBytes() == before)
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 65, "\(v)")
+        let clean = self.home([("c", "SECRET-C")])
+        let miss = clean.unlocked(["get", "nope"])
+        #expect(miss.status == 66, "\(miss)")
+        #expect(miss.stderr.contains("no item named 'nope'"), "\(miss)")
+    }
+
     /// Issue 24 item 9: a trigger, a view or WAL mode planted with sqlite3
     /// passed `verify`. Each is reported now (check "schema"), naming it.
     @Test(arguments: [
