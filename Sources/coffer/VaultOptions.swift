@@ -57,6 +57,7 @@ struct VaultOptions: ParsableArguments {
     func unlockForWriting() throws(CofferError) -> Vault {
         let vault = try unlock()
         if let change = try vault.claimReplica() { Output.note(change.message) }
+        if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
         return vault
     }
 }

@@ -108,6 +108,10 @@ public struct SyncReport: Sendable {
     /// The replica id changed (a copied vault, or its id seen in a bundle
     /// written elsewhere).
     public var rebinding: ReplicaRebinding?
+    /// This replica's own versions dated beyond what other replicas accept
+    /// (its clock ran fast), re-stamped with the current time before its
+    /// bundle was written (``Vault/restampFutureWrites(acknowledgedUpTo:)``).
+    public var restamped: ClockRestamp?
     /// The newer master key this sync adopted (another replica's `coffer
     /// rekey`) before merging; nil when the key stayed.
     public var keyEpochAdopted: RekeyReport?
@@ -120,6 +124,10 @@ public struct SyncReport: Sendable {
     /// The highest counter of this replica id any bundle in `dir` claims
     /// to have seen.
     var seenOwn: UInt64 = 0
+    /// The lowest counter of this replica id that another replica's bundle
+    /// in `dir` claims to have seen (nil: no other replica's bundle): the
+    /// writes up to it were accepted by every replica syncing here.
+    var acknowledgedOwn: UInt64?
     /// Bundles of this vault in `dir` (any replica, this one included).
     var ownVaultBundles = 0
     /// Vault ids of the bundles of other vaults in `dir`.
@@ -203,6 +211,7 @@ extension Vault {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
+            report.acknowledgedOwn = min(report.acknowledgedOwn ?? .max, header.summary[replica])
             if header.keyEpoch < epoch {
                 report.skipped.append(.init(path: path, reason: .olderKeyEpoch, replica: header.replicaID))
                 continue
@@ -219,10 +228,13 @@ extension Vault {
     /// Whether this replica's bundle in `dir` is up to date: same vault,
     /// same replica, full, and its summary equals what an export would
     /// claim now (``exportableSummary(_:)``).
+    /// A bundle dated more than ``BundleValidation/clockSkew`` ahead of
+    /// now (written while this machine's clock ran fast) is not current:
+    /// every receiver refuses it (`future-bundle`), so it is written again.
     static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch) -> Bool {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
         return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
-            && h.keyEpoch == epoch
+            && h.keyEpoch == epoch && h.createdAt <= Clock.nowMillis() &+ BundleValidation.clockSkew
     }
 
     /// Merges every other replica's bundle found in `dir` (whatever its
@@ -277,6 +289,13 @@ extension Vault {
         if report.ownVaultBundles == 0, let other = report.foreignVaults.sorted().first {
             throw Vault.foreignFolder(dir: dir, other: other, vaultID: vaultID, vaultPath: path)
         }
+        // Versions this replica wrote while its clock ran fast, which the
+        // others refuse, get the current time before anything is merged or
+        // written (docs/sync.md, "A clock that ran fast"). Only the writes
+        // some replica here has not merged yet are looked at.
+        if !dryRun {
+            report.restamped = try restampFutureWrites(acknowledgedUpTo: report.acknowledgedOwn ?? 0)
+        }
 
         let epoch = keyEpoch
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }) {
@@ -286,6 +305,7 @@ extension Vault {
                 }
                 var result = try next.sync(dir: dir, dryRun: false, adoptKey: adoptKey)
                 result.keyEpochAdopted = adopted
+                if result.restamped == nil { result.restamped = report.restamped }
                 if result.adoptedVault == nil { result.adoptedVault = next }
                 if result.rebinding == nil { result.rebinding = rebinding }
                 return result
@@ -377,10 +397,16 @@ extension Vault {
     /// for the transport to copy everywhere): call it only for a sync that
     /// is not a dry run.
     public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
-        let (local, summary, exportable, wrapping) = try CofferError.wrap {
-            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+        let (local, summary, exportable, wrapping, newest) = try CofferError.wrap {
+            try file.store.read { db in
+                let local = try Queries.localReplica(db)
+                return (local, try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db), try Queries.newestWriteTime(db, replica: local.id))
+            }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
+        // This replica's newest version was written while its clock ran
+        // fast: the full sync re-stamps it (one index seek).
+        if let newest, newest > Clock.nowMillis() &+ BundleValidation.clockSkew { return false }
         if summary[local.id] > local.counter { return false }
         if let mark = WriteMark.read(vault: file.path, replica: local.id), mark > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")

@@ -171,7 +171,12 @@ public final class VaultFile: Sendable {
 
 /// Wall-clock helpers (milliseconds since 1970).
 package enum Clock {
-    package static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    /// Added to the system clock, for the task that sets it (tests of a
+    /// machine whose clock runs fast or slow: `Clock.$offsetMillis.withValue`).
+    /// Always 0 in coffer itself.
+    @TaskLocal package static var offsetMillis: Int64 = 0
+
+    package static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) &+ offsetMillis }
     static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
 }
 
