@@ -166,6 +166,7 @@ struct VaultTamperingTests {
         ("CREATE TRIGGER keep_sync AFTER UPDATE ON localReplica BEGIN UPDATE item SET policy = 'sync'; END;", "trigger 'keep_sync'"),
         ("CREATE VIEW peek AS SELECT itemId FROM item;", "view 'peek'"),
         ("CREATE INDEX extra ON fieldVersion(writtenAt);", "index 'extra'"),
+        ("PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'CHECK (counter >= 0)', '') WHERE name = 'replica';", "table 'replica' is defined differently"),
         ("PRAGMA journal_mode = WAL;", "WAL"),
     ])
     func plantedSchemaObjectsAreReportedByVerify(_ statement: String, _ named: String) throws {
