@@ -53,7 +53,9 @@ struct VaultOptions: ParsableArguments {
 
     /// Opens and unlocks the vault for a command that writes: first makes
     /// sure this file still owns its replica id (a copied vault takes a new
-    /// one, docs/sync.md) and says so on stderr when it changed.
+    /// one, docs/sync.md) and says so on stderr when it changed; then
+    /// re-stamps what this replica wrote while its clock ran fast, and
+    /// says so (docs/sync.md, "A clock that ran fast").
     func unlockForWriting() throws(CofferError) -> Vault {
         let vault = try unlock()
         if let change = try vault.claimReplica() { Output.note(change.message) }
