@@ -33,7 +33,7 @@ public final class StreamedRead: Sendable {
 public enum KeePassXML {
     /// Reads the XML in `data`; `file` names it in messages.
     public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
-        try read(stream: InputStream(data: data), file: file)
+        try read(stream: InputStream(data: data), file: file, entities: DTDEntityUses.find(data))
     }
 
     /// Reads the XML file at `path` in chunks: it is never all in memory.
@@ -42,7 +42,7 @@ public enum KeePassXML {
         guard let stream = InputStream(fileAtPath: path) else {
             throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
         }
-        return try read(stream: stream, file: path)
+        return try read(stream: stream, file: path, entities: DTDEntityUses.find(path: path))
     }
 
     /// Reads the XML file at `path` into `stream`, entry by entry, while
@@ -53,7 +53,7 @@ public enum KeePassXML {
         guard let input = InputStream(fileAtPath: path) else {
             throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
         }
-        return try read(stream: input, file: path, sink: { stream.push($0) }).warnings
+        return try read(stream: input, file: path, entities: DTDEntityUses.find(path: path), sink: { stream.push($0) }).warnings
     }
 
     /// Starts reading the file at `path` on a second thread for
@@ -96,12 +96,15 @@ public enum KeePassXML {
         }
     }
 
-    static func read(stream: InputStream, file: String, sink: ((InterchangeEntry) -> Bool)? = nil) throws(CofferError) -> ImportedFile {
+    /// `entities`: where the file uses entities of its own DTD, which the
+    /// parser drops (``DTDEntityUses``).
+    static func read(stream: InputStream, file: String, entities: DTDEntityUses = .none, sink: ((InterchangeEntry) -> Bool)? = nil) throws(CofferError) -> ImportedFile {
         // Fed to libxml2 in chunks (a stream): a whole buffer of more than
         // about 10 MB in one piece trips its "huge input" limit.
         let parser = XMLParser(stream: stream)
         let reader = Reader(file: file)
         reader.sink = sink
+        reader.entities = entities
         parser.delegate = reader
         parser.shouldResolveExternalEntities = false
         let ok = parser.parse()
@@ -181,6 +184,9 @@ public enum KeePassXML {
         var binaries: [(key: String, ref: BinaryRef)] = []
         var history: [EntryBuilder] = []
         var line: Int
+        /// Its place among the file's `<Entry>` elements (history ones
+        /// counted too), as ``DTDEntityUses`` numbers them.
+        var ordinal = 0
         init(line: Int) { self.line = line }
 
         var title: String { strings.first(where: { $0.key == "Title" })?.value ?? "" }
@@ -221,6 +227,10 @@ public enum KeePassXML {
         var sink: ((InterchangeEntry) -> Bool)?
         /// The sink took no more entries.
         var stopped = false
+        /// Entities of the file's DTD the parser dropped, by entry.
+        var entities = DTDEntityUses.none
+        /// `<Entry>` elements started so far.
+        var entryOrdinal = 0
 
         init(file: String) { self.file = file }
 
@@ -233,13 +243,13 @@ public enum KeePassXML {
             case "Group":
                 if entries.isEmpty { groups.append(("", "")) }
             case "Entry":
+                let e = EntryBuilder(line: parser.lineNumber)
+                e.ordinal = entryOrdinal
+                entryOrdinal += 1
                 if path.dropLast().last == "History", let owner = entries.last {
-                    let h = EntryBuilder(line: parser.lineNumber)
-                    owner.history.append(h)
-                    entries.append(h)
-                } else {
-                    entries.append(EntryBuilder(line: parser.lineNumber))
+                    owner.history.append(e)
                 }
+                entries.append(e)
             case "Value":
                 valueProtected = (attributes["Protected"] ?? attributes["ProtectInMemory"] ?? "").lowercased() == "true"
                 if path.count >= 2 && path[path.count - 2] == "Binary" && !entries.isEmpty {
@@ -279,6 +289,9 @@ public enum KeePassXML {
             switch name {
             case "KeePassFile" where path.count == 1:
                 closed = true
+                for name in entities.outside {
+                    result.warnings.append(InterchangeWarning(entry: "", Reader.entityWarning(name, where: "outside any entry (in a group's name?)")))
+                }
             case "RecycleBinUUID" where parent == "Meta":
                 recycleBin = text
             case "Name" where parent == "Group" && entries.isEmpty:
@@ -340,6 +353,12 @@ public enum KeePassXML {
         }
 
         func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {}
+
+        /// The warning for entity `name` of the file's DTD, used `where`:
+        /// names the entity, never its text or a value.
+        static func entityWarning(_ name: String, where place: String) -> String {
+            "the XML entity '\(name)' declared in the file's DTD is used \(place) and was not expanded (coffer reads no DTD): its text is missing from what was imported; check it by hand"
+        }
 
         func fields(of e: EntryBuilder, name: String) throws(CofferError) -> [Field] {
             var entry = InterchangeEntry(name: name, type: .login)
@@ -404,6 +423,13 @@ public enum KeePassXML {
             let name = (groupPath.map { $0.replacingOccurrences(of: "/", with: "∕") } + [title]).joined(separator: "/")
             var entry = InterchangeEntry(name: name, type: .login, origin: "line \(e.line) (entry '\(name)')")
             warnedAttachments.removeAll()
+            if !entities.isEmpty {
+                var used: [String] = []
+                for o in [e.ordinal] + e.history.map(\.ordinal) {
+                    for n in entities.byEntry[o] ?? [] where !used.contains(n) { used.append(n) }
+                }
+                for n in used { result.warnings.append(InterchangeWarning(entry: name, Reader.entityWarning(n, where: "in this entry"))) }
+            }
             entry.fields = try fields(of: e, name: name)
             let names = Set(entry.fields.map(\.name))
             if names.isSubset(of: ["notes"]) && !names.isEmpty { entry.type = .note; entry.fields = entry.fields.map { Field(name: $0.name, value: $0.value, isSecret: true) } }

@@ -410,6 +410,20 @@ public final class Vault: Sendable {
         return Suggestion.closest(to: name, among: names)
     }
 
+    /// For an ``CofferError/Kind/itemNotFound`` error about to be shown to
+    /// a person: the error to show instead when the vault holds versions of
+    /// an item that has no item row. Deleting an `item` row outside coffer
+    /// takes its name hash with it, so the lookup that failed cannot tell
+    /// that item from a name never used; this can, at the cost of one seek
+    /// per item id of the version tables (``Queries/itemWithoutRow(_:)``).
+    /// Call it only when a person will read the error, like
+    /// ``suggestion(forMissing:)``: a lookup stays O(1) in the vault's size.
+    public func tamperingBehindMissingItem() -> CofferError? {
+        guard let id = try? store.read({ db in try Queries.itemWithoutRow(db) }) else { return nil }
+        return .modifiedOutside(
+            "item \(Hex.encode(id).prefix(8)) has field versions but no item row (deleted outside coffer, with its name)")
+    }
+
     /// `list()` including reserved items.
     func listIncludingReserved() throws(CofferError) -> [ItemSummary] {
         // With a session: the listing cache when it was built from exactly

@@ -58,9 +58,17 @@ public final class VaultStore: Sendable {
         return config
     }
 
-    /// Opens an existing vault. Fast path: reads `user_version` only, and
-    /// runs migrations only when the file is older than this build.
-    public static func open(path: String) throws(StoreError) -> VaultStore {
+    /// Opens an existing vault. Fast path: reads `user_version` and looks
+    /// for a trigger (one small `sqlite_master` query in the same read),
+    /// and runs migrations only when the file is older than this build.
+    ///
+    /// A trigger is refused (``StoreError/damaged(_:)``) before anything
+    /// else is read or written: coffer never creates one, and one planted
+    /// with sqlite3 would fire on coffer's own writes (a migration's
+    /// included). `allowingTriggers` is for `coffer verify`, which reads
+    /// only and names every foreign schema object; an older vault that
+    /// needs a migration is refused all the same.
+    public static func open(path: String, allowingTriggers: Bool = false) throws(StoreError) -> VaultStore {
         var st = stat()
         guard stat(path, &st) == 0 else {
             if errno == EACCES { throw .permissionDenied(path: path, reason: "a folder on its path cannot be searched by this user") }
@@ -73,9 +81,15 @@ public final class VaultStore: Sendable {
             var config = configuration()
             config.readonly = false
             let queue = try DatabaseQueue(path: path, configuration: config)
-            let version = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+            let (version, trigger) = try queue.read { db in
+                (try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0, try Queries.firstTrigger(db))
+            }
             if version > formatVersion {
                 throw StoreError.newerFormat(path: path, found: version, supported: formatVersion)
+            }
+            if let trigger, !allowingTriggers || version < formatVersion {
+                throw StoreError.damaged(
+                    "it holds a trigger '\(trigger.name)' on table '\(trigger.table)', which coffer never creates (it would change rows as coffer writes them)")
             }
             if version < formatVersion {
                 guard version > 0 else {

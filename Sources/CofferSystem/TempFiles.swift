@@ -25,13 +25,14 @@ public enum TempFiles {
     /// modification time) and not locked by a live writer. A name whose
     /// `lockedBy` companion (a SQLite journal's database) is locked is
     /// kept too. Returns the names removed. Never follows links, never
-    /// fails: what cannot be removed stays.
+    /// fails: what cannot be removed stays. `names`, when given, is a
+    /// listing of `dir` the caller already made (no second listing).
     @discardableResult
     public static func sweep(
-        dir: String, olderThan: TimeInterval = staleAge, now: Date = Date(),
+        dir: String, names listed: [String]? = nil, olderThan: TimeInterval = staleAge, now: Date = Date(),
         isOurs: (String) -> Bool, lockedBy: (String) -> String? = { _ in nil }
     ) -> [String] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir) else { return [] }
+        guard let names = listed ?? (try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir)) else { return [] }
         let prefix = dir.isEmpty ? "" : (dir.hasSuffix("/") ? dir : dir + "/")
         var removed: [String] = []
         for name in names.sorted() where isOurs(name) {

@@ -22,6 +22,7 @@ enum AddFastPath {
             // passphrase option: the session unlocks the default vault.
             let vault = try FastPath.unlock(token: token)
             if let change = try vault.claimReplica() { Output.note(change.message) }
+            if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
             return vault
         }
         return true

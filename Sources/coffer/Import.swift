@@ -93,6 +93,7 @@ struct Import: ParsableCommand {
         }
         // A bundle may show this replica's id used by another vault file.
         if let change = try vault.claimReplica() { Output.note(change.message) }
+        if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
     }
 }
 

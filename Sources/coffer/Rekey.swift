@@ -37,6 +37,7 @@ struct Rekey: ParsableCommand {
         let current = try options.passphrase(prompt: "Passphrase: ")
         let vault = try file.unlock(passphrase: current)
         if let change = try vault.claimReplica() { Output.note(change.message) }
+        if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
         let passphrase = try changePassphrase || newKey.givesNewPassphrase ? newKey.newPassphrase() : current
         let (rekeyed, report) = try file.rekey(vault, passphrase: passphrase, kdf: kdf, beforeCommit: TestHooks.pauseBeforeCommit)
         let ended = KeyAdoption.endSessions(of: rekeyed)

@@ -71,6 +71,7 @@ struct Sync: ParsableCommand {
             try KeyAdoption.passphrases(for: path)(epoch, attempt)
         }
         if let r = report.rebinding { Output.note(r.message) }
+        if let r = report.restamped { Output.note(r.message) }
         if let adopted = report.keyEpochAdopted {
             Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
         }
@@ -162,6 +163,7 @@ extension Sync {
         var failed: [String: CofferError] = [:]
         for round in report.rounds {
             if let r = round.rebinding { Output.note(r.message) }
+            if let r = round.restamped { Output.note(r.message) }
             if let adopted = round.keyEpochAdopted {
                 Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
             }

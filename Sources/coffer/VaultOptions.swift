@@ -53,10 +53,13 @@ struct VaultOptions: ParsableArguments {
 
     /// Opens and unlocks the vault for a command that writes: first makes
     /// sure this file still owns its replica id (a copied vault takes a new
-    /// one, docs/sync.md) and says so on stderr when it changed.
+    /// one, docs/sync.md) and says so on stderr when it changed; then
+    /// re-stamps what this replica wrote while its clock ran fast, and
+    /// says so (docs/sync.md, "A clock that ran fast").
     func unlockForWriting() throws(CofferError) -> Vault {
         let vault = try unlock()
         if let change = try vault.claimReplica() { Output.note(change.message) }
+        if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
         return vault
     }
 }
@@ -70,10 +73,13 @@ enum UnlockedVault {
     nonisolated(unsafe) static var passphrase: SecretBytes?
 
     /// `error` with "did you mean …?" in its hint when it is about an unknown
-    /// item name and a live item has a name close to it.
+    /// item name and a live item has a name close to it; "modified outside
+    /// coffer" (65) instead when the vault holds versions of an item whose
+    /// row was deleted (the lookup could not tell it from a name never used).
     static func withSuggestion(_ error: CofferError) -> CofferError {
-        guard error.kind == .itemNotFound, let missing = error.missingName, let vault = current,
-            let near = vault.suggestion(forMissing: missing)
+        guard error.kind == .itemNotFound, let vault = current else { return error }
+        if let tampered = vault.tamperingBehindMissingItem() { return tampered }
+        guard let missing = error.missingName, let near = vault.suggestion(forMissing: missing)
         else { return error }
         var e = error
         e.hint = "did you mean `\(near)`? (list items with `coffer ls`)"

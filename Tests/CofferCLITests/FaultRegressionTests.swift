@@ -172,6 +172,36 @@ struct FaultRegressionTests {
         for p in [young, lockedStale, notOurs] { #expect(names.contains((p as NSString).lastPathComponent), "\(names)") }
     }
 
+    /// Issue 24 item 11: a `sync` with nothing new (answered from the
+    /// headers, without the passphrase) used to leave a killed writer's
+    /// temporary in the folder, and Syncthing copied it to every machine.
+    /// It sweeps now, with the same rule: old and unlocked only.
+    @Test func aNoOpSyncSweepsStaleBundleTemporaries() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "a", "--secret", "key"], stdin: "1\n").status == 0)
+        let dir = home.path("sync")
+        #expect(home.unlocked(["sync", dir]).status == 0)
+        let stale = dir + "/.0123456789abcdef0123456789abcdef.coffer-bundle.tmp-00112233aabb"
+        let young = dir + "/.0123456789abcdef0123456789abcdef.coffer-bundle.tmp-445566778899"
+        let lockedStale = dir + "/.fedcba9876543210fedcba9876543210.coffer-bundle.tmp-ccddeeff0011"
+        let notOurs = dir + "/.notes.txt.tmp-00112233aabb"
+        for p in [stale, young, lockedStale, notOurs] { Self.touch(p) }
+        for p in [stale, lockedStale, notOurs] { Self.age(p, by: 600) }
+        let fd = open(lockedStale, O_RDONLY)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let vaultBefore = home.vaultBytes()
+        // No passphrase source at all: the no-op is seen from the headers.
+        let r = home.run(["sync", dir])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("nothing new"), "\(r)")
+        #expect(home.vaultBytes() == vaultBefore)
+        let names = home.names(in: dir)
+        #expect(!names.contains((stale as NSString).lastPathComponent), "\(names)")
+        for p in [young, lockedStale, notOurs] { #expect(names.contains((p as NSString).lastPathComponent), "\(names)") }
+    }
+
     @Test func exportAndCloneSweepTheirStaleTemporaries() throws {
         let home = TestHome()
         home.initVault()

@@ -136,3 +136,51 @@ import Testing
         #expect(home.unlocked(["verify"]).status == 0)
     }
 }
+
+/// Issue 24 item 9: an entity declared in the file's DTD is not expanded
+/// (coffer never reads a DTD: no external entity, no entity expansion
+/// bomb), and its text used to vanish from the value without a word. Each
+/// entry that uses one is named in a warning; the entity's text is not
+/// printed, nor any value.
+@Suite struct KeePassDTDEntityCLITests {
+    static let xml = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE KeePassFile [
+          <!ENTITY company "Acme-Corp-Secret-Text">
+          <!ENTITY % param "unused">
+        ]>
+        <KeePassFile><Meta/><Root><Group><Name>Root</Name><Group><Name>Work</Name>
+        <Entry><String><Key>Title</Key><Value>plain</Value></String><String><Key>Password</Key><Value>pw-plain</Value></String></Entry>
+        <Entry><String><Key>Title</Key><Value>mail</Value></String><String><Key>UserName</Key><Value>me@&company;.example</Value></String><String><Key>Password</Key><Value>pw-mail</Value></String>
+        <History><Entry><String><Key>Title</Key><Value>mail</Value></String><String><Key>Password</Key><Value>old</Value></String></Entry></History></Entry>
+        <Entry><String><Key>Title</Key><Value>amp</Value></String><String><Key>Password</Key><Value>a&amp;b&#33;</Value></String></Entry>
+        <Entry><String><Key>Title</Key><Value>old</Value></String><String><Key>Password</Key><Value>pw-old</Value></String>
+        <History><Entry><String><Key>Title</Key><Value>old</Value></String><String><Key>Notes</Key><Value>from &company;</Value></String></Entry></History></Entry>
+        </Group></Group></Root></KeePassFile>
+        """
+
+    @Test func anEntryUsingADTDEntityIsNamedInAWarning() throws {
+        let home = TestHome()
+        home.initVault()
+        let file = home.path("dtd.xml")
+        FileManager.default.createFile(atPath: file, contents: Data(Self.xml.utf8))
+        let r = home.unlocked(["import", "--from", "keepass-xml", file])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("4 added") && r.stderr.contains("2 warnings"), "\(r)")
+        let warnings = r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: warning: ") }
+        #expect(warnings.count == 2, "\(r)")
+        #expect(warnings.contains { $0.hasPrefix("coffer: warning: 'Work/mail': ") && $0.contains("'company'") }, "\(r)")
+        #expect(warnings.contains { $0.hasPrefix("coffer: warning: 'Work/old': ") && $0.contains("'company'") }, "\(r)")
+        #expect(!r.stderr.contains("Acme-Corp") && !r.stdout.contains("Acme-Corp") && !r.stderr.contains("pw-"), "\(r)")
+        #expect(home.unlocked(["get", "Work/amp"]).out == "a&b!")
+
+        let other = TestHome()
+        other.initVault()
+        let j = other.unlocked(["import", "--from", "keepass-xml", file, "--json"])
+        #expect(j.status == 0, "\(j)")
+        SchemaValidation.expectValid(j.stdout, schema: "import-report.schema.json")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(j.stdout.utf8)) as? [String: Any])
+        let entries = (report["warnings"] as? [[String: Any]] ?? []).compactMap { $0["entry"] as? String }.sorted()
+        #expect(entries == ["Work/mail", "Work/old"], "\(j)")
+    }
+}

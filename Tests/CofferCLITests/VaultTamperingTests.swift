@@ -131,6 +131,80 @@ struct VaultTamperingTests {
         #expect(other.unlocked(["verify"]).status == 65)
     }
 
+    /// Issue 24 item 9: deleting only an `item` row (its versions and
+    /// history left behind) took its name index with it, so `get` said
+    /// "no item named" (66) as if the item had never existed.
+    @Test func aDeletedItemRowIsNotReportedAsMissing() throws {
+        let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
+        #expect(home.unlocked(["edit", "a", "--secret", "key"], stdin: "SECRET-A2\n").status == 0)
+        Self.sql(home.vaultPath, "PRAGMA foreign_keys = OFF; DELETE FROM item WHERE nameHash = (SELECT nameHash FROM item ORDER BY itemId LIMIT 1);")
+        let before = home.vaultBytes()
+        for args in [["get", "a"], ["get", "b"], ["read", "coffer://a/key"], ["read", "coffer://b/key"]] {
+            let r = home.unlocked(args)
+            // The item whose row is gone is refused as tampering, never as
+            // a missing name; the other one may still be served.
+            if r.status != 0 {
+                Self.expectModified(r, notShowing: ["SECRET-A", "SECRET-A2", "SECRET-B"])
+                #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(r)")
+            }
+        }
+        let missing = ["a", "b"].filter { home.unlocked(["get", $0]).status != 0 }
+        #expect(missing.count == 1, "exactly one item lost its row: \(missing)")
+        // An unknown name in a sound vault is still 66.
+        #expect(home.vaultBytes() == before)
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 65, "\(v)")
+        let clean = self.home([("c", "SECRET-C")])
+        let miss = clean.unlocked(["get", "nope"])
+        #expect(miss.status == 66, "\(miss)")
+        #expect(miss.stderr.contains("no item named 'nope'"), "\(miss)")
+    }
+
+    /// Issue 24 item 9: a trigger, a view or WAL mode planted with sqlite3
+    /// passed `verify`. Each is reported now (check "schema"), naming it.
+    @Test(arguments: [
+        ("CREATE TRIGGER keep_sync AFTER UPDATE ON localReplica BEGIN UPDATE item SET policy = 'sync'; END;", "trigger 'keep_sync'"),
+        ("CREATE VIEW peek AS SELECT itemId FROM item;", "view 'peek'"),
+        ("CREATE INDEX extra ON fieldVersion(writtenAt);", "index 'extra'"),
+        ("PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'CHECK (counter >= 0)', '') WHERE name = 'replica';", "table 'replica' is defined differently"),
+        ("PRAGMA journal_mode = WAL;", "WAL"),
+    ])
+    func plantedSchemaObjectsAreReportedByVerify(_ statement: String, _ named: String) throws {
+        let home = home([("a", "SECRET-A")])
+        Self.sql(home.vaultPath, statement)
+        let v = home.unlocked(["verify"])
+        #expect(v.status == 65, "\(statement): \(v)")
+        #expect(v.stderr.contains(named), "\(v)")
+        #expect(v.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(v)")
+        let j = home.unlocked(["verify", "--json"])
+        #expect(j.status == 65, "\(j)")
+        SchemaValidation.expectValid(j.stdout, schema: "verify.schema.json")
+        #expect(j.stdout.contains("\"schema\""), "\(j)")
+    }
+
+    /// A trigger fires on coffer's own writes (this one would make every
+    /// local-only item `sync` at the next write, and rewrite rows after the
+    /// vault MAC was computed): any command that opens the vault refuses
+    /// it before reading or writing anything.
+    @Test func aPlantedTriggerIsRefusedAtOpen() throws {
+        let home = home([("device/key", "DEVICE-SECRET")], extra: ["--local-only"])
+        Self.sql(home.vaultPath, "CREATE TRIGGER keep_sync AFTER UPDATE ON localReplica BEGIN UPDATE item SET policy = 'sync'; END;")
+        let before = home.vaultBytes()
+        for args in [["get", "device/key"], ["add", "x", "--secret", "key"], ["ls"], ["export", "--out", home.path("x.cb")]] {
+            let r = home.unlocked(args, stdin: "X\n")
+            Self.expectModified(r, notShowing: ["DEVICE-SECRET"])
+            #expect(r.stderr.contains("trigger 'keep_sync'"), "\(r)")
+            #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(r)")
+        }
+        #expect(home.vaultBytes() == before)
+        #expect(!FileManager.default.fileExists(atPath: home.path("x.cb")))
+        // A view or WAL mode changes no row coffer writes: ordinary
+        // commands go on (verify names them).
+        let other = self.home([("a", "SECRET-A")])
+        Self.sql(other.vaultPath, "CREATE VIEW peek AS SELECT itemId FROM item;")
+        #expect(other.unlocked(["get", "a"]).out == "SECRET-A")
+    }
+
     /// Rows copied from another replica of the same vault (same key, same
     /// vault id) pass the per-item checks but not the vault MAC.
     @Test func rowsCopiedFromAnotherReplicaAreDetected() throws {

@@ -122,9 +122,10 @@ final class AtomicFileOutput: BundleOutput {
 
     /// Removes unlocked temporary files older than
     /// ``TempFiles/staleAge`` in `dir` whose base name `base` accepts.
+    /// `names` is a listing of `dir` already made, if any.
     @discardableResult
-    static func sweepStale(dir: String, base: @escaping (Substring) -> Bool) -> [String] {
-        TempFiles.sweep(dir: dir, isOurs: { isTempName($0, base: base) })
+    static func sweepStale(dir: String, names: [String]? = nil, base: @escaping (Substring) -> Bool) -> [String] {
+        TempFiles.sweep(dir: dir, names: names, isOurs: { isTempName($0, base: base) })
     }
 
     deinit {

@@ -108,6 +108,10 @@ public struct SyncReport: Sendable {
     /// The replica id changed (a copied vault, or its id seen in a bundle
     /// written elsewhere).
     public var rebinding: ReplicaRebinding?
+    /// This replica's own versions dated beyond what other replicas accept
+    /// (its clock ran fast), re-stamped with the current time before its
+    /// bundle was written (``Vault/restampFutureWrites(acknowledgedUpTo:)``).
+    public var restamped: ClockRestamp?
     /// The newer master key this sync adopted (another replica's `coffer
     /// rekey`) before merging; nil when the key stayed.
     public var keyEpochAdopted: RekeyReport?
@@ -120,6 +124,10 @@ public struct SyncReport: Sendable {
     /// The highest counter of this replica id any bundle in `dir` claims
     /// to have seen.
     var seenOwn: UInt64 = 0
+    /// The lowest counter of this replica id that another replica's bundle
+    /// in `dir` claims to have seen (nil: no other replica's bundle): the
+    /// writes up to it were accepted by every replica syncing here.
+    var acknowledgedOwn: UInt64?
     /// Bundles of this vault in `dir` (any replica, this one included).
     var ownVaultBundles = 0
     /// Vault ids of the bundles of other vaults in `dir`.
@@ -136,8 +144,13 @@ extension Vault {
     /// The name of this replica's own bundle in a sync folder.
     public static func bundleFileName(replica: ReplicaID) -> String { replica.hex + ".coffer-bundle" }
 
-    /// Lists the regular, non-hidden files of `dir`, sorted by name.
-    static func syncFiles(in dir: String) throws(CofferError) -> [String] {
+    /// Lists the regular, non-hidden files of `dir`, sorted by name. With
+    /// `sweepingStale`, the same listing also removes what a bundle writer
+    /// killed before its rename left (`.NAME.coffer-bundle.tmp-…`, here or
+    /// on a machine that replicates this folder), by the rule of
+    /// ``TempFiles/sweep(dir:names:olderThan:now:isOurs:lockedBy:)``: older
+    /// than five minutes and not locked by a live writer (issue 24).
+    static func syncFiles(in dir: String, sweepingStale: Bool = false) throws(CofferError) -> [String] {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) else {
             throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "create it, or give the folder your sync tool shares (Syncthing, Dropbox, a git work tree)")
@@ -149,6 +162,10 @@ extension Vault {
         do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
             throw CofferError(.fileNotFound, "cannot read the folder \(dir)", hint: "check its permissions")
         }
+        if sweepingStale {
+            let litter = names.filter { AtomicFileOutput.isTempName($0, base: { $0.hasSuffix(".coffer-bundle") }) }
+            if !litter.isEmpty { AtomicFileOutput.sweepStale(dir: dir, names: litter) { $0.hasSuffix(".coffer-bundle") } }
+        }
         return names.filter { !$0.hasPrefix(".") }.sorted().compactMap { name in
             let p = (dir as NSString).appendingPathComponent(name)
             var st = stat()
@@ -159,9 +176,10 @@ extension Vault {
 
     /// Reads the clear header of every file in `dir`; sorts them into
     /// candidates to merge, skipped files and failures. Needs no key.
-    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
+    /// `sweep`: the listing also removes stale bundle temporaries.
+    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch, sweep: Bool = false, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
-        for path in try syncFiles(in: dir) {
+        for path in try syncFiles(in: dir, sweepingStale: sweep) {
             let header: BundleHeader
             do {
                 let input = try BundleFileInput(path: path)
@@ -193,6 +211,7 @@ extension Vault {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
+            report.acknowledgedOwn = min(report.acknowledgedOwn ?? .max, header.summary[replica])
             if header.keyEpoch < epoch {
                 report.skipped.append(.init(path: path, reason: .olderKeyEpoch, replica: header.replicaID))
                 continue
@@ -209,10 +228,13 @@ extension Vault {
     /// Whether this replica's bundle in `dir` is up to date: same vault,
     /// same replica, full, and its summary equals what an export would
     /// claim now (``exportableSummary(_:)``).
+    /// A bundle dated more than ``BundleValidation/clockSkew`` ahead of
+    /// now (written while this machine's clock ran fast) is not current:
+    /// every receiver refuses it (`future-bundle`), so it is written again.
     static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch) -> Bool {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
         return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
-            && h.keyEpoch == epoch
+            && h.keyEpoch == epoch && h.createdAt <= Clock.nowMillis() &+ BundleValidation.clockSkew
     }
 
     /// Merges every other replica's bundle found in `dir` (whatever its
@@ -247,17 +269,15 @@ extension Vault {
         // merged or written, dry run included (docs/threat-model.md).
         try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
         var rebinding = dryRun ? nil : try claimReplica()
-        if !dryRun {
-            // Bundles whose writer was killed before the rename (here or on
-            // a machine that replicates this folder) are litter (issue 13).
-            AtomicFileOutput.sweepStale(dir: dir) { $0.hasSuffix(".coffer-bundle") }
-        }
         var (local, summary, exportable, wrapping) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         var ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
-        var candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyEpoch, report: &report)
+        // Bundles whose writer was killed before the rename (here or on a
+        // machine that replicates this folder) are litter (issues 13, 24):
+        // swept from the folder's one listing, except in a dry run.
+        var candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyEpoch, sweep: !dryRun, report: &report)
         // A folder that has seen more of this replica id than this file
         // ever exported shows a restored backup: take a new id (and move
         // the writes since the last export to it) before merging or
@@ -276,6 +296,13 @@ extension Vault {
         // machine of that vault would warn about it on every sync.
         if report.ownVaultBundles == 0, let other = report.foreignVaults.sorted().first {
             throw Vault.foreignFolder(dir: dir, other: other, vaultID: vaultID, vaultPath: path)
+        }
+        // Versions this replica wrote while its clock ran fast, which the
+        // others refuse, get the current time before anything is merged or
+        // written (docs/sync.md, "A clock that ran fast"). Only the writes
+        // some replica here has not merged yet are looked at.
+        if !dryRun {
+            report.restamped = try restampFutureWrites(acknowledgedUpTo: report.acknowledgedOwn ?? 0)
         }
 
         let epoch = keyEpoch
@@ -299,6 +326,7 @@ extension Vault {
                 }
                 var result = try next.sync(dir: dir, dryRun: false, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
                 result.keyEpochAdopted = adopted
+                if result.restamped == nil { result.restamped = report.restamped }
                 if result.adoptedVault == nil { result.adoptedVault = next }
                 if result.rebinding == nil { result.rebinding = rebinding }
                 return result
@@ -385,16 +413,25 @@ extension Vault {
     /// do for the vault at `file`: true when every other replica's bundle
     /// is covered by the vault's summary, this replica's own bundle is
     /// current, no file needs reporting, and the file still owns its
-    /// replica id.
+    /// replica id. Its listing of `dir` also sweeps stale bundle
+    /// temporaries, as every sync does (a no-op sync must not leave them
+    /// for the transport to copy everywhere): call it only for a sync that
+    /// is not a dry run.
     public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
-        let (local, summary, exportable, wrapping) = try CofferError.wrap {
-            try file.store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+        let (local, summary, exportable, wrapping, newest) = try CofferError.wrap {
+            try file.store.read { db in
+                let local = try Queries.localReplica(db)
+                return (local, try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db), try Queries.newestWriteTime(db, replica: local.id))
+            }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
+        // This replica's newest version was written while its clock ran
+        // fast: the full sync re-stamps it (one index seek).
+        if let newest, newest > Clock.nowMillis() &+ BundleValidation.clockSkew { return false }
         if summary[local.id] > local.counter { return false }
         if let mark = WriteMark.read(vault: file.path, replica: local.id), mark > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
-        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, report: &report)
+        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, sweep: true, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let exported = try CofferError.wrap { try file.store.read { db in try Queries.exportedCounter(db) } }
         if report.seenOwn > exported { return false }

@@ -196,6 +196,9 @@ extension Vault {
                 } else {
                     report.problems.append(VerifyReport.Problem(check: .vaultMAC, item: nil, message: "the vault MAC is missing"))
                 }
+                for message in try Queries.schemaProblems(db) {
+                    report.problems.append(VerifyReport.Problem(check: .schema, item: nil, message: message))
+                }
                 try keys.item.keepingReadable {
                     for listed in try Queries.listedItems(db) {
                         let id = listed.row.id
@@ -260,6 +263,9 @@ public struct VerifyReport: Sendable, Equatable {
         case versions
         /// An item's history versions.
         case history
+        /// The file's schema objects and journal mode: a trigger, a view, an
+        /// index or table coffer never creates, a changed definition, WAL.
+        case schema
     }
 
     public struct Problem: Sendable, Equatable {

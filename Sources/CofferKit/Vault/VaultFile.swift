@@ -56,10 +56,13 @@ public final class VaultFile: Sendable {
         KDFParameters(memoryKiB: header.kdfMemoryKiB, iterations: header.kdfIterations, parallelism: header.kdfParallelism)
     }
 
-    /// Opens the vault at `path` without unlocking it.
-    public static func open(path: String) throws(CofferError) -> VaultFile {
+    /// Opens the vault at `path` without unlocking it. A vault that holds
+    /// a trigger (planted with sqlite3: coffer never creates one) is
+    /// refused as modified outside coffer, unless `forVerifying` — for
+    /// ``Vault/verify()``, which only reads and names it.
+    public static func open(path: String, forVerifying: Bool = false) throws(CofferError) -> VaultFile {
         try CofferError.wrap {
-            let store = try VaultStore.open(path: path)
+            let store = try VaultStore.open(path: path, allowingTriggers: forVerifying)
             let (header, epoch) = try store.read { db in (try Queries.header(db), try Queries.keyEpoch(db)) }
             WriteMark.sweep(vault: path)
             return VaultFile(path: path, store: store, header: header, keyEpoch: epoch.epoch, keyCheck: epoch.check)
@@ -217,7 +220,12 @@ public final class VaultFile: Sendable {
 
 /// Wall-clock helpers (milliseconds since 1970).
 package enum Clock {
-    package static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    /// Added to the system clock, for the task that sets it (tests of a
+    /// machine whose clock runs fast or slow: `Clock.$offsetMillis.withValue`).
+    /// Always 0 in coffer itself.
+    @TaskLocal package static var offsetMillis: Int64 = 0
+
+    package static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) &+ offsetMillis }
     static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
 }
 
