@@ -20,9 +20,9 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
     /// A version's vector holds its own dot exactly:
     /// `vector[dot.replica] == dot.counter`.
     case exactDot = "exact-dot"
-    /// No dot or vector entry exceeds what the exporter's summary claims
-    /// for that replica (for every replica the summary names, and always
-    /// for the exporter itself).
+    /// No dot exceeds what the exporter's summary claims for its replica
+    /// (for every replica the summary names), and no dot or vector entry
+    /// of the exporter itself exceeds its own entry.
     case summaryBound = "summary-bound"
     /// Within one item record, the versions of one register are concurrent:
     /// none contains another's dot (a bundle carries only current versions,
@@ -121,9 +121,16 @@ public enum BundleValidation {
                         .writtenAfterBundle,
                         "item \(item)… holds a version written at \(v.writtenAt) ms, more than a day after the bundle (\(h.createdAt) ms)")
                 }
+                // The dot, for every replica the summary names, and every
+                // entry of the exporter's own. Another replica's vector
+                // entry may exceed the summary: an honest exporter holds
+                // such a claim once it merged a key holder's forged one
+                // (the replica it names takes a new id when it sees it),
+                // and refusing it would fork every replica that did.
                 for e in v.vector.entries {
                     let claimed = h.summary[e.replica]
-                    if (claimed > 0 || e.replica == h.replicaID) && e.counter > claimed {
+                    let bounded = e.replica == h.replicaID || (e.replica == dot.replica && claimed > 0)
+                    if bounded && e.counter > claimed {
                         throw .ruleBroken(
                             .summaryBound,
                             "item \(item)… holds \(e.replica.hex.prefix(8)):\(e.counter) but the exporter's summary claims \(claimed)")

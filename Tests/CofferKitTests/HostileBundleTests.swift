@@ -141,7 +141,12 @@ struct HostileBundleTests {
         #expect(try a.importBundle(at: box.path("ok.cb")).conflictsOpened == 1)
     }
 
-    @Test func versionClaimingUnmadeWritesOfTheReceiverIsRefused() throws {
+    /// A version claiming 2^40 writes of the receiver (rule
+    /// local-replica-bound) used to be refused, which forked the vault
+    /// for ever (KeyHolderForkTests). The receiver now takes a new replica
+    /// id, its writes no bundle carried yet move to it and stay beside the
+    /// claiming version as a conflict, and the bundle merges.
+    @Test func versionClaimingUnmadeWritesOfTheReceiverRebindsIt() throws {
         let (box, a, forge) = try setup()
         let m = ReplicaID.random(), r = try a.replicaID()
         let svc = try a.item(named: "svc").id
@@ -150,7 +155,20 @@ struct HostileBundleTests {
         let bytes = try forge.bundle(
             replica: m, createdAt: now, summary: VersionVector([m: 1]),
             writes: [forge.keyWrite(svc, "secret-7", dot: Dot(replica: m, counter: 1), vector: VersionVector([m: 1, r: 1 << 40]), at: now)])
-        try expectRefused(a, box, bytes, rule: .localReplicaBound)
+        box.write("claim.cb", bytes)
+        // A dry run changes nothing and refuses nothing.
+        let before = try BundleSandbox.dump(a)
+        _ = try a.previewImport(paths: [box.path("claim.cb")])
+        #expect(try BundleSandbox.dump(a) == before)
+        let report = try a.importBundle(at: box.path("claim.cb"))
+        let rebinding = try #require(report.rebinding)
+        #expect(rebinding.old == r && rebinding.reason == .claimedBeyondCounter(by: m, moved: 1))
+        #expect(rebinding.message.contains("claims writes of this replica") && !rebinding.message.contains("secret-"))
+        #expect(try a.replicaID() != r)
+        // "base" was never in a bundle: it stays, beside the claim.
+        let item = try a.item(named: "svc")
+        #expect(Set(item.conflicts.flatMap { $0.sides.compactMap(\.value) }) == ["base", "secret-7"], "\(item.conflicts)")
+        #expect(try a.verify().isSound)
     }
 
     @Test func versionsThatWouldSupersedeEachOtherAreRefused() throws {

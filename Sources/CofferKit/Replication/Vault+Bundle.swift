@@ -260,13 +260,39 @@ extension Vault {
         // exported shows a restored backup (docs/sync.md): settled in the
         // import's own transaction, so a refused bundle changes nothing.
         let restore = try restoreCheck(seen: header.summary[try replicaID()], bundles: [path])
-        return try importRecords(from: reader, path: path, progress: progress, restore: restore)
+        let probe = OwnClaimProbe()
+        do {
+            return try importRecords(from: reader, path: path, progress: progress, restore: restore, ownClaims: probe)
+        } catch {
+            // A version claimed writes of this replica id beyond any it
+            // made and beyond what the exporter's summary says it saw (rule
+            // local-replica-bound; a key holder's forged claim). Refusing
+            // the bundle forked the vault for ever: every replica that took
+            // the claim ignores this id's later writes, and this replica
+            // refuses every bundle that carries it. Instead this file takes
+            // a new replica id, moves its writes no bundle carried yet to
+            // it (they stay beside the claiming version as conflict sides),
+            // and merges the bundle, in one transaction; the claim is then
+            // about a retired id (docs/threat-model.md, "A replica that
+            // holds the key").
+            guard let claim = probe.highest else { throw error }
+            let (input, header, prefix) = try openOwnBundle(at: path, hint: "import bundles only into replicas of the vault that wrote them")
+            let again: BundleReader
+            do { again = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
+                throw .bundle(error, path: path)
+            }
+            let check = RestoreCheck(seen: max(claim, restore?.seen ?? 0), shared: restore?.shared ?? 0, claimedBy: header.replicaID)
+            return try importRecords(from: again, path: path, progress: progress, restore: check)
+        }
     }
 
     /// `integrity` is `.full` except for `coffer-bench clone`'s baselines
     /// (the cost of the integrity data): new items then get no MAC terms,
     /// or neither records nor MAC terms, and the vault is thrown away.
-    func importRecords(from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil, integrity: BulkIntegrity = .full) throws(CofferError) -> ImportReport {
+    func importRecords(
+        from reader: BundleReader, path: String, progress: ImportProgress?, restore: RestoreCheck? = nil, integrity: BulkIntegrity = .full,
+        ownClaims: OwnClaimProbe? = nil
+    ) throws(CofferError) -> ImportReport {
         let header = reader.header
         return try CofferError.wrap {
             try write { db, mac in
@@ -283,7 +309,7 @@ extension Vault {
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 report.rebinding = rebinding
                 let now = Clock.nowMillis()
-                let rules = try ReceiverRules(header: header, path: path, db: db)
+                let rules = try ReceiverRules(header: header, path: path, db: db, ownClaims: ownClaims)
                 try rules.checkHeader(now: now)
                 // A large import dirties many pages inside one transaction.
                 // Into a vault with items, the dot and name indexes are

@@ -1,4 +1,5 @@
 import CofferStore
+import Foundation
 import CofferSync
 import GRDB
 
@@ -12,13 +13,22 @@ struct ReceiverRules: Sendable {
     /// This replica's id and write counter.
     let localReplica: ReplicaID
     let localCounter: UInt64
+    /// Where a claim on this replica's writes above its counter is noted
+    /// before `local-replica-bound` is thrown (the import then takes a new
+    /// replica id and merges: ``Vault/importBundle(at:progress:)``); nil
+    /// to note nothing. `previewing`: a dry run, which reports what the
+    /// import would do (take a new id) instead of refusing.
+    let ownClaims: OwnClaimProbe?
+    let previewing: Bool
 
-    init(header: BundleHeader, path: String, db: Database) throws {
+    init(header: BundleHeader, path: String, db: Database, ownClaims: OwnClaimProbe? = nil, previewing: Bool = false) throws {
         self.header = header
         self.path = path
         let local = try Queries.localReplica(db)
         localReplica = local.id
         localCounter = local.counter
+        self.ownClaims = ownClaims
+        self.previewing = previewing
     }
 
     /// `future-bundle`: a bundle dated far ahead of this machine's clock
@@ -36,11 +46,15 @@ struct ReceiverRules: Sendable {
     /// `local-replica-bound`: a version claiming more of this replica's
     /// writes than it made (or than the exporter says it saw, a restored
     /// backup) would make this replica's next write carry a vector that
-    /// does not hold its own dot exactly.
+    /// does not hold its own dot exactly. Such a claim is a key holder's
+    /// (or a bug's): the import notes it and takes a new replica id before
+    /// merging (docs/sync.md, "Hostile bundles").
     func check(record state: ItemState) throws {
         let bound = max(localCounter, header.summary[localReplica])
         for versions in state.registers.values {
             for v in versions where v.vector[localReplica] > bound {
+                if previewing { continue }
+                ownClaims?.note(v.vector[localReplica])
                 throw CofferError.bundle(
                     .ruleBroken(
                         .localReplicaBound,
@@ -65,6 +79,26 @@ struct ReceiverRules: Sendable {
                 }
             }
         }
+    }
+}
+
+/// The highest claim on the importing replica's writes above its counter
+/// that an import met (``ReceiverRules/check(record:)``, which runs on the
+/// import pipeline's decoding thread).
+final class OwnClaimProbe: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: UInt64?
+
+    func note(_ claim: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        value = max(value ?? 0, claim)
+    }
+
+    var highest: UInt64? {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
     }
 }
 

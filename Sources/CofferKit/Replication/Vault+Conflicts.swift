@@ -373,6 +373,13 @@ public struct ReplicaRebinding: Sendable, Equatable {
         /// restored backup. `moved` writes it made since its last export
         /// were moved to the new id.
         case restored(moved: Int)
+        /// A bundle held a version claiming writes of this replica id
+        /// beyond any it made (a buggy or hostile key holder, `by` wrote
+        /// the bundle). Left as it was, every later write of this replica
+        /// would look already seen to the replicas that took the claim; the
+        /// `moved` writes no bundle carried yet now carry the new id and
+        /// stay beside the claiming version as conflict sides.
+        case claimedBeyondCounter(by: ReplicaID, moved: Int)
     }
     public var old: ReplicaID
     public var new: ReplicaID
@@ -389,6 +396,9 @@ public struct ReplicaRebinding: Sendable, Equatable {
         case .restored(let moved):
             why = "was restored from a backup (the sync folder has seen more of its writes than it ever exported)"
                 + (moved > 0 ? "; its \(moved) write\(moved == 1 ? "" : "s") since its last export now carry the new id" : "")
+        case .claimedBeyondCounter(let by, let moved):
+            return "a bundle of replica \(by.hex.prefix(8)) claims writes of this replica (\(old.hex.prefix(8))) that it never made (a buggy or hostile key holder); this vault now writes as replica \(new.hex.prefix(8)) so that its later writes reach every replica"
+                + (moved > 0 ? ", and its \(moved) write\(moved == 1 ? "" : "s") not yet in a bundle carry the new id and stay beside that bundle's values as conflicts" : "")
         }
         return "this vault file \(why); it now writes as replica \(new.hex.prefix(8)) (was \(old.hex.prefix(8))) so that the two copies never reuse one replica id"
     }

@@ -126,6 +126,9 @@ extension Vault {
 struct RestoreCheck {
     var seen: UInt64
     var shared: UInt64
+    /// Set when the claim is a version's vector that no summary backs (a
+    /// key holder's forged claim, not a restored file): the bundle's writer.
+    var claimedBy: ReplicaID? = nil
 }
 
 /// A small file beside the vault, `.<vault name>.written`, holding the
@@ -256,6 +259,9 @@ extension Vault {
         try Queries.setLocalReplica(db, id: new, host: MachineIdentity.host, inode: MachineIdentity.inode(of: path), mac: mac)
         try Queries.renumberLocalReplica(db, id: new, counter: moved, mac: mac)
         try refreshLocalOnlyWriters(db, mac)
+        if let by = check.claimedBy {
+            return ReplicaRebinding(old: local.id, new: new, reason: .claimedBeyondCounter(by: by, moved: Int(moved)))
+        }
         return ReplicaRebinding(old: local.id, new: new, reason: .restored(moved: Int(moved)))
     }
 

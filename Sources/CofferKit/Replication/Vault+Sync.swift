@@ -502,7 +502,7 @@ extension Vault {
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
                 report.passphraseChange = try previewKeyWrapping(header, db: db)
                 var changes: [MergePreview.ItemChange] = []
-                let rules = try ReceiverRules(header: header, path: path, db: db)
+                let rules = try ReceiverRules(header: header, path: path, db: db, previewing: true)
                 try rules.checkHeader(now: Clock.nowMillis())
                 // Versions the vault has seen change nothing (as in import).
                 let seen = try Queries.summary(db)
