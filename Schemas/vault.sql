@@ -1,6 +1,8 @@
--- Coffer vault schema, format version 6 (format 5 added keyEpoch; format 6
--- moved each item's record into its row and changed the vault MAC's terms:
--- docs/key-hierarchy.md).
+-- Coffer vault schema, format version 7 (format 5 added keyEpoch; format 6
+-- moved each item's record into its row and changed the vault MAC's terms;
+-- format 7 changed no table: the master key in vault.wrappedMasterKey is
+-- wrapped with the coffer-wrap-v3 associated data, which says that the vault
+-- has integrity data, and formatVersion 7 says so: docs/key-hierarchy.md).
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
