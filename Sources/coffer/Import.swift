@@ -70,7 +70,7 @@ struct Import: ParsableCommand {
                 let (next, adopted) = try vault.adoptKeyEpoch(ofBundleAt: file, passphrases: KeyAdoption.passphrases(for: file))
                 vault = next
                 UnlockedVault.current = next
-                Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: next)))
+                Output.note(KeyAdoption.message(adopted))
             }
             let r: ImportReport
             do {

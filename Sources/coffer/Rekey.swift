@@ -14,7 +14,7 @@ struct Rekey: ParsableCommand {
             item record and rebuilds the vault MAC; an interruption leaves the old or the new key, \
             never half. The vault's key epoch goes up by one. Every shell session of the vault ends \
             (a session holds the old key: `coffer get` with it exits 77; unlock again). From then on \
-            bundles are written under the new key (bundle format 3); another replica adopts it on its \
+            bundles are written under the new key (bundle format 4); another replica adopts it on its \
             next `coffer sync` or `coffer import`, which asks once for the passphrase, and refuses \
             bundles of the old key. The passphrase comes from --passphrase-fd, --passphrase-file, \
             $COFFER_PASSPHRASE or the terminal (a session is not enough). It stays the same unless \
@@ -39,8 +39,8 @@ struct Rekey: ParsableCommand {
         if let change = try vault.claimReplica() { Output.note(change.message) }
         if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
         let passphrase = try changePassphrase || newKey.givesNewPassphrase ? newKey.newPassphrase() : current
-        let (rekeyed, report) = try file.rekey(vault, passphrase: passphrase, kdf: kdf, beforeCommit: TestHooks.pauseBeforeCommit)
-        let ended = KeyAdoption.endSessions(of: rekeyed)
+        let (_, report) = try file.rekey(vault, passphrase: passphrase, kdf: kdf, beforeCommit: TestHooks.pauseBeforeCommit)
+        let ended = report.sessionsEnded
         Output.note(
             "rotated the master key of \(file.path) (key epoch \(report.previous.number) → \(report.epoch.number)): \(report.items) item\(report.items == 1 ? "" : "s"), \(report.versions) field version\(report.versions == 1 ? "" : "s") and \(report.historyVersions) history version\(report.historyVersions == 1 ? "" : "s") re-encrypted"
                 + (passphrase === current ? "" : "; the passphrase changed"))
@@ -69,15 +69,9 @@ enum KeyAdoption {
         }
     }
 
-    /// Wipes every session file of the vault in every session folder.
-    static func endSessions(of vault: Vault) -> Int {
-        var ended = 0
-        for dir in SessionDirectory.allCandidates() { ended += Session.endAll(vaultID: vault.vaultID, directory: dir) }
-        return ended
-    }
-
     /// The line said after adopting.
-    static func message(_ report: RekeyReport, sessions: Int) -> String {
+    static func message(_ report: RekeyReport) -> String {
+        let sessions = report.sessionsEnded
         let who = report.epoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica"
         let when = Date(timeIntervalSince1970: Double(report.epoch.rekeyedAt) / 1000).ISO8601Format()
         return "adopted the new master key made on \(who) at \(when) (key epoch \(report.previous.number) → \(report.epoch.number)): \(report.items) item\(report.items == 1 ? "" : "s") re-encrypted, \(sessions) session\(sessions == 1 ? "" : "s") ended"

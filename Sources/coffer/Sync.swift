@@ -73,7 +73,7 @@ struct Sync: ParsableCommand {
         if let r = report.rebinding { Output.note(r.message) }
         if let r = report.restamped { Output.note(r.message) }
         if let adopted = report.keyEpochAdopted {
-            Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
+            Output.note(KeyAdoption.message(adopted))
         }
         if dryRun, let pending = report.keyEpochPending {
             Output.out("would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)")
@@ -165,7 +165,7 @@ extension Sync {
             if let r = round.rebinding { Output.note(r.message) }
             if let r = round.restamped { Output.note(r.message) }
             if let adopted = round.keyEpochAdopted {
-                Output.note(KeyAdoption.message(adopted, sessions: KeyAdoption.endSessions(of: vault)))
+                Output.note(KeyAdoption.message(adopted))
             }
             for r in round.merged {
                 var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"

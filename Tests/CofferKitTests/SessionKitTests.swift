@@ -45,6 +45,22 @@ struct SessionKitTests {
         #expect((try? CofferConfig.parse("session.timeout")) == nil)
     }
 
+    /// Ending the old key's sessions is a rule of the vault, kept by the
+    /// library (issue 31): an app that rekeys through CofferKit leaves no
+    /// session of the old key on disk, and sessions of other vaults stay.
+    @Test func rekeyEndsTheOldKeysSessions() throws {
+        let box = Sandbox()
+        let pw = SecretBytes(copying: Array("pw".utf8))
+        let vault = try VaultFile.create(path: box.vaultPath, passphrase: pw, kdf: Self.kdf)
+        let other = try VaultFile.create(path: box.root + "/other.coffer", passphrase: pw, kdf: Self.kdf)
+        let s = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        let kept = try Session.start(vault: other, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        let (_, report) = try vault.file.rekey(vault, passphrase: pw, sessionDirectories: [box.directory])
+        #expect(report.sessionsEnded == 1)
+        #expect(throws: CofferError.self) { _ = try Session.unlock(file: try VaultFile.open(path: box.vaultPath), token: s.token, directory: box.directory) }
+        _ = try Session.unlock(file: try VaultFile.open(path: box.root + "/other.coffer"), token: kept.token, directory: box.directory)
+    }
+
     @Test func startUnlockEnd() throws {
         let box = Sandbox()
         let vault = try VaultFile.create(path: box.vaultPath, passphrase: SecretBytes(copying: Array("pw".utf8)), kdf: Self.kdf)

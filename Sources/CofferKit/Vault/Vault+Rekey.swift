@@ -16,6 +16,19 @@ public struct RekeyReport: Sendable, Equatable {
     public var versions = 0
     /// History versions re-encrypted.
     public var historyVersions = 0
+    /// Shell sessions of the vault that were ended: they hold the old key
+    /// (docs/key-hierarchy.md, "Sessions of the old epoch end"). A rule of
+    /// the vault, kept by the library, so an app that rekeys through
+    /// CofferKit leaves none behind either.
+    public var sessionsEnded = 0
+}
+
+extension Vault {
+    /// Ends every shell session of `vaultID` in `directories` (after a
+    /// rekey or the adoption of another replica's: they hold the old key).
+    static func endSessions(of vaultID: VaultID, in directories: [SessionDirectory]) -> Int {
+        directories.reduce(0) { $0 + Session.endAll(vaultID: vaultID, directory: $1) }
+    }
 }
 
 extension VaultFile {
@@ -32,8 +45,11 @@ extension VaultFile {
     /// `vault` must have been unlocked with the passphrase (a session is
     /// not enough to rotate the key it holds). `beforeCommit` runs inside
     /// the transaction, just before it commits (tests interrupt there).
+    /// Once it has committed, every shell session of the vault in
+    /// `sessionDirectories` is ended (``RekeyReport/sessionsEnded``).
     public func rekey(
-        _ vault: Vault, passphrase: SecretBytes, kdf newKDF: KDFParameters? = nil, beforeCommit: () -> Void = {}
+        _ vault: Vault, passphrase: SecretBytes, kdf newKDF: KDFParameters? = nil,
+        sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates(), beforeCommit: () -> Void = {}
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
         guard vault.file === self else { throw CofferError(.internalError, "rekey called with another file's vault") }
         let kdf = newKDF ?? self.kdf
@@ -57,9 +73,10 @@ extension VaultFile {
         } catch {
             throw CofferError(.usage, "cannot derive a key with these KDF parameters: \(error)")
         }
-        let report = try vault.translate(
+        var report = try vault.translate(
             to: master, epoch: epoch, kdf: kdf, salt: wrapped.salt, wrappedKey: wrapped.wrapped,
             wrapping: { $0.next(by: local.id, at: now) }, beforeCommit: beforeCommit)
+        report.sessionsEnded = Vault.endSessions(of: header.vaultID, in: sessionDirectories)
         return (try VaultFile.open(path: path).unlock(masterKey: master), report)
     }
 }
@@ -156,8 +173,12 @@ extension Vault {
     /// The bundle's Argon2id parameters are checked against the clone
     /// ceiling before they are used (they are not authenticated until the
     /// key is unwrapped), unless `allowExpensiveKDF`.
+    ///
+    /// Once adopted, every shell session of the vault in
+    /// `sessionDirectories` is ended, as by a rekey.
     public func adoptKeyEpoch(
-        ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false
+        ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
+        sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
         let (input, header, prefix) = try openOwnBundle(at: path)
         switch keyEpochStatus(of: header) {
@@ -193,9 +214,10 @@ extension Vault {
         // passphrase just derived (same salt, same version).
         let wrappedKey = header.wrapBinding == .integrity ? header.wrappedMasterKey
             : KeyHierarchy.rewrapMasterKey(unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
-        let report = try translate(
+        var report = try translate(
             to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: wrappedKey,
             wrapping: { _ in header.wrapping }, expecting: expected)
+        report.sessionsEnded = Vault.endSessions(of: vaultID, in: sessionDirectories)
         return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
     }
 
