@@ -170,6 +170,14 @@ public enum Queries {
         return try Data.fetchAll(db, sql: sql, arguments: [Data(nameHash)]).compactMap { ItemID(bytes: $0) }
     }
 
+    /// The ids of the items (deleted ones included) with `policy`.
+    public static func itemIDs(_ db: Database, policy: SyncPolicy) throws -> [ItemID] {
+        try Data.fetchAll(db, sql: "SELECT itemId FROM item WHERE policy = ?", arguments: [policy.rawValue]).map { data in
+            guard let id = ItemID(bytes: Array(data)) else { throw StoreError.damaged("item.itemId of wrong length") }
+            return id
+        }
+    }
+
     public static func itemRows(_ db: Database, includeDeleted: Bool = false) throws -> [ItemRow] {
         let sql = includeDeleted ? "SELECT * FROM item" : "SELECT * FROM item WHERE isDeleted = 0"
         return try Row.fetchAll(db, sql: sql).map(ItemRow.init(row:))

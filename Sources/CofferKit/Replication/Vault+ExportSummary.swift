@@ -18,9 +18,10 @@ extension Vault {
     static func exportableSummary(_ db: Database) throws -> VersionVector {
         var summary = try Queries.summary(db)
         let me = try Queries.localReplica(db).id
-        let localOnly = try Queries.itemRows(db, includeDeleted: true).filter { $0.policy == .localOnly }
-        for row in localOnly {
-            for versions in try Queries.itemState(db, id: row.id).registers.values {
+        // Only the local-only items' ids: every no-op `sync` computes this,
+        // and reading every item row (records included) cost most of it.
+        for id in try Queries.itemIDs(db, policy: .localOnly) {
+            for versions in try Queries.itemState(db, id: id).registers.values {
                 for v in versions {
                     for entry in v.vector.entries where entry.replica != me {
                         summary[entry.replica] = 0
