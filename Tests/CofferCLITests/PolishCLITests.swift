@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -167,23 +168,23 @@ extension TestHome {
 struct PassphraseStrengthCLITests {
     @Test func initRefusesAFarTooWeakPassphraseUnlessForced() {
         let home = TestHome()
-        let weak = home.run(["init"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "a\n")
+        let weak = home.run(["init"] + FastKDF.arguments + ["--passphrase-fd", "3"], fd3: "a\n")
         #expect(weak.status == 64, "\(weak)")
         #expect(weak.stderr.contains("the passphrase is far too weak"), "\(weak)")
         #expect(!FileManager.default.fileExists(atPath: home.vaultPath), "a vault was created")
-        let forced = home.run(["init", "--force"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "a\n")
+        let forced = home.run(["init", "--force"] + FastKDF.arguments + ["--passphrase-fd", "3"], fd3: "a\n")
         #expect(forced.status == 0, "\(forced)")
         #expect(forced.stderr.contains("warning: the passphrase is weak"), "\(forced)")
     }
 
     @Test func weakButAcceptablePassphrasesWarnStrongOnesDoNot() {
         let home = TestHome()
-        let r = home.run(["init"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "bench passphrase\n")
+        let r = home.run(["init"] + FastKDF.arguments + ["--passphrase-fd", "3"], fd3: "bench passphrase\n")
         #expect(r.status == 0, "\(r)")
         #expect(r.stderr.contains("warning: the passphrase is weak (about"), "\(r)")
         #expect(!r.stderr.contains("bench passphrase"), "the passphrase was printed")
         let strong = TestHome()
-        let s = strong.run(["init"] + TestHome.fastKDF + ["--passphrase-fd", "3"], fd3: "correct horse battery staple\n")
+        let s = strong.run(["init"] + FastKDF.arguments + ["--passphrase-fd", "3"], fd3: "correct horse battery staple\n")
         #expect(s.status == 0 && !s.stderr.contains("passphrase is weak"), "\(s)")
     }
 

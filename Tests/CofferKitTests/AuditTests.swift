@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -188,7 +189,8 @@ struct VaultAuditTests {
     }
 
     @Test func findsEachIssueAndNamesOnlyItems() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let strong = "Vq8#mZ2!rT6@kW4$pL9^"
         try v.add([
             login("web/weak", "Password1!"),
@@ -224,7 +226,8 @@ struct VaultAuditTests {
     }
 
     @Test func oldSecretsCountFromTheirWriteTime() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(login("old/one", "Zr8#Wq3!Mt6@Kp1$Ln"))
         var o = AuditOptions()
         o.now = Date().addingTimeInterval(400 * 86400)
@@ -242,7 +245,8 @@ struct VaultAuditTests {
     }
 
     @Test func prefixSelectsAPathButReuseLooksEverywhere() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add([login("work/a", "J7d-Rk2p-Xm9q-Lt4w"), login("workshop/b", "Password1!"), login("home/c", "J7d-Rk2p-Xm9q-Lt4w")])
         var o = AuditOptions()
         o.namePrefix = "work"

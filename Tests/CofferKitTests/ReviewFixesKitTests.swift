@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferSystem
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -66,7 +67,8 @@ struct ReviewFixesKitTests {
     // MARK: (D) store writes where retrieve reads
 
     @Test func storeWritesTheItemRetrievePicks() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         // An older unexpired item and a newer expired one: lookups prefer
         // the unexpired one, so store must write there.
         try vault.add(ItemDraft(name: "ads/old", type: .apiKey, fields: [Field(name: "key", value: "old-key-0123456789abcdef", isSecret: true)], source: "ads"))
@@ -85,7 +87,8 @@ struct ReviewFixesKitTests {
     }
 
     @Test func apiKeyWithEmailRetrieveReadsTheItemStoreWrote() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         try vault.add(ItemDraft(name: "ent/lone", type: .apiKey, fields: [Field(name: "key", value: "lone-key-0123456789", isSecret: true)], source: "ent"))
         let m = CredentialManager(vault: vault)
         try await m.store(apiKey: "pair-key-0123456789", email: "ops@example.org", for: "ent")
