@@ -63,3 +63,12 @@ final class TestHome: @unchecked Sendable {
         (try? Data(contentsOf: URL(fileURLWithPath: path ?? vaultPath))) ?? Data()
     }
 }
+
+extension TestHome {
+    /// Runs any program in the sandbox's environment (plus `env`).
+    static func spawn(_ home: TestHome, _ exe: String, _ args: [String], env extra: [String: String] = [:]) -> CLIResult {
+        var env = home.environment
+        for (k, v) in extra { env[k] = v }
+        return Spawn.run(exe, args, stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+    }
+}

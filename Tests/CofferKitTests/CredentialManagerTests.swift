@@ -161,3 +161,39 @@ struct CredentialManagerTests {
         #expect(try await m.retrieve(for: "s7", type: .apiKey) == "v7-new")
     }
 }
+
+/// `store` writes the item `retrieve` reads, whichever items compete.
+@Suite("CredentialManager: store writes where retrieve reads")
+struct CredentialStoreRetrieveTests {
+    @Test func storeWritesTheItemRetrievePicks() async throws {
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
+        // An older unexpired item and a newer expired one: lookups prefer
+        // the unexpired one, so store must write there.
+        try vault.add(ItemDraft(name: "ads/old", type: .apiKey, fields: [Field(name: "key", value: "old-key-0123456789abcdef", isSecret: true)], source: "ads"))
+        try vault.add(ItemDraft(
+            name: "ads/new", type: .apiKey, fields: [Field(name: "key", value: "new-key-0123456789abcdef", isSecret: true)], source: "ads",
+            expires: Day.today.adding(days: -10)))
+        let m = CredentialManager(vault: vault)
+        let stored = "stored-key-0123456789abcdef"
+        try await m.store(apiKey: stored, for: "ads")
+        #expect(try await m.retrieve(for: "ads", type: .apiKey) == stored)
+        #expect(try vault.item(named: "ads/old").field("key")?.value == stored)
+        #expect(try vault.item(named: "ads/new").field("key")?.value == "new-key-0123456789abcdef")
+        let status = try vault.status(of: SourceRequirement(id: "ads", type: .apiKey))
+        #expect(status.items == ["ads/old"])
+        #expect(try vault.list().count == 2)
+    }
+
+    @Test func apiKeyWithEmailRetrieveReadsTheItemStoreWrote() async throws {
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
+        try vault.add(ItemDraft(name: "ent/lone", type: .apiKey, fields: [Field(name: "key", value: "lone-key-0123456789", isSecret: true)], source: "ent"))
+        let m = CredentialManager(vault: vault)
+        try await m.store(apiKey: "pair-key-0123456789", email: "ops@example.org", for: "ent")
+        #expect(try await m.retrieve(for: "ent", type: .apiKeyWithEmail) == "pair-key-0123456789")
+        #expect(try await m.retrieve(for: "ent", type: .email) == "ops@example.org")
+        let status = try vault.status(of: SourceRequirement(id: "ent", type: .apiKeyWithEmail))
+        #expect(status.items == ["ent/api-key-with-email"])
+    }
+}
