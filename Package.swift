@@ -150,6 +150,14 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
+        // CofferStore on its own: opening files, SafeRow, the migrations.
+        .testTarget(
+            name: "CofferStoreTests",
+            dependencies: [
+                "CofferStore", "CofferSync", "CofferCrypto", "CofferTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict),
         // CofferKit's public API as an application sees it: this target
         // depends on CofferKit alone (and the test support, which uses only
         // CofferKit's public API), so a type the API needs but does not

@@ -143,27 +143,3 @@ struct VaultTests {
         }
     }
 }
-
-@Suite("Vault schema")
-struct SchemaTests {
-    static func normalized(_ sql: [String]) -> [String] {
-        sql.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.sorted()
-    }
-
-    /// Schemas/vault.sql is the normative schema: the migrations must
-    /// produce exactly it.
-    @Test func migrationsMatchSchemasVaultSQL() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let sql = try String(contentsOf: root.appendingPathComponent("Schemas/vault.sql"), encoding: .utf8)
-        let reference = try DatabaseQueue()
-        try reference.write { db in try db.execute(sql: sql) }
-        let expected = try reference.read { db in try Queries.schemaSQL(db) }
-        let vBox = try TemporaryVault()
-        let v = vBox.vault
-        let actual = try v.store.read { db in try Queries.schemaSQL(db) }
-        #expect(!expected.isEmpty)
-        #expect(Self.normalized(actual) == Self.normalized(expected))
-        let version = try v.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        #expect(version == VaultStore.formatVersion)
-    }
-}
