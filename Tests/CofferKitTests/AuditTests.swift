@@ -107,7 +107,8 @@ func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02X", $0) }.
 
 @Suite("HIBP file lookups")
 struct HIBPFileTests {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-hibp-\(UUID().uuidString.prefix(8))")
+    let folder = TemporaryDirectory(prefix: "coffer-hibp")
+    var dir: URL { folder.url }
 
     @Test func findsEveryListedHashAndNoOther() throws {
         for crlf in [true, false] {
@@ -201,7 +202,8 @@ struct VaultAuditTests {
             ItemDraft(name: "api/k", type: .apiKey, fields: [Field(name: "key", value: "J7d-Rk2p-Xm9q-Lt4w", isSecret: true)]),
         ])
         var o = AuditOptions()
-        o.breachSource = try HIBPFile(path: makeHIBPFile(passwords: [("Password1!", 9999)], in: FileManager.default.temporaryDirectory.appendingPathComponent("coffer-hibp-\(UUID().uuidString.prefix(8))")))
+        let hibpFolder = TemporaryDirectory(prefix: "coffer-hibp")
+        o.breachSource = try HIBPFile(path: makeHIBPFile(passwords: [("Password1!", 9999)], in: hibpFolder.url))
         let r = try v.audit(o)
         #expect(r.itemsAudited == 7)
         #expect(r.secretsAudited == 6)  // the note is not audited

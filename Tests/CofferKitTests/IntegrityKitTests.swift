@@ -108,7 +108,8 @@ struct IntegrityKitTests {
         #expect(throws: Never.self) { try file.unlock(passphrase: SecretBytes(copying: Array(nfc.utf8))) }
         #expect(throws: Never.self) { try file.unlock(passphrase: SecretBytes(copying: Array(nfd.utf8))) }
         // Not UTF-8: refused when creating.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-nfc-\(UUID().uuidString.prefix(8))")
+        let nfcFolder = TemporaryDirectory(prefix: "coffer-nfc")
+        let dir = nfcFolder.url
         #expect(throws: CofferError.self) {
             try VaultFile.create(path: dir.appendingPathComponent("v").path, passphrase: SecretBytes(copying: [0x63, 0xFF, 0x61]), kdf: FastKDF.parameters)
         }
@@ -125,10 +126,11 @@ struct IntegrityKitTests {
         let aBox = try TemporaryVault()
         let a = aBox.vault
         for i in 0..<20 { try a.add(ItemDraft(name: "i\(i)", type: .apiKey, fields: [secret("v\(i)")])) }
-        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-int-\(UUID().uuidString.prefix(8)).cb").path
+        let scratch = TemporaryDirectory(prefix: "coffer-int")
+        let bundle = scratch.path("a.cb")
         defer { unlink(bundle) }
         try a.exportBundle(to: bundle)
-        let clonePath = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-int-\(UUID().uuidString.prefix(8))/c.coffer").path
+        let clonePath = scratch.path("clone/c.coffer")
         try FileManager.default.createDirectory(atPath: (clonePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Vault.clone(bundleAt: bundle, to: clonePath, passphrase: SecretBytes(copying: Array("pw".utf8)))
         let b = try VaultFile.open(path: clonePath).unlock(passphrase: SecretBytes(copying: Array("pw".utf8)))

@@ -14,6 +14,8 @@ import Testing
 @Suite("vault MAC: sync bookkeeping and areas")
 struct SyncBookkeepingMACTests {
     static let passphrase = "pw"
+    /// Bundles and clones of one test (removed after it).
+    let scratch = TemporaryDirectory(prefix: "coffer-bk")
 
     func secret(_ v: String) -> Field { Field(name: "key", value: v, isSecret: true) }
 
@@ -34,7 +36,7 @@ struct SyncBookkeepingMACTests {
     }
 
     func bundlePath() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8)).cb").path
+        scratch.path("\(UUID().uuidString.prefix(8)).cb")
     }
 
     func macProblems(_ v: Vault) throws -> [String] {
@@ -199,7 +201,7 @@ struct SyncBookkeepingMACTests {
         let path = bundlePath()
         defer { unlink(path) }
         try a.exportBundle(to: path)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))")
+        let dir = scratch.url.appendingPathComponent("clones")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
         for integrity in [BulkIntegrity.none, .recordsOnly, .full] {
@@ -233,7 +235,7 @@ struct SyncBookkeepingMACTests {
         let path = bundlePath()
         defer { unlink(path) }
         try a.exportBundle(to: path)
-        let target = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))/c.coffer").path
+        let target = scratch.path("clone/c.coffer")
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
         let report = try Vault.clone(bundleAt: path, to: target, passphrase: pw)
