@@ -117,6 +117,16 @@ let package = Package(
             name: "coffer-example", dependencies: ["CofferKit"], path: "Examples/KeychainApp",
             swiftSettings: strict),
 
+        // What the test targets share (Tests/CofferTestSupport): the one
+        // process-spawning harness, the fast KDF settings, temporary folders
+        // and vaults that remove themselves. CofferKit's public API only
+        // (scripts/check-layers.sh), so the API tests may use it too.
+        .target(
+            name: "CofferTestSupport",
+            dependencies: ["CofferKit"],
+            path: "Tests/CofferTestSupport",
+            swiftSettings: strict),
+
         .testTarget(
             name: "CofferCryptoTests",
             dependencies: ["CofferCrypto"],
@@ -135,17 +145,26 @@ let package = Package(
         .testTarget(
             name: "CofferKitTests",
             dependencies: [
-                "CofferKit", "CofferStore", "CofferSync", "CofferCrypto", "CofferSystem", "CofferBenchSupport",
+                "CofferKit", "CofferStore", "CofferSync", "CofferCrypto", "CofferSystem", "CofferBenchSupport", "CofferTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict),
+        // CofferStore on its own: opening files, SafeRow, the migrations.
+        .testTarget(
+            name: "CofferStoreTests",
+            dependencies: [
+                "CofferStore", "CofferSync", "CofferCrypto", "CofferTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict),
         // CofferKit's public API as an application sees it: this target
-        // depends on CofferKit alone, so a type the API needs but does not
+        // depends on CofferKit alone (and the test support, which uses only
+        // CofferKit's public API), so a type the API needs but does not
         // re-export fails the build.
         .testTarget(
             name: "CofferKitAPITests",
-            dependencies: ["CofferKit"],
+            dependencies: ["CofferKit", "CofferTestSupport"],
             swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
         .testTarget(
             name: "CofferInteropTests",
@@ -153,7 +172,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["coffer"],
+            dependencies: ["coffer", "CofferTestSupport"],
             swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -40,12 +40,22 @@ for dir in Sources/*/; do
 done
 # CofferKit's API tests stand for an application: `import CofferKit` and
 # the platform only, so a type the API needs but does not re-export fails.
-while IFS=: read -r file line text; do
-  module="$(sed -E 's/^[[:space:]]*(@testable[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]+(class |struct |enum |func |protocol |typealias |var |let )?([A-Za-z0-9_]+).*/\5/' <<<"$text")"
-  if [[ " CofferKit Testing $PLATFORM " != *" $module "* ]] || [[ "$text" == *@testable* ]]; then
-    echo "check-layers: $file:$line: CofferKitAPITests may import only CofferKit (not @testable), Testing and the platform" >&2
-    status=1
-  fi
-done < <(grep -rnE '^[[:space:]]*(@testable[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' Tests/CofferKitAPITests --include='*.swift' || true)
+# The shared test support (Tests/CofferTestSupport, used by every test
+# target) is allowed beside it because it is held to the same rule: CofferKit
+# and the platform only, never @testable, and it re-exports nothing.
+check_test_imports() {  # folder, allowed modules, what to say
+  local dir="$1" allowed=" $2 $PLATFORM " what="$3"
+  while IFS=: read -r file line text; do
+    module="$(sed -E 's/^[[:space:]]*(@testable[[:space:]]+|@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]+(class |struct |enum |func |protocol |typealias |var |let )?([A-Za-z0-9_]+).*/\5/' <<<"$text")"
+    if [[ "$allowed" != *" $module "* ]] || [[ "$text" == *@testable* ]] || [[ "$text" == *@_exported* ]]; then
+      echo "check-layers: $file:$line: $what" >&2
+      status=1
+    fi
+  done < <(grep -rnE '^[[:space:]]*(@testable[[:space:]]+|@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' "$dir" --include='*.swift' || true)
+}
+check_test_imports Tests/CofferKitAPITests "CofferKit CofferTestSupport Testing" \
+  "CofferKitAPITests may import only CofferKit, CofferTestSupport (not @testable or @_exported), Testing and the platform"
+check_test_imports Tests/CofferTestSupport "CofferKit" \
+  "CofferTestSupport may import only CofferKit (not @testable or @_exported) and the platform: CofferKitAPITests depends on it"
 if [[ $status -eq 0 ]]; then echo "check-layers: every target imports only what its layer allows"; fi
 exit $status

@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -97,8 +98,8 @@ struct CrashCase: Sendable, CustomStringConvertible {
 
     static let all: [CrashCase] = [
         CrashCase(
-            name: "init", args: ["init", "--vault", "fresh/v.coffer"] + TestHome.fastKDF, vault: "fresh/v.coffer",
-            folders: ["fresh"], bundles: { _ in [] }, next: ["init", "--vault", "fresh/v.coffer"] + TestHome.fastKDF, createsVault: true),
+            name: "init", args: ["init", "--vault", "fresh/v.coffer"] + FastKDF.arguments, vault: "fresh/v.coffer",
+            folders: ["fresh"], bundles: { _ in [] }, next: ["init", "--vault", "fresh/v.coffer"] + FastKDF.arguments, createsVault: true),
         CrashCase(
             name: "add", args: ["add", "new/item", "--type", "api-key", "--secret", "key"], stdin: "sk-new\n",
             folders: [vaultDir], bundles: { _ in [] }, next: ["ls"]),
@@ -172,7 +173,7 @@ struct CrashFaultTests {
     static func integrityOK(_ home: TestHome, _ c: CrashCase) -> Bool {
         let path = vaultPath(home, c)
         guard FileManager.default.fileExists(atPath: path) else { return c.createsVault }
-        let r = TimedSpawn.run("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
+        let r = Spawn.timed("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
         return r.status == 0 && r.text == "ok\n"
     }
 
@@ -260,7 +261,7 @@ struct CrashFaultTests {
         if !FileManager.default.fileExists(atPath: pw) {
             FileManager.default.createFile(atPath: pw, contents: Data((home.passphrase + "\n").utf8))
         }
-        return TimedSpawn.run(
+        return Spawn.timed(
             "/usr/bin/strace", ["-f", "-qq"] + extra + ["--", CofferBinary.path] + c.args + ["--passphrase-file", pw],
             environment: home.environment, workDir: home.root.path, stdin: c.stdin, timeout: 60)
     }

@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -50,7 +51,7 @@ struct ConcurrencyFaultTests {
             let get = home.timed(["get", "w\(w)/item\(Self.writesEach - 1)"], env: ["COFFER_SESSION": token])
             #expect(get.text == "sk-\(w)-\(Self.writesEach - 1)\n")
         }
-        let integrity = TimedSpawn.run("/usr/bin/sqlite3", [home.vaultPath, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
+        let integrity = Spawn.timed("/usr/bin/sqlite3", [home.vaultPath, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
         #expect(integrity.text == "ok\n")
         print("faults: \(Self.writers) writers × \(Self.writesEach) writes in \(String(format: "%.1f", elapsed)) s, \(results.busyCount) busy retries, \(names.count) items")
     }
@@ -75,7 +76,7 @@ final class SmallDisk {
     init?(_ path: String, size: String) {
         self.path = path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let r = TimedSpawn.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path], environment: [:], workDir: "/")
+        let r = Spawn.timed("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path], environment: [:], workDir: "/")
         guard r.status == 0 else { return nil }
         mounted = true
     }
@@ -95,11 +96,11 @@ final class SmallDisk {
     func free() { unlink(path + "/filler") }
 
     func remount(readOnly: Bool) -> Bool {
-        TimedSpawn.run("/bin/mount", ["-o", readOnly ? "remount,ro" : "remount,rw", path], environment: [:], workDir: "/").status == 0
+        Spawn.timed("/bin/mount", ["-o", readOnly ? "remount,ro" : "remount,rw", path], environment: [:], workDir: "/").status == 0
     }
 
     deinit {
-        if mounted { _ = TimedSpawn.run("/bin/umount", ["-l", path], environment: [:], workDir: "/") }
+        if mounted { _ = Spawn.timed("/bin/umount", ["-l", path], environment: [:], workDir: "/") }
     }
 }
 
@@ -116,7 +117,7 @@ struct DiskFaultTests {
         let disk = try #require(SmallDisk(home.path("disk"), size: "2m"))
         let vault = disk.path + "/v.coffer"
         let v = ["--vault", vault]
-        #expect(home.unlocked(["init"] + v + TestHome.fastKDF).status == 0)
+        #expect(home.unlocked(["init"] + v + FastKDF.arguments).status == 0)
         #expect(home.unlocked(["add", "a", "--type", "api-key", "--secret", "key"] + v, stdin: "sk-1\n").status == 0)
         #expect(home.unlocked(["export", "--out", "full.cb"] + v).status == 0)
         let before = home.vaultBytes(vault)
@@ -147,7 +148,7 @@ struct DiskFaultTests {
         disk.free()
         let add = home.timed(["add", "b", "--type", "api-key", "--secret", "key"] + v, unlocked: true, stdin: "\(big)\n")
         #expect(add.status == 0, "\(add)")
-        let integrity = TimedSpawn.run("/usr/bin/sqlite3", [vault, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
+        let integrity = Spawn.timed("/usr/bin/sqlite3", [vault, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
         #expect(integrity.text == "ok\n")
     }
 
@@ -184,7 +185,7 @@ struct DiskFaultTests {
         let disk = try #require(SmallDisk(home.path("ro"), size: "2m"))
         let vault = disk.path + "/v.coffer"
         let v = ["--vault", vault]
-        #expect(home.unlocked(["init"] + v + TestHome.fastKDF).status == 0)
+        #expect(home.unlocked(["init"] + v + FastKDF.arguments).status == 0)
         #expect(home.unlocked(["add", "a", "--type", "api-key", "--secret", "key"] + v, stdin: "sk-1\n").status == 0)
         let before = home.vaultBytes(vault)
         try #require(disk.remount(readOnly: true))

@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -31,11 +32,11 @@ struct FaultRegressionTests {
         let argv = args + ["--passphrase-file", pw]
         if geteuid() == 0 {
             chownTree(home.root.path, to: 65534)
-            return TimedSpawn.run(
+            return Spawn.timed(
                 "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", CofferBinary.path] + argv,
                 environment: home.environment, workDir: "/", stdin: stdin, timeout: 60)
         }
-        return TimedSpawn.run(CofferBinary.path, argv, environment: home.environment, workDir: home.root.path, stdin: stdin, timeout: 60)
+        return Spawn.timed(CofferBinary.path, argv, environment: home.environment, workDir: home.root.path, stdin: stdin, timeout: 60)
     }
 
     static func chownTree(_ root: String, to uid: uid_t) {
@@ -72,7 +73,7 @@ struct FaultRegressionTests {
         let home = TestHome()
         home.initVault()
         let before = home.vaultBytes()
-        let again = home.unlocked(["init"] + TestHome.fastKDF)
+        let again = home.unlocked(["init"] + FastKDF.arguments)
         #expect(again.status == 73, "\(again)")
         #expect(home.vaultBytes() == before)
         // No temporary file of the refused init stays.
@@ -83,7 +84,7 @@ struct FaultRegressionTests {
     @Test func aVaultWithoutItsHeaderIsDamagedAndNamedByPath() throws {
         let home = TestHome()
         home.initVault()
-        let sql = TimedSpawn.run("/usr/bin/sqlite3", [home.vaultPath, "DELETE FROM vault"], environment: home.environment, workDir: home.root.path)
+        let sql = Spawn.timed("/usr/bin/sqlite3", [home.vaultPath, "DELETE FROM vault"], environment: home.environment, workDir: home.root.path)
         try #require(sql.status == 0, "\(sql)")
         for args in [["status"], ["ls"]] {
             let r = home.unlocked(args)
@@ -92,7 +93,7 @@ struct FaultRegressionTests {
             #expect(!r.stderr.contains("coffer.vault:"), "\(r)")
             #expect(r.stderr.contains("header is missing"), "\(r)")
         }
-        let drop = TimedSpawn.run("/usr/bin/sqlite3", [home.vaultPath, "DROP TABLE vault"], environment: home.environment, workDir: home.root.path)
+        let drop = Spawn.timed("/usr/bin/sqlite3", [home.vaultPath, "DROP TABLE vault"], environment: home.environment, workDir: home.root.path)
         try #require(drop.status == 0, "\(drop)")
         let r = home.unlocked(["ls"])
         #expect(r.status == 65, "\(r)")

@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -275,7 +276,7 @@ struct HardeningCLITests {
         try "pw-pw-pw-pw\n".write(toFile: dir + "/p", atomically: true, encoding: .utf8)
         chmod(dir + "/p", 0o644)
         let args = ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/prlimit", "--memlock=0:0", CofferBinary.path,
-            "init", "--vault", dir + "/v.coffer", "--passphrase-file", dir + "/p"] + TestHome.fastKDF
+            "init", "--vault", dir + "/v.coffer", "--passphrase-file", dir + "/p"] + FastKDF.arguments
         var env = home.environment
         env["HOME"] = dir
         env.removeValue(forKey: "XDG_RUNTIME_DIR")
@@ -284,7 +285,7 @@ struct HardeningCLITests {
         #expect(r.stderr.contains("coffer: warning: cannot lock key memory into RAM (mlock:"), "\(r)")
         #expect(r.stderr.contains("RLIMIT_MEMLOCK 0 KiB"), "\(r)")
         // With locking allowed there is no such warning.
-        let ok = home.unlocked(["init"] + TestHome.fastKDF)
+        let ok = home.unlocked(["init"] + FastKDF.arguments)
         #expect(ok.status == 0 && !ok.stderr.contains("lock key memory"), "\(ok)")
     }
 

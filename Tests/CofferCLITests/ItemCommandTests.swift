@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Glibc
 struct ItemCommandTests {
     @Test func initCreatesPrivateFiles() throws {
         let home = TestHome()
-        let r = home.unlocked(["init"] + TestHome.fastKDF)
+        let r = home.unlocked(["init"] + FastKDF.arguments)
         #expect(r.status == 0, "\(r)")
         #expect(r.stderr.contains("below 19 MiB"), "weak KDF must warn")
         var st = stat()
@@ -18,7 +19,7 @@ struct ItemCommandTests {
         #expect(stat((home.vaultPath as NSString).deletingLastPathComponent, &st) == 0)
         #expect(st.st_mode & 0o777 == 0o700)
         // A second init refuses to overwrite.
-        let again = home.unlocked(["init"] + TestHome.fastKDF)
+        let again = home.unlocked(["init"] + FastKDF.arguments)
         #expect(again.status == 73)
         #expect(again.stderr.contains("already exists"))
     }
@@ -27,7 +28,7 @@ struct ItemCommandTests {
         let home = TestHome()
         let pwFile = home.path("pw")
         FileManager.default.createFile(atPath: pwFile, contents: Data("from-file\n".utf8))
-        #expect(home.run(["init", "--passphrase-file", pwFile] + TestHome.fastKDF).status == 0)
+        #expect(home.run(["init", "--passphrase-file", pwFile] + FastKDF.arguments).status == 0)
         // --passphrase-file works, trailing newline stripped.
         #expect(home.run(["ls", "--passphrase-file", pwFile]).status == 0)
         // COFFER_PASSPHRASE works (no newline to strip).
@@ -148,7 +149,7 @@ struct ItemCommandTests {
         #expect(home.vaultBytes() == before)
         // --vault and COFFER_VAULT select other files.
         let other = home.path("other/v.coffer")
-        #expect(home.unlocked(["init", "--vault", other] + TestHome.fastKDF).status == 0)
+        #expect(home.unlocked(["init", "--vault", other] + FastKDF.arguments).status == 0)
         #expect(home.unlocked(["get", "x"], env: ["COFFER_VAULT": other]).status == 66)
         #expect(home.unlocked(["get", "x", "--vault", home.vaultPath], env: ["COFFER_VAULT": other]).stdout == "secret\n")
     }

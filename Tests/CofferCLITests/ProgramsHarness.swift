@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -7,41 +8,18 @@ import Glibc
 
 /// A `coffer` process started in the background (for signal tests).
 final class RunningCoffer: @unchecked Sendable {
-    let pid: pid_t
-    let dir: URL
-    private var finished: CLIResult?
+    let process: SpawnedProcess
+    var pid: pid_t { process.pid }
 
-    init(pid: pid_t, dir: URL) {
-        self.pid = pid
-        self.dir = dir
-    }
-
-    deinit {
-        if finished == nil { kill(pid, SIGKILL); var s: Int32 = 0; waitpid(pid, &s, 0) }
-        try? FileManager.default.removeItem(at: dir)
-    }
+    init(_ process: SpawnedProcess) { self.process = process }
 
     /// Sends `signal` to the coffer process itself.
-    func send(_ signal: Int32) { kill(pid, signal) }
+    func send(_ signal: Int32) { process.send(signal) }
 
     /// Waits (at most `timeout` seconds, then kills it) and collects output.
     func wait(timeout: Double = 20) -> CLIResult {
-        if let finished { return finished }
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(timeout)
-        var killed = false
-        while true {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { break }
-            if Date() > deadline && !killed { kill(pid, SIGKILL); killed = true }
-            usleep(10_000)
-        }
-        let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        let out = (try? String(contentsOfFile: dir.appendingPathComponent("out").path, encoding: .utf8)) ?? ""
-        let err = (try? String(contentsOfFile: dir.appendingPathComponent("err").path, encoding: .utf8)) ?? ""
-        let result = CLIResult(status: killed ? -1 : code, stdout: out, stderr: err)
-        finished = result
-        return result
+        let (status, killed) = process.wait(timeout: timeout)
+        return CLIResult(status: killed ? -1 : status, stdout: process.stdoutText ?? "", stderr: process.stderrText ?? "")
     }
 }
 
@@ -63,31 +41,11 @@ extension TestHome {
     func startUnlocked(_ args: [String], env extra: [String: String] = [:]) -> RunningCoffer {
         var env = environment
         for (k, v) in extra { env[k] = v }
-        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bg-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
-        let inPath = tmp.appendingPathComponent("in").path
-        let fd3Path = tmp.appendingPathComponent("fd3").path
-        FileManager.default.createFile(atPath: inPath, contents: Data())
-        FileManager.default.createFile(atPath: fd3Path, contents: Data((passphrase + "\n").utf8))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, tmp.appendingPathComponent("out").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, tmp.appendingPathComponent("err").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 3, fd3Path, O_RDONLY, 0)
-        // env -C execs coffer in place: the pid is coffer's own.
-        let full = ["/usr/bin/env", "-C", root.path, CofferBinary.path] + TestHome.withPassphraseFd(args)
-        let argv = full.map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/usr/bin/env", &actions, nil, argv, envp)
-        precondition(rc == 0, "posix_spawn failed: \(rc)")
-        return RunningCoffer(pid: pid, dir: tmp)
+        var rc: Int32 = 0
+        guard let process = Spawn.start(
+            CofferBinary.path, TestHome.withPassphraseFd(args), fd3: passphrase + "\n", environment: env, workDir: root.path, errorCode: &rc)
+        else { preconditionFailure("posix_spawn failed: \(rc)") }
+        return RunningCoffer(process)
     }
 
     /// Waits until a file exists (a child's "ready" marker).

@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -20,7 +21,7 @@ struct RekeyFaultTests {
     /// The vault's key epoch as stored (0 when the row is absent), read
     /// with sqlite3 alone.
     static func epoch(_ home: TestHome) -> String {
-        let r = TimedSpawn.run(
+        let r = Spawn.timed(
             "/usr/bin/sqlite3", [home.vaultPath, "SELECT count(*) FROM keyEpoch"], environment: home.environment, workDir: home.root.path)
         return r.text.trimmingCharacters(in: .whitespacesAndNewlines)
     }

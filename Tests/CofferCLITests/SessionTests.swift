@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -180,7 +181,7 @@ struct SessionTests {
     func foreignVault() throws {
         let home = Self.homeWithItem()
         let other = home.path("other.coffer")
-        #expect(home.unlocked(["init", "--vault", other] + TestHome.fastKDF).status == 0)
+        #expect(home.unlocked(["init", "--vault", other] + FastKDF.arguments).status == 0)
         let token = try Self.unlock(home)
         let r = home.run(["get", "work/openai", "--vault", other], env: ["COFFER_SESSION": token])
         Self.expectSessionRefused(r, mentioning: "session belongs to another vault", token: token)
@@ -202,7 +203,7 @@ struct SessionTests {
         #expect(Self.get(home, token: c).status == 0)
         // Sessions of another vault survive lock --all.
         let other = home.path("other.coffer")
-        #expect(home.unlocked(["init", "--vault", other] + TestHome.fastKDF).status == 0)
+        #expect(home.unlocked(["init", "--vault", other] + FastKDF.arguments).status == 0)
         let o = try Self.token(fromShellLine: home.unlocked(["unlock", "--shell", "sh", "--vault", other]).out)
         let all = home.run(["lock", "--all"])
         #expect(all.status == 0 && all.stderr.contains("ended 2 sessions"), "\(all)")

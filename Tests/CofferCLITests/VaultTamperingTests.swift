@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -288,7 +289,7 @@ struct PassphraseNFCTests {
     @Test func cafeTypedEitherWayOpens() throws {
         let home = TestHome()
         home.passphrase = "cafe\u{301} au lait"
-        #expect(home.unlocked(["init"] + TestHome.fastKDF).status == 0)
+        #expect(home.unlocked(["init"] + FastKDF.arguments).status == 0)
         home.passphrase = "caf\u{E9} au lait"
         let r = home.unlocked(["ls"])
         #expect(r.status == 0, "\(r)")
@@ -301,7 +302,7 @@ struct PassphraseNFCTests {
         let file = home.path("pass")
         try Data([0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: file))  // Latin-1 "café"
         chmod(file, 0o600)
-        let r = home.run(["init", "--passphrase-file", file] + TestHome.fastKDF)
+        let r = home.run(["init", "--passphrase-file", file] + FastKDF.arguments)
         #expect(r.status == 64, "\(r)")
         #expect(r.stderr.contains("not valid UTF-8"))
         #expect(!FileManager.default.fileExists(atPath: home.vaultPath))

@@ -1,4 +1,5 @@
 import CofferKit
+import CofferTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import CofferKit
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ struct OpeningTests {
         await expectError(.vaultNotFound) { () async throws(CofferError) in try await Coffer.open(at: box.vaultPath, passphrase: "x") }
         #expect(!Coffer.exists(at: box.vaultPath))
         await expectError(.usage) { () async throws(CofferError) in
-            try await Coffer.create(at: box.vaultPath, passphrase: "", kdf: Sandbox.fastKDF)
+            try await Coffer.create(at: box.vaultPath, passphrase: "", kdf: FastKDF.parameters)
         }
         await expectError(.usage) { () async throws(CofferError) in
             try await Coffer.create(at: box.vaultPath, passphrase: "pw", kdf: KDFParameters(memoryKiB: 8, iterations: 0, parallelism: 1))
@@ -139,8 +140,8 @@ struct RedactionTests {
 struct RemainingCallsTests {
     @Test func createFromBytesAndGuardedMemoryAndWrapAVault() async throws {
         let box = Sandbox()
-        let fromBytes = try await Coffer.create(at: box.path("a.coffer"), passphrase: Data("bytes pass".utf8), kdf: Sandbox.fastKDF)
-        let fromSecret = try await Coffer.create(at: box.path("b.coffer"), passphrase: SecretBytes(copying: Array("secret pass".utf8)), kdf: Sandbox.fastKDF)
+        let fromBytes = try await Coffer.create(at: box.path("a.coffer"), passphrase: Data("bytes pass".utf8), kdf: FastKDF.parameters)
+        let fromSecret = try await Coffer.create(at: box.path("b.coffer"), passphrase: SecretBytes(copying: Array("secret pass".utf8)), kdf: FastKDF.parameters)
         try await fromBytes.set("one", for: "x", kind: .note)
         try await fromSecret.set("two", for: "x", kind: .note)
         #expect(try await Coffer.open(at: box.path("a.coffer"), passphrase: "bytes pass").string(for: "x") == "one")

@@ -1,9 +1,11 @@
-// This target depends on the CofferKit product alone and imports nothing
-// else of the package (scripts/check-layers.sh checks it): every type a
-// test names must reach it through `import CofferKit`, so a missing
+// This target depends on the CofferKit product and imports nothing else of
+// the package but the test support, which uses CofferKit's public API only
+// and re-exports nothing (scripts/check-layers.sh checks both): every type
+// a test names must reach it through `import CofferKit`, so a missing
 // re-export fails the build. MemberImportVisibility (Package.swift) makes
 // member access follow the same rule.
 import CofferKit
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -13,24 +15,16 @@ import Glibc
 
 /// A throw-away folder with a vault path in it.
 final class Sandbox: @unchecked Sendable {
-    let root: URL
+    let folder = TemporaryDirectory(prefix: "coffer-api")
+    var root: URL { folder.url }
     static let passphrase = "correct horse battery staple"
-    /// Small Argon2id settings, for speed.
-    static let fastKDF = KDFParameters(memoryKiB: 8 * 1024, iterations: 1, parallelism: 1)
-
-    init() {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-api-\(UUID().uuidString.prefix(12))")
-        try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: root) }
 
     func path(_ name: String) -> String { root.appendingPathComponent(name).path }
     var vaultPath: String { path("vault.coffer") }
 
     /// A new vault at ``vaultPath``.
     func create() async throws(CofferError) -> Coffer {
-        try await Coffer.create(at: vaultPath, passphrase: Self.passphrase, kdf: Self.fastKDF)
+        try await Coffer.create(at: vaultPath, passphrase: Self.passphrase, kdf: FastKDF.parameters)
     }
 
     /// A file holding the passphrase (mode 0600).
@@ -57,44 +51,21 @@ func expectError<T>(
 
 /// The built `coffer` executable (SwiftPM builds it with the tests).
 enum CofferCLI {
-    static var path: String? {
-        var candidates: [String] = []
-        if let env = ProcessInfo.processInfo.environment["COFFER_BINARY"] { candidates.append(env) }
-        candidates.append(Bundle.main.bundleURL.appendingPathComponent("coffer").path)
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(root.appendingPathComponent(".build/debug/coffer").path)
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
+    static var path: String? { CofferBinary.found }
 
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// Runs `coffer args…` with this process's environment plus `env`.
-    static func run(_ args: [String], env: [String: String] = [:]) throws -> Result {
+    /// Runs `coffer args…` with this process's environment plus `env`
+    /// (never a session or passphrase of the environment running the tests).
+    static func run(_ args: [String], env: [String: String] = [:]) throws -> CLIResult {
         guard let path else {
             Issue.record("coffer binary not found; build it with `swift build`")
-            return Result(status: -1, stdout: "", stderr: "")
+            return CLIResult(status: -1, stdout: "", stderr: "")
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
         var environment = ProcessInfo.processInfo.environment
         environment["COFFER_SESSION"] = nil
         environment["COFFER_PASSPHRASE"] = nil
         for (k, v) in env { environment[k] = v }
-        p.environment = environment
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return Spawn.run(
+            path, args, stdin: nil, fd3: nil, environment: environment, workDir: FileManager.default.currentDirectoryPath)
     }
 }
 

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -106,7 +107,8 @@ func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02X", $0) }.
 
 @Suite("HIBP file lookups")
 struct HIBPFileTests {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-hibp-\(UUID().uuidString.prefix(8))")
+    let folder = TemporaryDirectory(prefix: "coffer-hibp")
+    var dir: URL { folder.url }
 
     @Test func findsEveryListedHashAndNoOther() throws {
         for crlf in [true, false] {
@@ -188,7 +190,8 @@ struct VaultAuditTests {
     }
 
     @Test func findsEachIssueAndNamesOnlyItems() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let strong = "Vq8#mZ2!rT6@kW4$pL9^"
         try v.add([
             login("web/weak", "Password1!"),
@@ -199,7 +202,8 @@ struct VaultAuditTests {
             ItemDraft(name: "api/k", type: .apiKey, fields: [Field(name: "key", value: "J7d-Rk2p-Xm9q-Lt4w", isSecret: true)]),
         ])
         var o = AuditOptions()
-        o.breachSource = try HIBPFile(path: makeHIBPFile(passwords: [("Password1!", 9999)], in: FileManager.default.temporaryDirectory.appendingPathComponent("coffer-hibp-\(UUID().uuidString.prefix(8))")))
+        let hibpFolder = TemporaryDirectory(prefix: "coffer-hibp")
+        o.breachSource = try HIBPFile(path: makeHIBPFile(passwords: [("Password1!", 9999)], in: hibpFolder.url))
         let r = try v.audit(o)
         #expect(r.itemsAudited == 7)
         #expect(r.secretsAudited == 6)  // the note is not audited
@@ -224,7 +228,8 @@ struct VaultAuditTests {
     }
 
     @Test func oldSecretsCountFromTheirWriteTime() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(login("old/one", "Zr8#Wq3!Mt6@Kp1$Ln"))
         var o = AuditOptions()
         o.now = Date().addingTimeInterval(400 * 86400)
@@ -242,7 +247,8 @@ struct VaultAuditTests {
     }
 
     @Test func prefixSelectsAPathButReuseLooksEverywhere() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add([login("work/a", "J7d-Rk2p-Xm9q-Lt4w"), login("workshop/b", "Password1!"), login("home/c", "J7d-Rk2p-Xm9q-Lt4w")])
         var o = AuditOptions()
         o.namePrefix = "work"

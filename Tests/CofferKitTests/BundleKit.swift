@@ -16,6 +16,8 @@ enum BundleKit {
     static let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/bundle-kit")
 
     static let passphrase = "coffer test kit passphrase"
+    /// Part of the kit's fixed inputs (its files are made with it), not the
+    /// tests' speed setting (FastKDF): changing it means regenerating the kit.
     static let kdf = KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1)
     static let salt = Array("coffer-kit-salt!".utf8)  // 16 bytes
     static let masterKey = Array("YELLOW SUBMARINE, BLACK WIZARDRY".utf8)  // 32 bytes

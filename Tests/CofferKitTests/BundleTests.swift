@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -8,20 +9,14 @@ import Testing
 
 /// A temporary folder with helpers for bundle tests at the library level.
 final class BundleSandbox: @unchecked Sendable {
-    let dir: URL
-    static let kdf = KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1)
+    let folder = TemporaryDirectory(prefix: "coffer-bundle")
+    var dir: URL { folder.url }
     let passphrase = SecretBytes(copying: Array("correct horse battery staple".utf8))
-
-    init() {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bundle-\(UUID().uuidString.prefix(12))")
-        try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: dir) }
 
     func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
 
     func newVault(_ name: String = "a.coffer") throws -> Vault {
-        try VaultFile.create(path: path(name), passphrase: passphrase, kdf: Self.kdf)
+        try VaultFile.create(path: path(name), passphrase: passphrase, kdf: FastKDF.parameters)
     }
 
     func bytes(_ name: String) -> [UInt8] { Array((try? Data(contentsOf: dir.appendingPathComponent(name))) ?? Data()) }

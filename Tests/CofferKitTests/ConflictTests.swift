@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -10,24 +11,19 @@ import Testing
 /// takes its own replica id) and a direct state-level exchange between
 /// them, standing in for bundles.
 final class TwoReplicas: @unchecked Sendable {
-    let dir: URL
     let a: Vault
     let b: Vault
+    let folder = TemporaryDirectory(prefix: "coffer-conflicts")
+    var dir: URL { folder.url }
     static let passphrase = "correct horse battery staple"
 
     init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-conflicts-\(UUID().uuidString.prefix(12))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let pa = dir.appendingPathComponent("a.coffer").path
-        let pb = dir.appendingPathComponent("b.coffer").path
-        a = try VaultFile.create(
-            path: pa, passphrase: SecretBytes(copying: Array(Self.passphrase.utf8)),
-            kdf: KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1))
+        let pa = folder.path("a.coffer")
+        let pb = folder.path("b.coffer")
+        a = try VaultFile.create(path: pa, passphrase: SecretBytes(copying: Array(Self.passphrase.utf8)), kdf: FastKDF.parameters)
         try FileManager.default.copyItem(atPath: pa, toPath: pb)
         b = try VaultFile.open(path: pb).unlock(passphrase: SecretBytes(copying: Array(Self.passphrase.utf8)))
     }
-
-    deinit { try? FileManager.default.removeItem(at: dir) }
 
     /// Merges every item of `from` into `into`, as importing a full bundle does.
     static func push(_ from: Vault, _ into: Vault) throws {

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,8 @@ struct CredentialManagerTests {
     static let adsKey = "abcdefghij0123456789XYZ"
 
     @Test func storeRetrieveDelete() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         let m = CredentialManager(vault: vault)
         #expect(try await m.retrieve(for: "ads", type: .apiKey) == nil)
         try await m.store(apiKey: Self.adsKey, for: "ads")
@@ -36,7 +38,8 @@ struct CredentialManagerTests {
     }
 
     @Test func validatesAgainstTheManifestAndTheEmailRule() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         let m = CredentialManager(vault: vault, namePrefix: "apps/x/")
         let manifest = try parseManifest(exampleManifest)
         do {
@@ -59,7 +62,8 @@ struct CredentialManagerTests {
     }
 
     @Test func availabilityFollowsTheManifest() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         let m = CredentialManager(vault: vault)
         let manifest = try parseManifest(exampleManifest)
         let ads = try #require(manifest.source("ads"))
@@ -82,7 +86,8 @@ struct CredentialManagerTests {
     }
 
     @Test func opensWithAPassphraseOrAMasterKey() async throws {
-        let vault = try makeVault(passphrase: "open sesame")
+        let vaultBox = try TemporaryVault(passphrase: "open sesame")
+        let vault = vaultBox.vault
         try vault.add(ItemDraft(name: "k", type: .apiKey, fields: [Field(name: "key", value: "v1", isSecret: true)], source: "s"))
         let byPass = try CredentialManager.open(path: vault.path, passphrase: SecretBytes(copying: Array("open sesame".utf8)))
         #expect(try await byPass.retrieve(for: "s", type: .apiKey) == "v1")
@@ -106,7 +111,8 @@ struct CredentialManagerTests {
     /// read sees nil or a value some writer stored, nothing fails, and the
     /// final state is the last write.
     @Test func concurrentReadsAndWrites() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         let m = CredentialManager(vault: vault)
         let writers = 40, readers = 200
         let written = Set((0..<writers).map { "key-\($0)-" + String(repeating: "x", count: 20) })
@@ -134,7 +140,8 @@ struct CredentialManagerTests {
 
     /// Concurrent reads of the same credential share one vault lookup.
     @Test func concurrentReadsAreCoalesced() async throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         let m = CredentialManager(vault: vault)
         for i in 0..<30 {
             try await m.store(apiKey: "v\(i)", for: "s\(i)")
@@ -152,5 +159,41 @@ struct CredentialManagerTests {
         // After a write, a new read does not reuse an older lookup.
         try await m.store(apiKey: "v7-new", for: "s7")
         #expect(try await m.retrieve(for: "s7", type: .apiKey) == "v7-new")
+    }
+}
+
+/// `store` writes the item `retrieve` reads, whichever items compete.
+@Suite("CredentialManager: store writes where retrieve reads")
+struct CredentialStoreRetrieveTests {
+    @Test func storeWritesTheItemRetrievePicks() async throws {
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
+        // An older unexpired item and a newer expired one: lookups prefer
+        // the unexpired one, so store must write there.
+        try vault.add(ItemDraft(name: "ads/old", type: .apiKey, fields: [Field(name: "key", value: "old-key-0123456789abcdef", isSecret: true)], source: "ads"))
+        try vault.add(ItemDraft(
+            name: "ads/new", type: .apiKey, fields: [Field(name: "key", value: "new-key-0123456789abcdef", isSecret: true)], source: "ads",
+            expires: Day.today.adding(days: -10)))
+        let m = CredentialManager(vault: vault)
+        let stored = "stored-key-0123456789abcdef"
+        try await m.store(apiKey: stored, for: "ads")
+        #expect(try await m.retrieve(for: "ads", type: .apiKey) == stored)
+        #expect(try vault.item(named: "ads/old").field("key")?.value == stored)
+        #expect(try vault.item(named: "ads/new").field("key")?.value == "new-key-0123456789abcdef")
+        let status = try vault.status(of: SourceRequirement(id: "ads", type: .apiKey))
+        #expect(status.items == ["ads/old"])
+        #expect(try vault.list().count == 2)
+    }
+
+    @Test func apiKeyWithEmailRetrieveReadsTheItemStoreWrote() async throws {
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
+        try vault.add(ItemDraft(name: "ent/lone", type: .apiKey, fields: [Field(name: "key", value: "lone-key-0123456789", isSecret: true)], source: "ent"))
+        let m = CredentialManager(vault: vault)
+        try await m.store(apiKey: "pair-key-0123456789", email: "ops@example.org", for: "ent")
+        #expect(try await m.retrieve(for: "ent", type: .apiKeyWithEmail) == "pair-key-0123456789")
+        #expect(try await m.retrieve(for: "ent", type: .email) == "ops@example.org")
+        let status = try vault.status(of: SourceRequirement(id: "ent", type: .apiKeyWithEmail))
+        #expect(status.items == ["ent/api-key-with-email"])
     }
 }

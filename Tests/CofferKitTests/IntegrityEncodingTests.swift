@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -215,7 +216,8 @@ struct IntegrityEncodingTests {
     // MARK: Tests
 
     @Test func recordsAreTheBytesOfTheReference() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let sealer = AEAD.BatchSealer(key: v.keys.record)
         for i in Self.shapes.indices {
             for (policy, deleted) in [(SyncPolicy.sync, false), (.localOnly, false), (.sync, true)] {
@@ -250,7 +252,8 @@ struct IntegrityEncodingTests {
     /// stores, for items of every shape a bundle may hold (values are
     /// UTF-8 in bundles: rule text-value).
     @Test func theImportPathSealsTheSameRecords() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let sealer = AEAD.BatchSealer(key: v.keys.record)
         func utf8(_ b: [UInt8]?) -> Bool { b.map { String(validating: $0, as: UTF8.self) != nil } ?? true }
         for i in Self.shapes.indices {
@@ -267,7 +270,8 @@ struct IntegrityEncodingTests {
     }
 
     @Test func versionsWithShortPayloadsKeepTheReferenceRecord() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let (state, row) = try item(v, shape: 0)
         var short = state
         // A malformed (short) payload: its bytes and zeros stand for it.
@@ -283,7 +287,8 @@ struct IntegrityEncodingTests {
     }
 
     @Test func termsAreTheBytesOfTheReference() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let key = SecretBytes(copying: Random.bytes(32))
         for i in Self.shapes.indices {
             let (state, row0) = try item(v, shape: i, policy: i % 2 == 0 ? .sync : .localOnly, deleted: i == 2)
@@ -334,7 +339,8 @@ struct IntegrityEncodingTests {
     }
 
     @Test func aListedTextOver64KiBIsCutAtACharacter() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         // 65,534 ASCII bytes, then "é" (2 bytes) straddling byte 65,535.
         let url = "https://x/" + String(repeating: "a", count: 65_524) + "é" + String(repeating: "b", count: 5_000)
         try v.add(ItemDraft(name: "site", type: .login, fields: [Field(name: "url", value: url, isSecret: false), Field(name: "username", value: "me", isSecret: false)]))

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -21,7 +22,8 @@ struct IntegrityKitTests {
     }
 
     @Test func everyWriteKeepsTheVaultMAC() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")], tags: ["t"], source: "openai"))
         try v.add(ItemDraft(name: "b", type: .login, fields: [Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false)]))
         try v.edit("a", edit(setting: [secret("2")]))
@@ -35,7 +37,8 @@ struct IntegrityKitTests {
     }
 
     @Test func listingComesFromRecordsWithUsernameAndURL() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "site", type: .login, fields: [Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false), Field(name: "password", value: "pw", isSecret: true)], source: "github"))
         try v.add(ItemDraft(name: "hidden", type: .login, fields: [Field(name: "username", value: "who", isSecret: true)]))
         let list = try v.list()
@@ -51,7 +54,8 @@ struct IntegrityKitTests {
     }
 
     @Test func aFormatOneVaultIsUpgradedOnUnlock() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("A")]))
         try v.store.write { db in
             try db.execute(sql: "DELETE FROM vaultIntegrity; UPDATE item SET record = NULL; UPDATE vault SET formatVersion = 1")
@@ -68,7 +72,8 @@ struct IntegrityKitTests {
     }
 
     @Test func storedPayloadsArePaddedToFixedBuckets() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "s", type: .apiKey, fields: [secret("x")]))
         try v.add(ItemDraft(name: "a-much-longer-name", type: .apiKey, fields: [secret(String(repeating: "y", count: 40))]))
         // The secret and the name of both items: nonce 24 + tag 16 + one
@@ -97,14 +102,16 @@ struct IntegrityKitTests {
     @Test func passphrasesAndFieldNamesAreNFC() throws {
         let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
         #expect(Array(nfc.utf8) != Array(nfd.utf8))
-        let v = try makeVault(passphrase: nfd)
+        let vBox = try TemporaryVault(passphrase: nfd)
+        let v = vBox.vault
         let file = try VaultFile.open(path: v.path)
         #expect(throws: Never.self) { try file.unlock(passphrase: SecretBytes(copying: Array(nfc.utf8))) }
         #expect(throws: Never.self) { try file.unlock(passphrase: SecretBytes(copying: Array(nfd.utf8))) }
         // Not UTF-8: refused when creating.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-nfc-\(UUID().uuidString.prefix(8))")
+        let nfcFolder = TemporaryDirectory(prefix: "coffer-nfc")
+        let dir = nfcFolder.url
         #expect(throws: CofferError.self) {
-            try VaultFile.create(path: dir.appendingPathComponent("v").path, passphrase: SecretBytes(copying: [0x63, 0xFF, 0x61]), kdf: fastKDF)
+            try VaultFile.create(path: dir.appendingPathComponent("v").path, passphrase: SecretBytes(copying: [0x63, 0xFF, 0x61]), kdf: FastKDF.parameters)
         }
         // One field whichever way its name is typed.
         try v.add(ItemDraft(name: "x", type: .custom, fields: [Field(name: "na\u{EF}ve", value: "1", isSecret: false)]))
@@ -116,12 +123,14 @@ struct IntegrityKitTests {
     }
 
     @Test func anImportKeepsTheMACAndRecords() throws {
-        let a = try makeVault()
+        let aBox = try TemporaryVault()
+        let a = aBox.vault
         for i in 0..<20 { try a.add(ItemDraft(name: "i\(i)", type: .apiKey, fields: [secret("v\(i)")])) }
-        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-int-\(UUID().uuidString.prefix(8)).cb").path
+        let scratch = TemporaryDirectory(prefix: "coffer-int")
+        let bundle = scratch.path("a.cb")
         defer { unlink(bundle) }
         try a.exportBundle(to: bundle)
-        let clonePath = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-int-\(UUID().uuidString.prefix(8))/c.coffer").path
+        let clonePath = scratch.path("clone/c.coffer")
         try FileManager.default.createDirectory(atPath: (clonePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Vault.clone(bundleAt: bundle, to: clonePath, passphrase: SecretBytes(copying: Array("pw".utf8)))
         let b = try VaultFile.open(path: clonePath).unlock(passphrase: SecretBytes(copying: Array("pw".utf8)))

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -23,8 +24,9 @@ struct ItemTermTests {
 
     /// A vault with history, a conflict-free edit, a deleted item and a
     /// local-only item: every kind of row the item terms cover.
-    func populated() throws -> Vault {
-        let v = try makeVault()
+    func populated() throws -> TemporaryVault {
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "web/mail", type: .login, fields: [
             Field(name: "password", value: "p1", isSecret: true), Field(name: "username", value: "me", isSecret: false),
         ]))
@@ -34,7 +36,7 @@ struct ItemTermTests {
         try v.add(ItemDraft(name: "gone", type: .apiKey, fields: [Field(name: "key", value: "k", isSecret: true)]))
         try v.delete("gone")
         try v.add(ItemDraft(name: "device", type: .apiKey, fields: [Field(name: "key", value: "d", isSecret: true)], policy: .localOnly))
-        return v
+        return vBox
     }
 
     func stored(_ v: Vault) throws -> (whole: [UInt8], areas: [UInt8]) {
@@ -42,7 +44,8 @@ struct ItemTermTests {
     }
 
     @Test func everyWriteKeepsTheStoredMACEqualToTheRows() throws {
-        let v = try populated()
+        let vBox = try populated()
+        let v = vBox.vault
         let (whole, areas) = try stored(v)
         let computed = VaultMAC(key: v.keys.mac)
         let cover = try v.store.read { db in try Queries.computeMAC(db, into: computed) }
@@ -58,7 +61,8 @@ struct ItemTermTests {
     /// stay one state (before, the row kept the old copy while the record
     /// and term took the new one).
     @Test func anotherCopyOfAHeldWriteReplacesTheStoredRow() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "k", type: .apiKey, fields: [Field(name: "key", value: "v1", isSecret: true)]))
         let id = try v.store.read { db in try v.resolve(db, "k") }
         let rid = v.registerID(field: "key", item: id)
@@ -83,7 +87,8 @@ struct ItemTermTests {
     }
 
     @Test func aFormatFiveVaultIsFoldedOnUnlock() throws {
-        let v = try populated()
+        let vBox = try populated()
+        let v = vBox.vault
         try setBack(v, toFormat: 5)
         let format5 = try stored(v)
         let upgraded = try reopen(v)
@@ -147,7 +152,8 @@ struct ItemTermTests {
     /// a version's write time raised in a format-5 vault (a clear column
     /// its "V" term covered) is still named after the upgrade.
     @Test func theUpgradeDoesNotLaunderAnEarlierEdit() throws {
-        let v = try populated()
+        let vBox = try populated()
+        let v = vBox.vault
         try setBack(v, toFormat: 5)
         try v.store.write { db in try db.execute(sql: "UPDATE fieldVersion SET writtenAt = writtenAt + 1") }
         let upgraded = try reopen(v)
@@ -161,7 +167,8 @@ struct ItemTermTests {
     /// user_version, migration record) — to have an edit folded away —
     /// leaves a MAC that matches nothing.
     @Test func aDowngradeToFormatFiveIsDetected() throws {
-        let v = try populated()
+        let vBox = try populated()
+        let v = vBox.vault
         try v.store.writeImmediate { db in
             try db.execute(sql: "UPDATE fieldVersion SET writtenAt = writtenAt + 1")
             try db.execute(sql: "UPDATE vault SET formatVersion = 5")
@@ -189,7 +196,8 @@ struct ItemTermTests {
         ("INSERT INTO fieldVersion SELECT randomblob(16), registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion LIMIT 1", "of no item"),
     ])
     func versionEditsAreNamed(statement: String, named: String) throws {
-        let v = try populated()
+        let vBox = try populated()
+        let v = vBox.vault
         // As the sqlite3 shell does it: foreign keys not enforced.
         var config = Configuration()
         config.foreignKeysEnabled = false

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -30,7 +31,7 @@ struct KeyEpochTests {
 
     /// What a passphrase holder can write: a bundle of `epoch` under a
     /// master key of their choice, wrapped under the vault's passphrase.
-    func forgedEpochBundle(_ v: Vault, _ box: BundleSandbox, epoch number: UInt64, kdf: KDFParameters = BundleSandbox.kdf) throws -> [UInt8] {
+    func forgedEpochBundle(_ v: Vault, _ box: BundleSandbox, epoch number: UInt64, kdf: KDFParameters = FastKDF.parameters) throws -> [UInt8] {
         let m = ReplicaID(bytes: Random.bytes(16))!
         let epoch = KeyEpoch(number: number, rekeyedBy: m, rekeyedAt: Clock.nowMillis())
         let master = SecretBytes.random(count: 32)

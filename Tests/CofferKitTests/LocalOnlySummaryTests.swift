@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferSync
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -18,7 +19,7 @@ struct LocalOnlySummaryTests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let pw = SecretBytes(copying: Array("pw".utf8))
-        let b = try VaultFile.create(path: dir + "/b.coffer", passphrase: pw, kdf: fastKDF)
+        let b = try VaultFile.create(path: dir + "/b.coffer", passphrase: pw, kdf: FastKDF.parameters)
         try b.add(ItemDraft(name: "shared/filler", type: .note, fields: [Field(name: "notes", value: "n", isSecret: true)]))
         _ = try b.exportBundle(to: dir + "/b0.cb")
         _ = try Vault.clone(bundleAt: dir + "/b0.cb", to: dir + "/a.coffer", passphrase: pw)

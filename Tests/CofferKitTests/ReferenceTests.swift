@@ -1,16 +1,9 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
 @testable import CofferKit
-
-/// A vault in a fresh temporary folder (fast KDF).
-private func programsVault() throws -> Vault {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-ref-\(UUID().uuidString.prefix(8))")
-    return try VaultFile.create(
-        path: dir.appendingPathComponent("v/vault.coffer").path, passphrase: SecretBytes(copying: Array("pw".utf8)),
-        kdf: KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1))
-}
 
 @Suite("coffer:// references")
 struct ReferenceTests {
@@ -59,7 +52,8 @@ struct ReferenceTests {
     }
 
     @Test func resolvesByTheDocumentedRule() throws {
-        let v = try programsVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "work/openai", type: .apiKey, fields: [Field(name: "key", value: "sk-1", isSecret: true)]))
         try v.add(ItemDraft(name: "a/b", type: .custom, fields: [Field(name: "c", value: "field-c", isSecret: false), Field(name: "d", value: "field-d", isSecret: true)]))
         try v.add(ItemDraft(name: "a/b/c", type: .apiKey, fields: [Field(name: "key", value: "item-abc", isSecret: true)]))
@@ -91,7 +85,8 @@ struct ReferenceTests {
     }
 
     @Test func resolverLooksUpEachNameOnce() throws {
-        let v = try programsVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "x/y", type: .apiKey, fields: [Field(name: "key", value: "k", isSecret: true)]))
         var lookups: [String] = []
         var resolver = ReferenceResolver { (name: String) throws(CofferError) -> Item? in

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -245,7 +246,8 @@ struct SourceStatusTests {
     func email(_ v: String) -> Field { Field(name: "email", value: v, isSecret: false) }
 
     @Test func readyMissingInvalidExpired() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let m = try parseManifest(exampleManifest)
         var s = try v.check(m, today: today)
         #expect(s.map(\.state) == [.missing, .missing])
@@ -276,7 +278,8 @@ struct SourceStatusTests {
     }
 
     @Test func lookupPrefersTheMatchingTypeAndLiveItems() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let req = SourceRequirement(id: "s", type: .apiKeyWithEmail)
         try v.add(ItemDraft(name: "k", type: .apiKey, fields: [key("k1")], source: "s"))
         #expect(try v.status(of: req, today: today).state == .missing)
@@ -298,7 +301,8 @@ struct SourceStatusTests {
     }
 
     @Test func registeredManifestsAreHiddenItemsThatCanBeReplacedAndRemoved() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         #expect(try !v.registerRequirements(Data(exampleManifest.utf8), name: "app", file: "app.json"))
         #expect(try v.list().isEmpty, "reserved items are hidden from list()")
         var regs = try v.registeredRequirements()
@@ -322,7 +326,8 @@ struct SourceStatusTests {
     }
 
     @Test func reservedNamesAreRefusedForUserItems() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         do {
             try v.add(ItemDraft(name: ".coffer/requirements/x", type: .note))
             Issue.record("accepted")
@@ -334,7 +339,8 @@ struct SourceStatusTests {
     }
 
     @Test func validateUsesRegisteredManifestsUnlessOneIsGiven() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.registerRequirements(Data(exampleManifest.utf8), name: "app", file: "app.json")
         let short = [key("short")]
         #expect(try !v.validate(fields: short, type: .apiKey, source: "ads").passes)

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -7,14 +8,11 @@ import Testing
 /// Library-level tests of shell sessions (the CLI tests cover the commands).
 @Suite("Session library")
 struct SessionKitTests {
-    static let kdf = KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1)
-
     final class Sandbox {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sessionkit-\(UUID().uuidString.prefix(8))").path
+        let folder = TemporaryDirectory(prefix: "coffer-sessionkit")
+        var root: String { folder.url.path }
         var vaultPath: String { root + "/vault.coffer" }
         var directory: SessionDirectory { SessionDirectory(path: root + "/sessions") }
-        init() { try! FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
-        deinit { try? FileManager.default.removeItem(atPath: root) }
     }
 
     @Test func base64URLRoundTrip() {
@@ -63,7 +61,7 @@ struct SessionKitTests {
 
     @Test func startUnlockEnd() throws {
         let box = Sandbox()
-        let vault = try VaultFile.create(path: box.vaultPath, passphrase: SecretBytes(copying: Array("pw".utf8)), kdf: Self.kdf)
+        let vault = try VaultFile.create(path: box.vaultPath, passphrase: SecretBytes(copying: Array("pw".utf8)), kdf: FastKDF.parameters)
         _ = try vault.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "v1", isSecret: true)]))
         let started = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
         #expect(started.token.hasPrefix("cs1."))
@@ -87,7 +85,7 @@ struct SessionKitTests {
     @Test func passphraseChangeKeepsMasterKey() throws {
         let box = Sandbox()
         let old = SecretBytes(copying: Array("old".utf8)), new = SecretBytes(copying: Array("new".utf8))
-        let vault = try VaultFile.create(path: box.vaultPath, passphrase: old, kdf: Self.kdf)
+        let vault = try VaultFile.create(path: box.vaultPath, passphrase: old, kdf: FastKDF.parameters)
         let s = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
         let file = try VaultFile.open(path: box.vaultPath)
         try file.changePassphrase(current: old, new: new)

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -13,6 +14,8 @@ import Testing
 @Suite("vault MAC: sync bookkeeping and areas")
 struct SyncBookkeepingMACTests {
     static let passphrase = "pw"
+    /// Bundles and clones of one test (removed after it).
+    let scratch = TemporaryDirectory(prefix: "coffer-bk")
 
     func secret(_ v: String) -> Field { Field(name: "key", value: v, isSecret: true) }
 
@@ -33,7 +36,7 @@ struct SyncBookkeepingMACTests {
     }
 
     func bundlePath() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8)).cb").path
+        scratch.path("\(UUID().uuidString.prefix(8)).cb")
     }
 
     func macProblems(_ v: Vault) throws -> [String] {
@@ -44,7 +47,8 @@ struct SyncBookkeepingMACTests {
     func makeFormatThree(_ v: Vault) throws { try setBack(v, toFormat: 3) }
 
     @Test func everyBookkeepingWriteKeepsTheMAC() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "shared", type: .apiKey, fields: [secret("s")]))
         try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
         try v.edit("device", setting(secret("d2")))
@@ -79,7 +83,8 @@ struct SyncBookkeepingMACTests {
         "INSERT INTO localOnlyWriter SELECT itemId, replicaId FROM fieldVersion WHERE itemId NOT IN (SELECT itemId FROM localOnlyWriter) LIMIT 1",
     ])
     func anEditOfTheBookkeepingIsNamed(_ statement: String) throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "shared", type: .apiKey, fields: [secret("s")]))
         try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
         let path = bundlePath()
@@ -95,7 +100,8 @@ struct SyncBookkeepingMACTests {
     }
 
     @Test func verifyNamesEachChangedArea() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")]))
         try v.edit("a", setting(secret("2")))
         try v.store.write { db in
@@ -109,7 +115,8 @@ struct SyncBookkeepingMACTests {
     }
 
     @Test func aFormatThreeVaultIsUpgradedOnUnlock() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "shared", type: .apiKey, fields: [secret("s")]))
         try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
         let path = bundlePath()
@@ -134,7 +141,8 @@ struct SyncBookkeepingMACTests {
     /// An edit made to a format-3 vault before its upgrade stays detected:
     /// the upgrade folds the old MAC, it does not recompute it.
     @Test func theUpgradeDoesNotLaunderAnEarlierEdit() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")]))
         try makeFormatThree(v)
         try v.store.write { db in try db.execute(sql: "UPDATE replica SET counter = counter + 1000") }
@@ -148,7 +156,8 @@ struct SyncBookkeepingMACTests {
     /// Setting a format-4 vault back to format 3 (header, areas, migration
     /// record) to have a changed bookkeeping folded in again is detected.
     @Test func aDowngradeToFormatThreeIsDetected() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "device", type: .apiKey, fields: [secret("d")], policy: .localOnly))
         let path = bundlePath()
         defer { unlink(path) }
@@ -172,7 +181,8 @@ struct SyncBookkeepingMACTests {
     /// The per-area MACs removed outside coffer: refused on the next write
     /// and by export, named by verify.
     @Test func missingAreaMACsAreRefused() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")]))
         try v.store.write { db in try db.execute(sql: "UPDATE vaultIntegrity SET areaMacs = NULL") }
         #expect(try macProblems(v).contains { $0.contains("per-area parts are missing") })
@@ -185,12 +195,13 @@ struct SyncBookkeepingMACTests {
     /// `--without-mac` the MAC terms only: the vaults they make are refused;
     /// with both on, the same path makes a sound vault.
     @Test func theBenchmarkBaselineLeavesTheIntegrityDataOut() throws {
-        let a = try makeVault()
+        let aBox = try TemporaryVault()
+        let a = aBox.vault
         for i in 0..<10 { try a.add(ItemDraft(name: "i\(i)", type: .apiKey, fields: [secret("v\(i)")])) }
         let path = bundlePath()
         defer { unlink(path) }
         try a.exportBundle(to: path)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))")
+        let dir = scratch.url.appendingPathComponent("clones")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
         for integrity in [BulkIntegrity.none, .recordsOnly, .full] {
@@ -210,7 +221,8 @@ struct SyncBookkeepingMACTests {
     /// over the vault) and finds the username and url fields by name: both
     /// as a listing of the new vault shows them.
     @Test func aCloneCountsListedItemsAndKeepsUsernamesOnTheWayIn() throws {
-        let a = try makeVault()
+        let aBox = try TemporaryVault()
+        let a = aBox.vault
         try a.add(ItemDraft(name: "site", type: .login, fields: [
             Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false),
             Field(name: "password", value: "pw", isSecret: true),
@@ -223,7 +235,7 @@ struct SyncBookkeepingMACTests {
         let path = bundlePath()
         defer { unlink(path) }
         try a.exportBundle(to: path)
-        let target = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bk-\(UUID().uuidString.prefix(8))/c.coffer").path
+        let target = scratch.path("clone/c.coffer")
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
         let report = try Vault.clone(bundleAt: path, to: target, passphrase: pw)

@@ -1,24 +1,18 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
 
 @testable import CofferKit
 
-let fastKDF = KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1)
-
-/// A vault in a fresh temporary folder.
-func makeVault(passphrase: String = "pw") throws -> Vault {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-kit-\(UUID().uuidString.prefix(8))")
-    return try VaultFile.create(path: dir.appendingPathComponent("v/vault.coffer").path, passphrase: SecretBytes(copying: Array(passphrase.utf8)), kdf: fastKDF)
-}
-
 @Suite("Vault items")
 struct VaultTests {
     @Test func addGetEditDelete() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "work/openai", type: .apiKey, fields: [Field(name: "key", value: "sk-1", isSecret: true)], tags: ["ai"], source: "openai"))
         var item = try v.item(named: "work/openai")
         #expect(item.primaryField?.value == "sk-1")
@@ -42,7 +36,8 @@ struct VaultTests {
     }
 
     @Test func duplicateNamesAndBadNamesAreRefused() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .note, fields: [Field(name: "notes", value: "n", isSecret: true)]))
         do {
             try v.add(ItemDraft(name: "a", type: .note))
@@ -58,7 +53,8 @@ struct VaultTests {
     /// PRODUCT.md §4: every write bumps the replica counter and stamps the
     /// written fields; the item's vector is the maximum of its fields'.
     @Test func versionVectorsAfterASequenceOfWrites() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let r = try v.replicaID()
         try v.add(ItemDraft(name: "svc", type: .login, fields: [
             Field(name: "username", value: "u", isSecret: false), Field(name: "password", value: "p1", isSecret: true),
@@ -98,7 +94,8 @@ struct VaultTests {
     /// A ciphertext moved to another row (or another vault) must not
     /// decrypt: the associated data binds vault, item, field and version.
     @Test func movedCiphertextFailsToDecrypt() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "A", isSecret: true)]))
         try v.add(ItemDraft(name: "b", type: .apiKey, fields: [Field(name: "key", value: "B", isSecret: true)]))
         let a = try v.state(of: "a").id, b = try v.state(of: "b").id
@@ -118,7 +115,8 @@ struct VaultTests {
     }
 
     @Test func wrongPassphraseAndMissingVault() throws {
-        let v = try makeVault(passphrase: "right")
+        let vBox = try TemporaryVault(passphrase: "right")
+        let v = vBox.vault
         let file = try VaultFile.open(path: v.path)
         do {
             _ = try file.unlock(passphrase: SecretBytes(copying: Array("wrong".utf8)))
@@ -143,28 +141,5 @@ struct VaultTests {
         for bad in ["2026-02-30", "2026-13-01", "tomorrow", "30", "-1d", "26-01-01"] {
             #expect(Day.parseExpiry(bad, today: today) == nil, "\(bad)")
         }
-    }
-}
-
-@Suite("Vault schema")
-struct SchemaTests {
-    static func normalized(_ sql: [String]) -> [String] {
-        sql.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.sorted()
-    }
-
-    /// Schemas/vault.sql is the normative schema: the migrations must
-    /// produce exactly it.
-    @Test func migrationsMatchSchemasVaultSQL() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let sql = try String(contentsOf: root.appendingPathComponent("Schemas/vault.sql"), encoding: .utf8)
-        let reference = try DatabaseQueue()
-        try reference.write { db in try db.execute(sql: sql) }
-        let expected = try reference.read { db in try Queries.schemaSQL(db) }
-        let v = try makeVault()
-        let actual = try v.store.read { db in try Queries.schemaSQL(db) }
-        #expect(!expected.isEmpty)
-        #expect(Self.normalized(actual) == Self.normalized(expected))
-        let version = try v.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        #expect(version == VaultStore.formatVersion)
     }
 }

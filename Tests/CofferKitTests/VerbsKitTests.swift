@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferSync
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -220,7 +221,8 @@ struct AttachmentKitTests {
     }
 
     @Test func bytesSurviveTheVaultAndLimitsHold() throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         let bytes: [UInt8] = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 31) } + [0xff, 0xfe, 0, 0xc3]
         _ = try vault.add(ItemDraft(name: "files", type: .custom, fields: [Field(name: "blob", bytes: bytes, isSecret: true, isFile: true)]))
         let f = try #require(try vault.item(named: "files").field("blob"))
@@ -244,7 +246,8 @@ struct AttachmentKitTests {
     }
 
     @Test func moveAndCopyAreAllOrNothing() throws {
-        let vault = try makeVault()
+        let vaultBox = try TemporaryVault()
+        let vault = vaultBox.vault
         _ = try vault.add([
             ItemDraft(name: "a/one", type: .apiKey, fields: [Field(name: "key", value: "1", isSecret: true)]),
             ItemDraft(name: "a/two", type: .apiKey, fields: [Field(name: "key", value: "2", isSecret: true)]),

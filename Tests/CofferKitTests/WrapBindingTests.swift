@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferStore
 import CofferSync
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -18,7 +19,8 @@ struct WrapBindingTests {
 
     /// A new vault is format 7 and its key opens only under coffer-wrap-v3.
     @Test func aNewVaultIsBound() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         let h = try header(v)
         #expect(h.formatVersion == 7 && h.wrapBinding == .integrity)
         let kdf = KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism)
@@ -33,7 +35,8 @@ struct WrapBindingTests {
     /// The wrapping of an older copy (legacy AD) put back into a format-7
     /// file: refused, never opened as an older vault.
     @Test func anOlderWrappingInAFormatSevenFileIsRefused() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "A", isSecret: true)]))
         try v.store.writeImmediate { db in try wrapAsLegacy(v, db, passphrase: Self.pw) }
         let e = #expect(throws: CofferError.self) { try VaultFile.open(path: v.path).unlock(passphrase: Self.pw) }
@@ -44,7 +47,8 @@ struct WrapBindingTests {
     /// upgraded by its first passphrase unlock, once: it is format 7 and
     /// bound afterwards, and setting it back again is refused.
     @Test func aGenuineFormatOneVaultUpgradesOnce() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "A", isSecret: true)]))
         let setBack = "DELETE FROM vaultIntegrity; UPDATE item SET record = NULL; UPDATE vault SET formatVersion = 1"
         try v.store.writeImmediate { db in
@@ -72,7 +76,8 @@ struct WrapBindingTests {
     /// A format-6 vault (legacy wrapping, current integrity data) opened
     /// through a session stays as it is; the passphrase unlock binds it.
     @Test func aFormatSixVaultIsBoundByThePassphraseUnlock() throws {
-        let v = try makeVault()
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "A", isSecret: true)]))
         try v.write { db, mac in
             var h = try Queries.header(db)

@@ -2,7 +2,7 @@ import CofferStore
 import GRDB
 import Testing
 
-@Suite("Queries.tableExists answers as GRDB's tableExists does")
+@Suite("CofferStore: Queries.tableExists answers as GRDB's tableExists does")
 struct TableExistsTests {
     @Test func sameAnswersAsGRDB() throws {
         let queue = try DatabaseQueue()

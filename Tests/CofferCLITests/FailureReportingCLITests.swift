@@ -1,24 +1,12 @@
+import CofferTestSupport
 import Foundation
 import Testing
 
-/// Regressions for defects found in review.
-@Suite("Review regressions")
-struct ReviewRegressionTests {
-    /// `coffer run` must not hand the passphrase or the session token to
-    /// the command: that would give it the whole vault.
-    @Test func runDoesNotLeakThePassphraseOrSession() {
-        let home = TestHome()
-        home.initVault()
-        #expect(home.unlocked(["add", "k"], stdin: "sk-1").status == 0)
-        let r = home.run(["run", "--", "/bin/sh", "-c", "env | grep ^COFFER_ || true"],
-                         env: ["COFFER_PASSPHRASE": home.passphrase, "K": "coffer://k"])
-        #expect(r.status == 0, "\(r)")
-        #expect(!r.stdout.contains("COFFER_PASSPHRASE"), "\(r.stdout)")
-        let kept = home.run(["run", "--keep-session", "--", "/bin/sh", "-c", "env | grep ^COFFER_PASSPHRASE= | wc -l"],
-                            env: ["COFFER_PASSPHRASE": home.passphrase])
-        #expect(kept.out.trimmingCharacters(in: .whitespaces) == "1")
-    }
-
+/// How failures are reported: one line and the exit code of
+/// docs/exit-codes.md, nothing left behind, no value quoted in an error or
+/// a warning, no input that can hang a command.
+@Suite("failures and warnings: one line, the right exit code, no value quoted, black-box")
+struct FailureReportingCLITests {
     /// A failed write to stdout is one line and exit 74, not a trap with a
     /// backtrace.
     @Test func unwritableStdoutIsOneLine() throws {
@@ -83,25 +71,6 @@ struct ReviewRegressionTests {
         #expect(!a.stderr.contains("OPENAI_API_KEY") && !a.stderr.contains("sk-abc"), "\(a.stderr)")
     }
 
-    /// The passphrase descriptor is not inherited by `coffer run`'s command.
-    @Test func passphraseDescriptorIsNotInherited() {
-        let home = TestHome()
-        home.initVault()
-        #expect(home.unlocked(["add", "k"], stdin: "sk-1").status == 0)
-        let r = home.run(["run", "--passphrase-fd", "3", "--", "/bin/sh", "-c", "cat <&3 2>/dev/null; echo rc=$?"],
-                         fd3: home.passphrase + "\n", env: ["K": "coffer://k"])
-        #expect(r.status == 0, "\(r)")
-        #expect(!r.stdout.contains(home.passphrase), "\(r.stdout)")
-    }
-
-    /// `coffer run` gives the command the user's umask, not coffer's 077.
-    @Test func runRestoresTheUmask() {
-        let home = TestHome()
-        let r = Spawn.run("/bin/sh", ["-c", "umask 022; exec \"$0\" run -- /bin/sh -c umask", CofferBinary.path], stdin: nil, fd3: nil,
-                          environment: home.environment, workDir: home.root.path)
-        #expect(r.out == "0022", "\(r)")
-    }
-
     /// An unlock whose token cannot be printed leaves no session behind.
     @Test func failedUnlockLeavesNoSession() throws {
         let home = TestHome()
@@ -112,17 +81,5 @@ struct ReviewRegressionTests {
         let dir = home.root.appendingPathComponent("run/coffer").path
         let files = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         #expect(files.filter { $0.hasSuffix(".session") }.isEmpty, "\(files)")
-    }
-
-    /// Naming one item twice is not a variable collision; a stored
-    /// override that is not a variable name is refused.
-    @Test func envListsAnItemOnceAndRefusesBadOverrides() {
-        let home = TestHome()
-        home.initVault()
-        #expect(home.unlocked(["add", "work/openai"], stdin: "sk-1").status == 0)
-        let r = home.unlocked(["env", "work/openai", "work/openai"])
-        #expect(r.status == 0, "\(r)")
-        let bad = home.unlocked(["edit", "work/openai", "--env-var", "key=A=1; touch x"])
-        #expect(bad.status == 64, "\(bad)")
     }
 }
