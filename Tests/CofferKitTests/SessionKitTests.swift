@@ -49,8 +49,8 @@ struct SessionKitTests {
     @Test func rekeyEndsTheOldKeysSessions() throws {
         let box = Sandbox()
         let pw = SecretBytes(copying: Array("pw".utf8))
-        let vault = try VaultFile.create(path: box.vaultPath, passphrase: pw, kdf: Self.kdf)
-        let other = try VaultFile.create(path: box.root + "/other.coffer", passphrase: pw, kdf: Self.kdf)
+        let vault = try VaultFile.create(path: box.vaultPath, passphrase: pw, kdf: FastKDF.parameters)
+        let other = try VaultFile.create(path: box.root + "/other.coffer", passphrase: pw, kdf: FastKDF.parameters)
         let s = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
         let kept = try Session.start(vault: other, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
         let (_, report) = try vault.file.rekey(vault, passphrase: pw, sessionDirectories: [box.directory])
