@@ -10,42 +10,59 @@ import Glibc
 /// to it), a one-line message saying what went wrong, and a hint saying
 /// what to do. Messages never contain a secret.
 public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// What went wrong, for programs. New kinds may be added.
-    public enum Kind: Sendable, Equatable {
+    /// What went wrong, for programs.
+    ///
+    /// A struct with one constant per kind rather than an enum, as GRDB's
+    /// `ResultCode`, so that a later CofferKit can add a kind without
+    /// breaking an application's `switch`: compare (`error.kind == .locked`)
+    /// or `switch` with a `default` for the kinds you do not handle. The raw
+    /// value is the kind's name (`"wrongPassphrase"`), also its
+    /// `description`. A kind this CofferKit does not know (made with
+    /// ``init(rawValue:)``) has exit code 70, like ``internalError``.
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name, as written after the dot (`"locked"`).
+        public let rawValue: String
+
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
         /// The command line or an argument value is wrong.
-        case usage
+        public static let usage = Kind(rawValue: "usage")
         /// The passphrase does not unlock the vault.
-        case wrongPassphrase
+        public static let wrongPassphrase = Kind(rawValue: "wrongPassphrase")
         /// The vault needs a passphrase or session and none is available,
         /// or a session is expired, forged or of another vault.
-        case locked
+        public static let locked = Kind(rawValue: "locked")
         /// No vault at the path.
-        case vaultNotFound
+        public static let vaultNotFound = Kind(rawValue: "vaultNotFound")
         /// A vault already exists where one would be created.
-        case vaultExists
+        public static let vaultExists = Kind(rawValue: "vaultExists")
         /// No item by that name.
-        case itemNotFound
+        public static let itemNotFound = Kind(rawValue: "itemNotFound")
         /// An item by that name already exists.
-        case duplicateName
+        public static let duplicateName = Kind(rawValue: "duplicateName")
         /// Several items share the name (after a sync); address one by id.
-        case ambiguousName
+        public static let ambiguousName = Kind(rawValue: "ambiguousName")
         /// A file named on the command line does not exist.
-        case fileNotFound
+        public static let fileNotFound = Kind(rawValue: "fileNotFound")
         /// Input data is malformed, corrupted, tampered with or foreign.
-        case badData
+        public static let badData = Kind(rawValue: "badData")
         /// A file or folder cannot be created or written.
-        case cannotCreate
+        public static let cannotCreate = Kind(rawValue: "cannotCreate")
         /// Reading or writing failed part-way: a full disk, an I/O error.
-        case ioError
+        public static let ioError = Kind(rawValue: "ioError")
         /// The vault is locked by another process; try again.
-        case busy
+        public static let busy = Kind(rawValue: "busy")
         /// A credential failed its source's format rule.
-        case invalidCredential
+        public static let invalidCredential = Kind(rawValue: "invalidCredential")
         /// An internal failure (a bug, or a broken environment).
-        case internalError
+        public static let internalError = Kind(rawValue: "internalError")
         /// The vault or a file cannot be read or written by this user: no
         /// permission, or read-only (file, folder or file system).
-        case permissionDenied
+        public static let permissionDenied = Kind(rawValue: "permissionDenied")
     }
 
     public var kind: Kind
@@ -63,7 +80,8 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         self.hint = hint
     }
 
-    /// The process exit status for this error (sysexits.h, docs/exit-codes.md).
+    /// The process exit status for this error (sysexits.h, docs/exit-codes.md);
+    /// 70 (internal) for a kind this CofferKit does not know.
     public var exitCode: Int32 {
         switch kind {
         case .usage: return 64
@@ -74,6 +92,7 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case .ioError: return 74
         case .busy: return 75
         case .wrongPassphrase, .locked, .permissionDenied: return 77
+        default: return 70
         }
     }
 
