@@ -51,4 +51,11 @@ struct SodiumReturnCodeTests {
         }
     }
     #endif
+
+    @Test func guardedMemoryIsProtectedWithoutFailure() {
+        let s = SecretBytes(copying: [1, 2, 3])
+        #expect(s.revealedBytes() == [1, 2, 3])
+        s.keepingReadable { #expect(s.constantTimeEquals(SecretBytes(copying: [1, 2, 3]))) }
+        #expect(SecretMemory.protectFailure == nil)
+    }
 }
