@@ -31,13 +31,15 @@ public enum AEAD {
     ) -> [UInt8] {
         precondition(key.count == keyLength)
         var out = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
-        out.withUnsafeMutableBufferPointer { o in
+        // Always 0 in libsodium: a plaintext above its limit (2^64 − 17
+        // bytes) aborts inside libsodium (sodium_misuse) rather than failing.
+        let rc = out.withUnsafeMutableBufferPointer { o in
             writeNonce(o.baseAddress!)
-            plaintext.withUnsafeBufferPointer { m in
+            return plaintext.withUnsafeBufferPointer { m in
                 associatedData.withUnsafeBufferPointer { ad in
                     key.withBytes { k in
                         var clen: UInt64 = 0
-                        _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                        return crypto_aead_xchacha20poly1305_ietf_encrypt(
                             o.baseAddress! + nonceLength, &clen,
                             m.baseAddress, UInt64(m.count),
                             ad.baseAddress, UInt64(ad.count), nil,
@@ -46,6 +48,7 @@ public enum AEAD {
                 }
             }
         }
+        Sodium.mustSucceed(rc, "crypto_aead_xchacha20poly1305_ietf_encrypt")
         return out
     }
 
@@ -83,12 +86,13 @@ public enum AEAD {
         precondition(key.count == keyLength && nonce.count == nonceLength)
         var out = [UInt8](repeating: 0, count: nonceLength + secret.count + tagLength)
         out.replaceSubrange(0..<nonceLength, with: nonce)
-        out.withUnsafeMutableBufferPointer { o in
+        // Always 0 in libsodium, as in seal above.
+        let rc = out.withUnsafeMutableBufferPointer { o in
             associatedData.withUnsafeBufferPointer { ad in
                 secret.withBytes { m in
                     key.withBytes { k in
                         var clen: UInt64 = 0
-                        _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                        return crypto_aead_xchacha20poly1305_ietf_encrypt(
                             o.baseAddress! + nonceLength, &clen,
                             m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
                             ad.baseAddress, UInt64(ad.count), nil,
@@ -97,6 +101,7 @@ public enum AEAD {
                 }
             }
         }
+        Sodium.mustSucceed(rc, "crypto_aead_xchacha20poly1305_ietf_encrypt")
         return out
     }
 

@@ -7,17 +7,21 @@ public enum SubKey {
     /// The 8-byte context string for every Coffer sub-key.
     public static let context = "coffer01"
 
-    /// Derives a 32-byte sub-key for `id` from `master` (32 bytes).
+    /// Derives a sub-key of `length` bytes (16...64, libsodium's range;
+    /// another length stops the process) for `id` from `master` (32 bytes).
     public static func derive(from master: SecretBytes, id: UInt64, length: Int = 32) -> SecretBytes {
         precondition(master.count == 32)
+        precondition((16...64).contains(length), "SubKey.derive: a sub-key has 16 to 64 bytes, not \(length)")
         Sodium.ensure()
         let ctx = Array(context.utf8).map { CChar(bitPattern: $0) }
         return SecretBytes(count: length) { out in
-            master.withBytes { k in
-                _ = crypto_kdf_derive_from_key(
+            // Fails (-1, EINVAL) only for a length outside 16...64, checked above.
+            let rc = master.withBytes { k in
+                crypto_kdf_derive_from_key(
                     out.baseAddress!.assumingMemoryBound(to: UInt8.self), length, id, ctx,
                     k.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
+            Sodium.mustSucceed(rc, "crypto_kdf_derive_from_key")
         }
     }
 }
@@ -25,23 +29,30 @@ public enum SubKey {
 /// Keyed BLAKE2b (`crypto_generichash`), used for the name index and for
 /// opaque field identifiers.
 public enum KeyedHash {
-    /// BLAKE2b of `message` keyed with `key`, `length` bytes (16...64).
+    /// BLAKE2b of `message` keyed with `key` (at most 64 bytes), `length`
+    /// bytes (16...64). Other lengths stop the process.
     public static func hash(_ message: some Collection<UInt8>, key: SecretBytes, length: Int = 32) -> [UInt8] {
         precondition((16...64).contains(length))
+        precondition(key.count <= maxKeyLength, "KeyedHash: a BLAKE2b key has at most 64 bytes, not \(key.count)")
         Sodium.ensure()
         let message = Array(message)
         var out = [UInt8](repeating: 0, count: length)
-        out.withUnsafeMutableBufferPointer { o in
+        // Fails only for a length or key length out of range, checked above.
+        let rc = out.withUnsafeMutableBufferPointer { o in
             message.withUnsafeBufferPointer { m in
                 key.withBytes { k in
-                    _ = crypto_generichash(
+                    crypto_generichash(
                         o.baseAddress!, length, m.baseAddress, UInt64(m.count),
                         k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
                 }
             }
         }
+        Sodium.mustSucceed(rc, "crypto_generichash")
         return out
     }
+
+    /// The longest BLAKE2b key (`crypto_generichash_KEYBYTES_MAX`).
+    static let maxKeyLength = 64
 
     /// Unkeyed BLAKE2b, for fingerprints of non-secret data.
     public static func digest(_ message: some Collection<UInt8>, length: Int = 32) -> [UInt8] {
@@ -56,24 +67,30 @@ public enum KeyedHash {
     public static func digest(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         precondition((16...64).contains(out.count))
         Sodium.ensure()
-        _ = crypto_generichash(
+        // Unkeyed, the length checked above: cannot fail.
+        let rc = crypto_generichash(
             out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
             message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count), nil, 0)
+        Sodium.mustSucceed(rc, "crypto_generichash")
     }
 
     /// Derives a 32-byte key from a secret and a label with keyed BLAKE2b:
     /// `BLAKE2b-256(key = secret, message = label)`, into guarded memory.
+    /// `secret` has at most 64 bytes (a longer one stops the process).
     public static func deriveKey(from secret: SecretBytes, label: [UInt8]) -> SecretBytes {
+        precondition(secret.count <= maxKeyLength, "KeyedHash: a BLAKE2b key has at most 64 bytes, not \(secret.count)")
         Sodium.ensure()
         return SecretBytes(count: 32) { out in
-            label.withUnsafeBufferPointer { m in
+            // Fails only for a key longer than 64 bytes, checked above.
+            let rc = label.withUnsafeBufferPointer { m in
                 secret.withBytes { k in
-                    _ = crypto_generichash(
+                    crypto_generichash(
                         out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
                         m.baseAddress, UInt64(m.count),
                         k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
                 }
             }
+            Sodium.mustSucceed(rc, "crypto_generichash")
         }
     }
 }
@@ -91,8 +108,11 @@ public final class PreparedKeyedHash: @unchecked Sendable {
     private let stateSize: Int
     public let length: Int
 
+    /// Prepares hashing under `key` (at most 64 bytes), `length`-byte
+    /// digests (16...64); other lengths stop the process.
     public init(key: SecretBytes, length: Int = 32) {
         precondition((16...64).contains(length))
+        precondition(key.count <= KeyedHash.maxKeyLength, "PreparedKeyedHash: a BLAKE2b key has at most 64 bytes, not \(key.count)")
         Sodium.ensure()
         self.length = length
         // A multiple of 64: sodium_malloc then returns 64-byte-aligned memory
@@ -104,10 +124,12 @@ public final class PreparedKeyedHash: @unchecked Sendable {
         state = p
         scratch = q
         digest = d
-        key.withBytes { k in
-            _ = crypto_generichash_init(
+        // Fails only for a length or key length out of range, checked above.
+        let rc = key.withBytes { k in
+            crypto_generichash_init(
                 OpaquePointer(state), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, length)
         }
+        Sodium.mustSucceed(rc, "crypto_generichash_init")
     }
 
     deinit {
@@ -119,12 +141,16 @@ public final class PreparedKeyedHash: @unchecked Sendable {
     public func hash(_ message: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: length)
         scratch.copyMemory(from: state, byteCount: stateSize)
-        message.withUnsafeBufferPointer { m in
-            _ = crypto_generichash_update(OpaquePointer(scratch), m.baseAddress, UInt64(m.count))
+        // update always returns 0; final fails only on a state already
+        // finalised, and scratch is a fresh copy of the prepared state.
+        let updated = message.withUnsafeBufferPointer { m in
+            crypto_generichash_update(OpaquePointer(scratch), m.baseAddress, UInt64(m.count))
         }
-        out.withUnsafeMutableBufferPointer { o in
-            _ = crypto_generichash_final(OpaquePointer(scratch), o.baseAddress!, length)
+        Sodium.mustSucceed(updated, "crypto_generichash_update")
+        let finished = out.withUnsafeMutableBufferPointer { o in
+            crypto_generichash_final(OpaquePointer(scratch), o.baseAddress!, length)
         }
+        Sodium.mustSucceed(finished, "crypto_generichash_final")
         return out
     }
 
@@ -138,8 +164,13 @@ public final class PreparedKeyedHash: @unchecked Sendable {
     /// The same for bytes in memory (a term written into a reused buffer).
     public func hash<R>(_ message: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         scratch.copyMemory(from: state, byteCount: stateSize)
-        _ = crypto_generichash_update(OpaquePointer(scratch), message.baseAddress, UInt64(message.count))
-        _ = crypto_generichash_final(OpaquePointer(scratch), digest.assumingMemoryBound(to: UInt8.self), length)
+        // As in hash(_:) above: cannot fail on a fresh copy of the state.
+        Sodium.mustSucceed(
+            crypto_generichash_update(OpaquePointer(scratch), message.baseAddress, UInt64(message.count)),
+            "crypto_generichash_update")
+        Sodium.mustSucceed(
+            crypto_generichash_final(OpaquePointer(scratch), digest.assumingMemoryBound(to: UInt8.self), length),
+            "crypto_generichash_final")
         return body(UnsafeBufferPointer(start: digest.assumingMemoryBound(to: UInt8.self), count: length))
     }
 }

@@ -34,7 +34,7 @@ public final class SecretBytes: @unchecked Sendable {
             sodium_free(p)
             throw error
         }
-        sodium_mprotect_noaccess(p)
+        Self.checkClosed(sodium_mprotect_noaccess(p))
     }
 
     /// Copies `bytes` into guarded memory and wipes the source array's
@@ -75,13 +75,13 @@ public final class SecretBytes: @unchecked Sendable {
     /// read-only inside and inaccessible outside.
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         lock.lock()
-        if readers == 0 { sodium_mprotect_readonly(pointer) }
+        if readers == 0 { Self.checkOpened(sodium_mprotect_readonly(pointer), "sodium_mprotect_readonly") }
         readers += 1
         lock.unlock()
         defer {
             lock.lock()
             readers -= 1
-            if readers == 0 { sodium_mprotect_noaccess(pointer) }
+            if readers == 0 { Self.checkClosed(sodium_mprotect_noaccess(pointer)) }
             lock.unlock()
         }
         return try body(UnsafeRawBufferPointer(start: pointer, count: count))
@@ -99,16 +99,47 @@ public final class SecretBytes: @unchecked Sendable {
     /// Write access, for filling scratch buffers inside this module.
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         lock.lock()
-        sodium_mprotect_readwrite(pointer)
+        Self.checkOpened(sodium_mprotect_readwrite(pointer), "sodium_mprotect_readwrite")
         readers += 1
         lock.unlock()
         defer {
             lock.lock()
             readers -= 1
-            if readers == 0 { sodium_mprotect_noaccess(pointer) } else { sodium_mprotect_readonly(pointer) }
+            Self.checkClosed(readers == 0 ? sodium_mprotect_noaccess(pointer) : sodium_mprotect_readonly(pointer))
             lock.unlock()
         }
         return try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    // sodium_mprotect_* is mprotect(2) on the pages of the region, and can
+    // fail: ENOMEM when the kernel cannot split the mapping (the process
+    // has vm.max_map_count mappings, or no memory for the bookkeeping).
+    // The two directions are handled differently, by decision:
+    //
+    // - Opening the region (readonly, readwrite) before a use: when that
+    //   fails, the very access that follows faults (SIGSEGV). Stop with a
+    //   message saying why instead. withBytes cannot throw a CryptoError
+    //   without changing every caller's signature, and there is nothing a
+    //   caller could do about it.
+    // - Closing it again (noaccess, or back to readonly) after a use: the
+    //   bytes stay correct and sodium_free still wipes them; what is lost is
+    //   the guard against a stray read of the key while nobody uses it — the
+    //   same defence-in-depth an mlock failure loses. Aborting a command
+    //   half-way (a vault write) would not protect the key any better, so
+    //   the first failure is recorded (SecretMemory.protectFailure) and the
+    //   command goes on; the CLI warns at exit, as it does for mlock.
+
+    /// Checks opening the region before a use; see above.
+    private static func checkOpened(_ rc: Int32, _ call: StaticString) {
+        guard rc != 0 else { return }
+        let code = errno
+        preconditionFailure(
+            "\(call) failed (\(String(cString: strerror(code)))): guarded key memory cannot be made accessible (vm.max_map_count reached?)")
+    }
+
+    /// Records a failure to close the region after a use; see above.
+    private static func checkClosed(_ rc: Int32) {
+        if rc != 0 { SecretMemory.recordProtectFailure(errno) }
     }
 
     /// Constant-time comparison (`sodium_memcmp`).

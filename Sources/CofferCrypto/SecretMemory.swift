@@ -16,6 +16,21 @@ public enum SecretMemory {
         return e == 0 ? nil : e
     }
 
+    private static let protection = Mutex<Int32>(0)
+
+    /// `errno` of the first `sodium_mprotect_noaccess` (or `_readonly` after
+    /// a write) that failed in this process, or nil: some secret memory
+    /// then stayed readable between uses (still wiped when freed).
+    public static var protectFailure: Int32? {
+        let e = protection.withLock { $0 }
+        return e == 0 ? nil : e
+    }
+
+    static func recordProtectFailure(_ errno: Int32) {
+        let code = errno == 0 ? ENOMEM : errno
+        protection.withLock { if $0 == 0 { $0 = code } }
+    }
+
     /// Locks `count` bytes at `pointer` (already locked by libsodium when
     /// that worked) and records a failure.
     static func lock(_ pointer: UnsafeMutableRawPointer, _ count: Int) {

@@ -29,15 +29,17 @@ public enum SecretStream {
         public init(key: SecretBytes) {
             precondition(key.count == keyLength)
             Sodium.ensure()
-            state = sodium_malloc(crypto_secretstream_xchacha20poly1305_statebytes())!
+            state = Sodium.mallocOrTrap(crypto_secretstream_xchacha20poly1305_statebytes())
             var h = [UInt8](repeating: 0, count: headerLength)
             let st = state.assumingMemoryBound(to: crypto_secretstream_xchacha20poly1305_state.self)
-            h.withUnsafeMutableBufferPointer { hp in
+            // Always 0 in libsodium (a random header, an HChaCha20 call).
+            let rc = h.withUnsafeMutableBufferPointer { hp in
                 key.withBytes { k in
-                    _ = crypto_secretstream_xchacha20poly1305_init_push(
+                    crypto_secretstream_xchacha20poly1305_init_push(
                         st, hp.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
+            Sodium.mustSucceed(rc, "crypto_secretstream_xchacha20poly1305_init_push")
             header = h
         }
 
@@ -49,14 +51,16 @@ public enum SecretStream {
         package init(key: SecretBytes, deterministicHeader: [UInt8]) {
             precondition(key.count == keyLength && deterministicHeader.count == headerLength)
             Sodium.ensure()
-            state = sodium_malloc(crypto_secretstream_xchacha20poly1305_statebytes())!
+            state = Sodium.mallocOrTrap(crypto_secretstream_xchacha20poly1305_statebytes())
             let st = state.assumingMemoryBound(to: crypto_secretstream_xchacha20poly1305_state.self)
-            deterministicHeader.withUnsafeBufferPointer { hp in
+            // Always 0 in libsodium (it checks nothing: a header is any 24 bytes).
+            let rc = deterministicHeader.withUnsafeBufferPointer { hp in
                 key.withBytes { k in
-                    _ = crypto_secretstream_xchacha20poly1305_init_pull(
+                    crypto_secretstream_xchacha20poly1305_init_pull(
                         st, hp.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
+            Sodium.mustSucceed(rc, "crypto_secretstream_xchacha20poly1305_init_pull")
             header = deterministicHeader
         }
 
@@ -69,16 +73,19 @@ public enum SecretStream {
             if tag == .final { finished = true }
             var out = [UInt8](repeating: 0, count: message.count + overhead)
             let st = state.assumingMemoryBound(to: crypto_secretstream_xchacha20poly1305_state.self)
-            out.withUnsafeMutableBufferPointer { o in
+            // Always 0 in libsodium: a message above its 256 GiB limit
+            // aborts inside libsodium (sodium_misuse) rather than failing.
+            let rc = out.withUnsafeMutableBufferPointer { o in
                 message.withUnsafeBufferPointer { m in
                     associatedData.withUnsafeBufferPointer { ad in
                         var clen: UInt64 = 0
-                        _ = crypto_secretstream_xchacha20poly1305_push(
+                        return crypto_secretstream_xchacha20poly1305_push(
                             st, o.baseAddress!, &clen, m.baseAddress, UInt64(m.count),
                             ad.baseAddress, UInt64(ad.count), tag.rawValue)
                     }
                 }
             }
+            Sodium.mustSucceed(rc, "crypto_secretstream_xchacha20poly1305_push")
             return out
         }
     }
@@ -94,7 +101,7 @@ public enum SecretStream {
             precondition(key.count == keyLength)
             Sodium.ensure()
             guard header.count == headerLength else { throw .malformedInput("stream header") }
-            state = sodium_malloc(crypto_secretstream_xchacha20poly1305_statebytes())!
+            state = Sodium.mallocOrTrap(crypto_secretstream_xchacha20poly1305_statebytes())
             let st = state.assumingMemoryBound(to: crypto_secretstream_xchacha20poly1305_state.self)
             let rc = header.withUnsafeBufferPointer { hp in
                 key.withBytes { k in
