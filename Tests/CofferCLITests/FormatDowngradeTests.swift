@@ -33,13 +33,7 @@ struct FormatDowngradeTests {
     @Test func aRotatedOutKeyIsNotServedAfterASetBack() throws {
         let home = home([("a", "OLD-KEY")])
         #expect(home.unlocked(["edit", "a", "--secret", "key"], stdin: "NEW-KEY\n").status == 0)
-        VaultTamperingTests.sql(home.vaultPath, """
-            DELETE FROM fieldVersion WHERE EXISTS (SELECT 1 FROM fieldHistory h
-              WHERE h.itemId = fieldVersion.itemId AND h.registerId = fieldVersion.registerId);
-            INSERT INTO fieldVersion SELECT itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldHistory;
-            DELETE FROM fieldHistory;
-            \(Self.setBackToFormatOne)
-            """)
+        VaultTamperingTests.sql(home.vaultPath, VaultTamperingTests.moveHistoryBack + "\n" + Self.setBackToFormatOne)
         let before = home.vaultBytes()
         for args in [["get", "a"], ["verify"], ["ls"], ["export", "--out", home.path("x.cb")]] {
             let r = home.unlocked(args)

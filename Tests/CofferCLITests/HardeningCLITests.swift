@@ -163,8 +163,9 @@ struct HardeningCLITests {
         #expect(r.status == 65 && r.stderr.contains("would set GIT_PAGER"), "\(r)")
     }
 
-    @Test func injectRefusesAnotherUsersLinkInAStickyFolder() throws {
-        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+    /// A vault holding work/openai, a template t.tpl using it, and a
+    /// sticky world-writable folder `shared` (as /tmp is).
+    static func stickyFolderHome() throws -> (TestHome, String) {
         let home = TestHome()
         home.initVault()
         #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
@@ -172,6 +173,12 @@ struct HardeningCLITests {
         let shared = home.path("shared")
         mkdir(shared, 0o777)
         chmod(shared, 0o1777)
+        return (home, shared)
+    }
+
+    @Test func injectRefusesAnotherUsersLinkInAStickyFolder() throws {
+        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+        let (home, shared) = try Self.stickyFolderHome()
         let victim = home.path("victim.txt")
         try "precious\n".write(toFile: victim, atomically: true, encoding: .utf8)
         let link = shared + "/out.env"
@@ -193,13 +200,7 @@ struct HardeningCLITests {
     /// owned by another user in a sticky shared folder is not followed.
     @Test func outputsRefuseAnotherUsersDirectoryLinkInAStickyFolder() throws {
         guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
-        let home = TestHome()
-        home.initVault()
-        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
-        try "k={{ coffer://work/openai }}\n".write(toFile: home.path("t.tpl"), atomically: true, encoding: .utf8)
-        let shared = home.path("shared")
-        mkdir(shared, 0o777)
-        chmod(shared, 0o1777)
+        let (home, shared) = try Self.stickyFolderHome()
         let victims = home.path("victims")
         mkdir(victims, 0o700)
         mkdir(victims + "/sub", 0o700)

@@ -19,6 +19,15 @@ struct VaultTamperingTests {
         precondition(r.status == 0, "sqlite3 failed: \(r)")
     }
 
+    /// Moves every history version back into `fieldVersion` in place of
+    /// the current one: a rotated-out value made current again.
+    static let moveHistoryBack = """
+        DELETE FROM fieldVersion WHERE EXISTS (SELECT 1 FROM fieldHistory h
+          WHERE h.itemId = fieldVersion.itemId AND h.registerId = fieldVersion.registerId);
+        INSERT INTO fieldVersion SELECT itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldHistory;
+        DELETE FROM fieldHistory;
+        """
+
     static func expectModified(_ r: CLIResult, notShowing secrets: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(r.status == 65, "\(r)", sourceLocation: sourceLocation)
         #expect(r.stderr.contains("vault file was modified outside coffer"), "\(r)", sourceLocation: sourceLocation)
@@ -81,12 +90,7 @@ struct VaultTamperingTests {
     @Test func aHistoryVersionMovedBackIsRefused() throws {
         let home = home([("a", "OLD-KEY")])
         #expect(home.unlocked(["edit", "a", "--secret", "key"], stdin: "NEW-KEY\n").status == 0)
-        Self.sql(home.vaultPath, """
-            DELETE FROM fieldVersion WHERE EXISTS (SELECT 1 FROM fieldHistory h
-              WHERE h.itemId = fieldVersion.itemId AND h.registerId = fieldVersion.registerId);
-            INSERT INTO fieldVersion SELECT itemId, registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldHistory;
-            DELETE FROM fieldHistory;
-            """)
+        Self.sql(home.vaultPath, Self.moveHistoryBack)
         Self.expectModified(home.unlocked(["get", "a"]), notShowing: ["OLD-KEY", "NEW-KEY"])
         Self.expectModified(home.unlocked(["history", "a", "--show-secrets"]), notShowing: ["OLD-KEY", "NEW-KEY"])
     }
