@@ -67,8 +67,9 @@ let package = Package(
         .target(
             name: "CofferKit",
             dependencies: [
+                // No GRDB: CofferKit hands CofferStore a StoreConnection and
+                // runs no SQL itself (scripts/check-layers.sh).
                 "CofferCrypto", "CofferSystem", "CofferSync", "CofferStore",
-                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Word lists compiled into the library, so an installed binary
             // needs no files beside it: the EFF long wordlist for `coffer
@@ -78,7 +79,7 @@ let package = Package(
                 .embedInCode("Resources/eff_large_wordlist.txt"),
                 .embedInCode("Audit/Resources/common-words.txt"),
             ],
-            swiftSettings: strict),
+            swiftSettings: strict + [.enableUpcomingFeature("MemberImportVisibility")]),
         // Other tools' formats (pass, KeePass XML/kdbx, Bitwarden, 1PUX,
         // CSV, dotenv, Coffer JSON) read into and written from CofferKit's
         // item model; their libraries stay here (docs/import-export.md).

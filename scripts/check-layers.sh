@@ -4,7 +4,7 @@
 # Package.swift alone does not enforce it, because Swift lets a target
 # import any module its dependencies depend on.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "${CHECK_LAYERS_ROOT:-$(dirname "$0")/..}"
 
 # target: allowed modules (besides the platform: Foundation, FoundationEssentials, Glibc, Musl, Dispatch).
 declare -A ALLOWED=(
@@ -12,7 +12,7 @@ declare -A ALLOWED=(
   [CofferSystem]="CofferCrypto CCofferSys SystemPackage"
   [CofferSync]="CofferCrypto"
   [CofferStore]="CofferSync CofferCrypto GRDB SQLite3 GRDBSQLite"
-  [CofferKit]="CofferCrypto CofferSystem CofferSync CofferStore GRDB"
+  [CofferKit]="CofferCrypto CofferSystem CofferSync CofferStore"
   [CofferInterop]="CofferKit CofferCrypto CofferSystem XMLCoder SWXMLHash ZIPFoundation CZlib SwiftCSV FoundationXML"
   [coffer]="CofferKit CofferInterop CofferSystem CofferCrypto CofferSync ArgumentParser"
   [CofferBenchSupport]="CofferKit CofferStore CofferSync CofferCrypto GRDB"
@@ -38,6 +38,15 @@ for dir in Sources/*/; do
     fi
   done < <(grep -rnE '^[[:space:]]*(@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' "$dir" --include='*.swift' || true)
 done
+# SQL lives in CofferStore, which reads every row through SafeRow (a
+# damaged row is exit 65, never a trap): CofferKit hands it a
+# StoreConnection and runs no statement of its own. A string literal that
+# starts like an SQL statement is refused (comments are skipped).
+while IFS=: read -r file line _; do
+  echo "check-layers: $file:$line: CofferKit must not hold SQL; add a query to Sources/CofferStore (Queries) and call it" >&2
+  status=1
+done < <(grep -rnE '"[[:space:]]*(SELECT|INSERT|UPDATE|DELETE|REPLACE|PRAGMA|CREATE|DROP|ALTER|WITH)[[:space:]]+[A-Za-z_*(]' Sources/CofferKit --include='*.swift' \
+  | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
 # CofferKit's API tests stand for an application: `import CofferKit` and
 # the platform only, so a type the API needs but does not re-export fails.
 # The shared test support (Tests/CofferTestSupport, used by every test

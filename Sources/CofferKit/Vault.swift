@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// An unlocked vault: the keys are in guarded memory and every item
 /// operation is available. Thread-safe: SQLite access is serialized by
@@ -79,7 +78,7 @@ public final class Vault: Sendable {
 
     /// Finds the live item called `name`, or addressed as `id:HEX` (a
     /// unique prefix of its id).
-    package func resolve(_ db: Database, _ name: String) throws -> ItemID {
+    package func resolve(_ db: StoreConnection, _ name: String) throws -> ItemID {
         if name.hasPrefix("id:") {
             let prefix = name.dropFirst(3).lowercased()
             guard prefix.count >= 4 else {
@@ -344,7 +343,7 @@ public final class Vault: Sendable {
         }
     }
 
-    private func insert(_ db: Database, name: String, draft: ItemDraft, mac: VaultMAC) throws -> Item {
+    private func insert(_ db: StoreConnection, name: String, draft: ItemDraft, mac: VaultMAC) throws -> Item {
         let id = ItemID.random()
         let dot = try nextDot(db, item: id, policy: draft.policy, mac: mac)
         let now = Clock.nowMillis()
@@ -444,7 +443,7 @@ public final class Vault: Sendable {
 
     /// Every live item's summary from its sealed record, each checked
     /// against the item's clear columns, in listing order.
-    func fullListing(_ db: Database) throws -> [ItemSummary] {
+    func fullListing(_ db: StoreConnection) throws -> [ItemSummary] {
         // One sealed record per item: no field version is read (issue 11).
         let listed = try Queries.listedItems(db)
         var out: [ItemSummary] = []

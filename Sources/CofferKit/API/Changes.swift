@@ -1,7 +1,6 @@
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -123,9 +122,9 @@ final class ChangeWatcher: @unchecked Sendable {
         rows = snapshot?.1 ?? [:]
     }
 
-    static func version(_ db: Database) throws -> Int { try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+    static func version(_ db: StoreConnection) throws -> Int { try Queries.dataVersion(db) }
 
-    static func fingerprints(_ db: Database) throws -> [ItemID: Fingerprint] {
+    static func fingerprints(_ db: StoreConnection) throws -> [ItemID: Fingerprint] {
         var out: [ItemID: Fingerprint] = [:]
         for r in try Queries.itemRows(db, includeDeleted: true) {
             out[r.id] = Fingerprint(updatedAt: r.updatedAt, isDeleted: r.isDeleted, hasConflict: r.hasConflict, nameHash: r.nameHash)
@@ -169,7 +168,7 @@ final class ChangeWatcher: @unchecked Sendable {
     }
 
     /// The shown name of item `id`, decrypted.
-    private func name(_ db: Database, _ id: ItemID) throws -> String? {
+    private func name(_ db: StoreConnection, _ id: ItemID) throws -> String? {
         let state = try Queries.itemState(db, id: id)
         guard let shown = Register.shown(state.registers[.name] ?? []), !shown.isTombstone else { return nil }
         return try vault.open(shown, item: id, register: .name).text

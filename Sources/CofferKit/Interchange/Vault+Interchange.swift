@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// Called during a long import with (entries done, entries in all).
 public typealias InterchangeProgress = @Sendable (Int, Int) -> Void
@@ -63,7 +62,7 @@ extension Vault {
         // transaction's own for a real import; for a dry run, which writes
         // nothing, one that is never committed.
         var mac = VaultMAC(key: keys.mac)
-        func dot(_ db: Database) throws -> Dot {
+        func dot(_ db: StoreConnection) throws -> Dot {
             guard let previous = last else {
                 let first = try nextDot(db, mac)
                 last = first
@@ -73,7 +72,7 @@ extension Vault {
             last = next
             return next
         }
-        func work(_ db: Database) throws -> InterchangeReport {
+        func work(_ db: StoreConnection) throws -> InterchangeReport {
             var report = InterchangeReport(dryRun: options.dryRun)
             var taken = Set<String>()
             // An empty vault has no names to look up: every name taken is
@@ -155,17 +154,8 @@ extension Vault {
                                 return try accumulator.keepingReadable {
                                     // As a bundle import does: a larger page cache for
                                     // the transaction, and into a vault without items
-                                    // the two secondary indexes (a keyed name hash in
-                                    // random order, and the dots) built once at the
-                                    // end; inside the transaction, so a failure
-                                    // brings them back with everything else.
-                                    let empty = try Queries.holdsNoItems(db)
-                                    try db.execute(sql: empty ? "PRAGMA cache_size = -16384" : "PRAGMA cache_size = -65536")
-                                    defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
-                                    let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
-                                    let report = try work(db)
-                                    try Queries.createIndexes(db, rebuild)
-                                    return report
+                                    // the two secondary indexes built once at the end.
+                                    try Queries.bulkWrite(db) { _ in try work(db) }
                                 }
                             }
                         }
@@ -254,7 +244,7 @@ extension Vault {
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
     private func insertEntry(
-        _ db: Database, id: ItemID, name: String, entry: InterchangeEntry, dot: (Database) throws -> Dot, rows: inout NewItemRows,
+        _ db: StoreConnection, id: ItemID, name: String, entry: InterchangeEntry, dot: (StoreConnection) throws -> Dot, rows: inout NewItemRows,
         flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
     ) throws {
         let now = Clock.nowMillis()
@@ -301,7 +291,7 @@ extension Vault {
 
     /// `--on-conflict overwrite`: one edit making the item equal to the
     /// entry (the sync policy stays as it is).
-    private func overwrite(_ db: Database, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (Database) throws -> Dot, mac: VaultMAC) throws {
+    private func overwrite(_ db: StoreConnection, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (StoreConnection) throws -> Dot, mac: VaultMAC) throws {
         var changes: [Change] = []
         if current.type != e.type { changes.append(Vault.meta(.type, "@type", e.type.rawValue)) }
         changes += fieldChanges(from: current.fields, to: e.fields, item: current.id)
@@ -386,7 +376,7 @@ extension Vault {
     /// The item's fields after each earlier write, oldest first: every
     /// version of every user field (superseded and current) replayed in
     /// write order, one state per write, the last (current) one left out.
-    private func fieldHistory(_ db: Database, state: ItemState) throws -> [InterchangeVersion] {
+    private func fieldHistory(_ db: StoreConnection, state: ItemState) throws -> [InterchangeVersion] {
         struct V { var register: RegisterID; var version: FieldVersion }
         var all: [V] = []
         for (rid, v, _) in try Queries.history(db, item: state.id) where !rid.isMetadata { all.append(V(register: rid, version: v)) }

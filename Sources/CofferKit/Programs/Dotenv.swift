@@ -1,3 +1,5 @@
+import Foundation
+
 /// The dotenv dialect `coffer run --env-file` reads and `coffer env`
 /// writes (docs/references.md#dotenv).
 ///

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A `coffer inject` template: text with `{{ coffer://… }}` placeholders
 /// (docs/references.md#templates).
 ///

@@ -3,7 +3,6 @@ import CofferSystem
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 #if canImport(Glibc)
 import Glibc
@@ -311,88 +310,75 @@ extension Vault {
                 let now = Clock.nowMillis()
                 let rules = try ReceiverRules(header: header, path: path, db: db, ownClaims: ownClaims)
                 try rules.checkHeader(now: now)
-                // A large import dirties many pages inside one transaction.
-                // Into a vault with items, the dot and name indexes are
-                // written in random order: a 64 MiB page cache (instead of
-                // 2 MiB) keeps them in memory. Into an empty vault (below)
-                // rows are appended in key order and the indexes built at
-                // the end: 16 MiB is as fast and keeps the peak RSS low.
-                let empty = try Queries.holdsNoItems(db)
-                try db.execute(sql: empty ? "PRAGMA cache_size = -16384" : "PRAGMA cache_size = -65536")
-                defer { try? db.execute(sql: "PRAGMA cache_size = -2000") }
-                // What this vault has already seen: a version whose dot it
-                // covers is held here or superseded by one held here, so
-                // merging it changes nothing (docs/sync.md, "Import").
-                let seen = try Queries.summary(db)
-                // Into a vault without items (a clone, a first import) every
-                // record is a new item: no lookup of old state, and the two
-                // secondary indexes are built once at the end instead of
-                // row by row in random order (100,000 items: see
-                // docs/benchmarks-bundles.md). Inside the transaction, so a
-                // failure brings them back with everything else.
-                let rebuild = empty ? try Queries.dropBulkLoadIndexes(db) : []
-                let inserter = NewItemInserter(db, mac: mac)
-                let decodeMAC = mac.sibling()
-                // Every record decrypts with the item key and hashes names
-                // with the name-index key: keep both readable meanwhile.
-                // The record key seals one record per item, the field-id key
-                // finds its username and url registers, the MAC key hashes
-                // every row: all kept readable too (no mprotect pair per use).
-                try keys.item.keepingReadable {
-                  // The field-id key checks every user field's register
-                  // id (rule register-name) and derives new items' ids.
-                  try keys.record.keepingReadable {
-                  try keys.fieldID.keepingReadable {
-                  try mac.keepingReadable {
-                    try keys.nameIndex.keepingReadable {
-                        // Records are decoded (and new items authenticated)
-                        // on a second thread while this one writes.
-                        // Into an empty vault, that thread also builds the
-                        // INSERT statements; this one only runs them.
-                        let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
-                        // Seals the new items' records on the decoding
-                        // thread (nonces drawn 64 at a time).
-                        let sealer = AEAD.BatchSealer(key: keys.record)
-                        let pipeline = ImportPipeline(
-                            reader: reader, path: path,
-                            transform: { [self] incoming in
-                                try rules.check(record: incoming)
-                                let unseen = Self.unseenPart(of: incoming, seen: seen)
-                                if unseen.registers.isEmpty { return [.unchanged] }
-                                return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity != .none, sealer: sealer)) : [.merge(unseen)]
-                            },
-                            atEnd: { buffer.finish() })
-                        pipeline.start()
-                        defer { pipeline.stop() }
-                        while let batch = try pipeline.nextBatch() {
-                            for record in batch {
-                                switch record {
-                                case .write(let statement):
-                                    try inserter.execute(statement)
-                                    continue
-                                case .unchanged:
-                                    report.unchanged += 1
-                                case .added(let id, let hasConflict, let versions, let listed):
-                                    report.added += 1
-                                    if listed { report.addedListed += 1 }
-                                    if hasConflict { report.conflictsOpened += 1 }
-                                    report.versionsAdded += versions
-                                    report.touchedItems.append(id)
-                                case .merge(let unseen):
-                                    try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac, rules: rules)
+                // The bulk-write set-up (page cache, indexes built at the
+                // end into an empty vault): Queries.bulkWrite.
+                try Queries.bulkWrite(db) { empty in
+                    // What this vault has already seen: a version whose dot it
+                    // covers is held here or superseded by one held here, so
+                    // merging it changes nothing (docs/sync.md, "Import").
+                    let seen = try Queries.summary(db)
+                    let inserter = NewItemInserter(db, mac: mac)
+                    let decodeMAC = mac.sibling()
+                    // Every record decrypts with the item key and hashes names
+                    // with the name-index key: keep both readable meanwhile.
+                    // The record key seals one record per item, the field-id key
+                    // finds its username and url registers, the MAC key hashes
+                    // every row: all kept readable too (no mprotect pair per use).
+                    try keys.item.keepingReadable {
+                      // The field-id key checks every user field's register
+                      // id (rule register-name) and derives new items' ids.
+                      try keys.record.keepingReadable {
+                      try keys.fieldID.keepingReadable {
+                      try mac.keepingReadable {
+                        try keys.nameIndex.keepingReadable {
+                            // Records are decoded (and new items authenticated)
+                            // on a second thread while this one writes.
+                            // Into an empty vault, that thread also builds the
+                            // INSERT statements; this one only runs them.
+                            let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
+                            // Seals the new items' records on the decoding
+                            // thread (nonces drawn 64 at a time).
+                            let sealer = AEAD.BatchSealer(key: keys.record)
+                            let pipeline = ImportPipeline(
+                                reader: reader, path: path,
+                                transform: { [self] incoming in
+                                    try rules.check(record: incoming)
+                                    let unseen = Self.unseenPart(of: incoming, seen: seen)
+                                    if unseen.registers.isEmpty { return [.unchanged] }
+                                    return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity != .none, sealer: sealer)) : [.merge(unseen)]
+                                },
+                                atEnd: { buffer.finish() })
+                            pipeline.start()
+                            defer { pipeline.stop() }
+                            while let batch = try pipeline.nextBatch() {
+                                for record in batch {
+                                    switch record {
+                                    case .write(let statement):
+                                        try inserter.execute(statement)
+                                        continue
+                                    case .unchanged:
+                                        report.unchanged += 1
+                                    case .added(let id, let hasConflict, let versions, let listed):
+                                        report.added += 1
+                                        if listed { report.addedListed += 1 }
+                                        if hasConflict { report.conflictsOpened += 1 }
+                                        report.versionsAdded += versions
+                                        report.touchedItems.append(id)
+                                    case .merge(let unseen):
+                                        try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac, rules: rules)
+                                    }
+                                    report.records += 1
+                                    if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                                 }
-                                report.records += 1
-                                if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                             }
                         }
+                      }
+                      }
+                      }
                     }
-                  }
-                  }
-                  }
+                    try inserter.finish()
+                    mac.absorb(decodeMAC)
                 }
-                try inserter.finish()
-                mac.absorb(decodeMAC)
-                try Queries.createIndexes(db, rebuild)
                 // Claims for other replicas count only as far as the
                 // records back them (docs/sync.md, "Hostile bundles").
                 try Queries.noteSeen(db, vector: BundleValidation.backedSummary(header: header, evidence: reader.evidence), at: now, mac: mac)
@@ -408,7 +394,7 @@ extension Vault {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: Database, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC, rules: ReceiverRules) throws {
+    func mergeIncoming(_ incoming: ItemState, db: StoreConnection, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC, rules: ReceiverRules) throws {
         guard let (oldRow, old, _) = try loadItem(db, id: incoming.id) else {
             return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }

@@ -1,7 +1,6 @@
 import CofferStore
 import Foundation
 import CofferSync
-import GRDB
 
 /// The validation rules that need the receiving vault (docs/sync.md
 /// §Hostile bundles). ``BundleReader`` checks the rules that need only the
@@ -21,7 +20,7 @@ struct ReceiverRules: Sendable {
     let ownClaims: OwnClaimProbe?
     let previewing: Bool
 
-    init(header: BundleHeader, path: String, db: Database, ownClaims: OwnClaimProbe? = nil, previewing: Bool = false) throws {
+    init(header: BundleHeader, path: String, db: StoreConnection, ownClaims: OwnClaimProbe? = nil, previewing: Bool = false) throws {
         self.header = header
         self.path = path
         let local = try Queries.localReplica(db)

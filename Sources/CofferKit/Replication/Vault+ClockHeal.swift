@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// What ``Vault/restampFutureWrites(acknowledgedUpTo:)`` re-stamped.
 public struct ClockRestamp: Sendable, Equatable {
@@ -66,7 +65,7 @@ extension Vault {
     }
 
     /// ``restampFutureWrites(acknowledgedUpTo:)`` inside a write transaction.
-    func restamp(_ db: Database, _ mac: VaultMAC, now: Int64, above floor: UInt64) throws -> ClockRestamp? {
+    func restamp(_ db: StoreConnection, _ mac: VaultMAC, now: Int64, above floor: UInt64) throws -> ClockRestamp? {
         let limit = now &+ BundleValidation.clockSkew
         let own = try Queries.localReplica(db).id
         var versions = 0, items = 0

@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 #if canImport(Glibc)
 import Glibc
@@ -92,8 +91,7 @@ extension Vault {
         try CofferError.wrap {
             try store.read { db in
                 var out: [VaultConflict] = []
-                let ids = try Data.fetchAll(db, sql: "SELECT itemId FROM item WHERE isDeleted = 0 AND hasConflict = 1")
-                for id in ids.compactMap({ ItemID(bytes: $0) }) {
+                for id in try Queries.conflictedItemIDs(db) {
                     guard let (row, state, _) = try loadItem(db, id: id) else { continue }
                     out += try itemConflicts(state, row: row, revealSecrets: revealSecrets)
                 }
@@ -154,13 +152,11 @@ extension Vault {
     }
 
     /// Names carried by more than one live item.
-    func nameClashes(_ db: Database) throws -> [VaultConflict] {
-        let hashes = try Data.fetchAll(
-            db,
-            sql: "SELECT nameHash FROM item WHERE isDeleted = 0 AND nameHash IS NOT NULL GROUP BY nameHash HAVING count(*) > 1")
+    func nameClashes(_ db: StoreConnection) throws -> [VaultConflict] {
+        let hashes = try Queries.sharedNameHashes(db)
         var out: [VaultConflict] = []
         for hash in hashes {
-            let group = try Queries.itemIDs(db, nameHash: Array(hash))
+            let group = try Queries.itemIDs(db, nameHash: hash)
             guard group.count > 1 else { continue }
             var sides: [(FieldVersion, ItemID)] = []
             var name = ""
@@ -315,14 +311,13 @@ extension Vault {
     /// Safe to call any time; a fresh id only makes vectors one entry
     /// longer.
     @discardableResult
-    func rebindIfCopied(_ db: Database, _ mac: VaultMAC) throws -> ReplicaRebinding? {
+    func rebindIfCopied(_ db: StoreConnection, _ mac: VaultMAC) throws -> ReplicaRebinding? {
         let local = try Queries.localReplica(db)
         let host = MachineIdentity.host
         let inode = MachineIdentity.inode(of: path)
         if local.boundHost == nil && local.boundInode == nil {
             // Never bound (should not happen): bind without a new id.
-            try db.execute(
-                sql: "UPDATE localReplica SET boundHost = ?, boundInode = ? WHERE singleton = 1", arguments: [host, inode])
+            try Queries.bindLocalReplica(db, host: host, inode: inode)
             return nil
         }
         var reason: ReplicaRebinding.Reason?
@@ -419,7 +414,7 @@ extension MachineIdentity {
 extension Vault {
     /// The next dot of this replica, after making sure the file still owns
     /// its replica id.
-    package func nextDot(_ db: Database, _ mac: VaultMAC) throws -> Dot {
+    package func nextDot(_ db: StoreConnection, _ mac: VaultMAC) throws -> Dot {
         try rebindIfCopied(db, mac)
         let dot = try Queries.nextDot(db, mac: mac)
         markWriteOnCommit(db, dot: dot)

@@ -1,6 +1,5 @@
 import CofferStore
 import CofferSync
-import GRDB
 
 extension Vault {
     /// The summary a bundle header may claim: what a receiver will have
@@ -15,7 +14,7 @@ extension Vault {
     /// other replica whose writes appear in a local-only item (an item that
     /// was synced and then made local-only here), the claim is dropped, so
     /// receivers take those writes from their author's bundles.
-    static func exportableSummary(_ db: Database) throws -> VersionVector {
+    static func exportableSummary(_ db: StoreConnection) throws -> VersionVector {
         var summary = try Queries.summary(db)
         let me = try Queries.localReplica(db).id
         // Only the local-only items' ids: every no-op `sync` computes this,

@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// A passphrase change that an import brought to this replica
 /// (docs/sync.md §Passphrase changes).
@@ -40,7 +39,7 @@ extension Vault {
     /// supersedes this vault's or wins a concurrent change. The master key
     /// is unchanged: only its wrapping (KDF parameters, salt, wrapped key)
     /// is replaced.
-    func resolveKeyWrapping(_ header: BundleHeader, db: Database, mac: VaultMAC) throws -> PassphraseChange? {
+    func resolveKeyWrapping(_ header: BundleHeader, db: StoreConnection, mac: VaultMAC) throws -> PassphraseChange? {
         let local = try Queries.keyWrapping(db)
         let incoming = header.wrapping
         let current = try Queries.header(db)
@@ -92,7 +91,7 @@ extension Vault {
 
     /// What importing a bundle with `header` would do to this vault's
     /// passphrase (`import --dry-run`, `sync --dry-run`); changes nothing.
-    func previewKeyWrapping(_ header: BundleHeader, db: Database) throws -> PassphraseChange? {
+    func previewKeyWrapping(_ header: BundleHeader, db: StoreConnection) throws -> PassphraseChange? {
         let local = try Queries.keyWrapping(db)
         let current = try Queries.header(db)
         let sameBytes = current.wrappedMasterKey == header.wrappedMasterKey && current.kdfSalt == header.salt

@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// Giving writes that no other replica has seen new dots, so that a dot is
 /// never used for two different writes (docs/sync.md, "Restored vault
@@ -19,7 +18,7 @@ extension Vault {
     /// Only writes no other replica has seen may be moved: the caller
     /// knows that every write of `from` above `floor` held here is unseen
     /// elsewhere (or is a different write under a reused dot).
-    func renumber(_ db: Database, items: [ItemID], from: ReplicaID, floor: UInt64, to: ReplicaID, base: UInt64, mac: VaultMAC) throws -> UInt64 {
+    func renumber(_ db: StoreConnection, items: [ItemID], from: ReplicaID, floor: UInt64, to: ReplicaID, base: UInt64, mac: VaultMAC) throws -> UInt64 {
         var states: [(ItemRow, ItemState)] = []
         var counters = Set<UInt64>()
         for id in items {
@@ -78,7 +77,7 @@ extension Vault {
     /// `policy`. A local-only item writes under its private writer id, so
     /// that no bundle this replica exports meanwhile claims the write; it
     /// reaches others with the item once the item syncs again.
-    func nextDot(_ db: Database, item id: ItemID, policy: SyncPolicy, mac: VaultMAC) throws -> Dot {
+    func nextDot(_ db: StoreConnection, item id: ItemID, policy: SyncPolicy, mac: VaultMAC) throws -> Dot {
         guard policy == .localOnly else { return try nextDot(db, mac) }
         try rebindIfCopied(db, mac)
         let writer: ReplicaID
@@ -99,7 +98,7 @@ extension Vault {
     /// them while the item is left out. Turning it back to `sync` needs
     /// nothing: its versions keep their dots and travel in the next bundle
     /// like any others, as if the item had synced all along.
-    func changePolicy(_ db: Database, item id: ItemID, from old: SyncPolicy, to new: SyncPolicy, mac: VaultMAC) throws {
+    func changePolicy(_ db: StoreConnection, item id: ItemID, from old: SyncPolicy, to new: SyncPolicy, mac: VaultMAC) throws {
         guard old != new else { return }
         if new == .sync {
             try Queries.removeLocalOnlyWriter(db, item: id, mac: mac)
@@ -193,9 +192,9 @@ enum WriteMark {
 extension Vault {
     /// Registers, inside a write transaction that took `dot` of the local
     /// replica, that the write mark is raised once it commits.
-    func markWriteOnCommit(_ db: Database, dot: Dot) {
+    func markWriteOnCommit(_ db: StoreConnection, dot: Dot) {
         let vault = path
-        db.afterNextTransaction(onCommit: { _ in WriteMark.record(vault: vault, replica: dot.replica, counter: dot.counter) })
+        Queries.onCommit(db) { WriteMark.record(vault: vault, replica: dot.replica, counter: dot.counter) }
     }
 
     /// Whether this file's counter is below the write mark beside it (the
@@ -246,7 +245,7 @@ extension Vault {
     /// The restored-backup case of ``adoptIfRestored(seen:bundles:)``
     /// inside a write transaction (the caller's: an import adopts in its
     /// own transaction, so a refused bundle changes nothing).
-    func adopt(_ db: Database, _ mac: VaultMAC, _ check: RestoreCheck) throws -> ReplicaRebinding? {
+    func adopt(_ db: StoreConnection, _ mac: VaultMAC, _ check: RestoreCheck) throws -> ReplicaRebinding? {
         let local = try Queries.localReplica(db)
         let exported = try Queries.exportedCounter(db)
         guard check.seen > exported else { return nil }
@@ -294,7 +293,7 @@ extension Vault {
     /// Gives every local-only item a new private writer (after the file
     /// took a new replica id: a copy must not write under the original's
     /// private ids either).
-    func refreshLocalOnlyWriters(_ db: Database, _ mac: VaultMAC) throws {
+    func refreshLocalOnlyWriters(_ db: StoreConnection, _ mac: VaultMAC) throws {
         for item in try Queries.localOnlyWriterItems(db) {
             try Queries.setLocalOnlyWriter(db, item: item, replica: .random(), mac: mac)
         }

@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 #if canImport(Glibc)
 import Glibc
@@ -555,7 +554,7 @@ extension Vault {
     }
 
     /// The change from an overlay's original state to its current one.
-    func describe(_ o: Overlay, db: Database) throws -> MergePreview.ItemChange {
+    func describe(_ o: Overlay, db: StoreConnection) throws -> MergePreview.ItemChange {
         let old = o.original, new = o.state
         func text(_ s: ItemState, _ rid: RegisterID) throws -> String? {
             guard let v = Register.shown(s.registers[rid] ?? []), !v.isTombstone else { return nil }

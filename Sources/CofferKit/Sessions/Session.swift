@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferStore
 import CofferSystem
 import CofferSync
 import Foundation

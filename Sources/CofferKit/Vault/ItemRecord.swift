@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// One item's integrity record (docs/key-hierarchy.md, "Item records"):
 /// what a listing shows, and a digest of the dot and authentication tag of
@@ -444,7 +443,7 @@ extension Vault {
 
     /// An item's row, state and record, all checked against each other.
     /// Every read of an item's fields goes through here.
-    package func loadItem(_ db: Database, id: ItemID) throws -> (row: ItemRow, state: ItemState, record: ItemRecord)? {
+    package func loadItem(_ db: StoreConnection, id: ItemID) throws -> (row: ItemRow, state: ItemState, record: ItemRecord)? {
         guard let row = try Queries.cachedItemRow(db, id: id) else { return nil }
         let state = try Queries.cachedItemState(db, id: id)
         let record = try openRecord(try Queries.itemRecord(db, id: id), item: id)

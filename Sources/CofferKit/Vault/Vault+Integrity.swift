@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 extension Vault {
     // MARK: Writes
@@ -10,7 +9,7 @@ extension Vault {
     /// Runs `body` in one immediate write transaction with an accumulator
     /// for the vault MAC, folded into the stored MAC before commit. Every
     /// write of the vault goes through here.
-    package func write<T>(_ body: (Database, VaultMAC) throws -> T) throws -> T {
+    package func write<T>(_ body: (StoreConnection, VaultMAC) throws -> T) throws -> T {
         try store.writeImmediate { db in
             try checkKeyEpoch(db)
             let mac = VaultMAC(key: keys.mac)
@@ -21,7 +20,7 @@ extension Vault {
     }
 
     /// Stores an item's new state with a fresh record (MAC kept).
-    package func save(_ db: Database, row: ItemRow, old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC, shown: [RegisterID: FieldPayload] = [:]) throws {
+    package func save(_ db: StoreConnection, row: ItemRow, old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC, shown: [RegisterID: FieldPayload] = [:]) throws {
         let record = try sealRecord(state: new, row: row, shown: shown)
         try Queries.saveItem(db, row: row, record: record, old: old, new: new, now: now, mac: mac)
     }
@@ -69,13 +68,13 @@ extension Vault {
                 }
                 let expected = VaultMAC(key: keys.mac)
                 try Queries.computeMAC(db, into: expected, rules: .format5(bookkeeping: oldFormat >= 4))
-                try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
+                try Queries.setFormatVersion(db, header.formatVersion)
                 let fresh = VaultMAC(key: keys.mac)
                 try Queries.computeMAC(db, into: fresh)
                 try Queries.foldStoredMAC(db, expected: expected, fresh: fresh)
                 return
             }
-            try db.execute(sql: "UPDATE vault SET formatVersion = ? WHERE singleton = 1", arguments: [header.formatVersion])
+            try Queries.setFormatVersion(db, header.formatVersion)
             try keys.item.keepingReadable {
                 try keys.record.keepingReadable {
                     for listed in try Queries.listedItems(db) {
@@ -111,7 +110,7 @@ extension Vault {
 
     /// Recomputes the vault MAC and compares it with the stored one
     /// (`export`, `import`, `sync` call this inside their transaction).
-    func checkVaultMAC(_ db: Database) throws {
+    func checkVaultMAC(_ db: StoreConnection) throws {
         try checkKeyEpoch(db)
         guard let stored = try Queries.storedMAC(db), let areas = try Queries.storedAreaMACs(db) else {
             throw StoreError.damaged("the vault MAC is missing")
@@ -127,7 +126,7 @@ extension Vault {
     /// Refuses to go on when another process rotated the master key since
     /// this vault was unlocked (its keys would write what the new key
     /// cannot read).
-    func checkKeyEpoch(_ db: Database) throws {
+    func checkKeyEpoch(_ db: StoreConnection) throws {
         let stored = try Queries.keyEpoch(db).epoch
         guard stored == keyEpoch else {
             throw CofferError(

@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// What a rekey (or the adoption of another replica's rekey) did.
 public struct RekeyReport: Sendable, Equatable {
@@ -303,7 +302,7 @@ extension Vault {
     }
 
     /// Re-encrypts one item under `target`'s keys.
-    private func translateItem(_ db: Database, _ listed: Queries.ListedItem, into target: Vault, report: inout RekeyReport) throws {
+    private func translateItem(_ db: StoreConnection, _ listed: Queries.ListedItem, into target: Vault, report: inout RekeyReport) throws {
         let id = listed.row.id
         let record = try openRecord(listed.record, item: id)
         let state = try Queries.cachedItemState(db, id: id)

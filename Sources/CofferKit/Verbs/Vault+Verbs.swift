@@ -2,7 +2,6 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
-import GRDB
 
 /// What `coffer find` matched.
 public struct FoundItem: Sendable, Equatable {
@@ -171,7 +170,7 @@ extension Vault {
         }
     }
 
-    private func insertCopy(_ db: Database, of item: Item, named name: String, policy: SyncPolicy, now: Int64, mac: VaultMAC) throws {
+    private func insertCopy(_ db: StoreConnection, of item: Item, named name: String, policy: SyncPolicy, now: Int64, mac: VaultMAC) throws {
         let id = ItemID.random()
         func meta(_ rid: RegisterID, _ label: String, _ text: String) -> Change {
             Change(register: rid, payload: FieldPayload(name: label, value: Array(text.utf8), isSecret: false), tombstone: false)
