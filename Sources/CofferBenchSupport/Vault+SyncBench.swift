@@ -19,7 +19,7 @@ extension Vault {
                     let value = "sk-" + Hex.encode(Random.bytes(20))
                     apply(
                         [Change(register: registerID(field: field, item: id), payload: FieldPayload(name: field, value: Array(value.utf8), isSecret: true), tombstone: false)],
-                        to: &state, dot: try nextDot(db, mac), at: now)
+                        to: &state, dot: try identity.nextDot(db, mac), at: now)
                     let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
                     try save(db, row: row, old: old, new: state, now: now, mac: mac)
                 }

@@ -64,7 +64,7 @@ extension Vault {
         var mac = VaultMAC(key: keys.mac)
         func dot(_ db: StoreConnection) throws -> Dot {
             guard let previous = last else {
-                let first = try nextDot(db, mac)
+                let first = try identity.nextDot(db, mac)
                 last = first
                 return first
             }

@@ -225,7 +225,7 @@ extension Vault {
             }
         }
         try out.commit()
-        if let (id, counter) = exported { noteExported(replica: id, counter: counter) }
+        if let (id, counter) = exported { identity.noteExported(replica: id, counter: counter) }
         return report
     }
 
@@ -258,7 +258,7 @@ extension Vault {
         // A bundle that saw more of this replica id than this file ever
         // exported shows a restored backup (docs/sync.md): settled in the
         // import's own transaction, so a refused bundle changes nothing.
-        let restore = try restoreCheck(seen: header.summary[try replicaID()], bundles: [path])
+        let restore = try identity.restoreCheck(seen: header.summary[try replicaID()], bundles: [path])
         let probe = OwnClaimProbe()
         do {
             return try importRecords(from: reader, path: path, progress: progress, restore: restore, ownClaims: probe)
@@ -296,7 +296,7 @@ extension Vault {
         return try CofferError.wrap {
             try write { db, mac in
                 try checkVaultMAC(db)
-                let rebinding = try restore.flatMap { try adopt(db, mac, $0) }
+                let rebinding = try restore.flatMap { try identity.adopt(db, mac, $0) }
                 if header.kind == .delta {
                     let summary = try Queries.summary(db)
                     guard header.since.isDominated(by: summary) else {

@@ -74,7 +74,7 @@ extension Vault {
             guard let (row, old, _) = try loadItem(db, id: id), row.policy == .sync else { continue }
             func due(_ v: FieldVersion) -> Bool { v.dot.replica == own && v.dot.counter > floor && v.writtenAt > limit }
             guard old.registers.values.contains(where: { $0.contains(where: due) }) else { continue }
-            let dot = try nextDot(db, mac)
+            let dot = try identity.nextDot(db, mac)
             var new = old
             var count = 0
             for (rid, held) in old.registers {

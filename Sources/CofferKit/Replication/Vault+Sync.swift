@@ -281,7 +281,7 @@ extension Vault {
         // ever exported shows a restored backup: take a new id (and move
         // the writes since the last export to it) before merging or
         // writing anything, then look at the folder again.
-        if !dryRun, let r = try adoptIfRestored(seen: report.seenOwn, bundles: Vault.syncFiles(in: dir)) {
+        if !dryRun, let r = try identity.adoptIfRestored(seen: report.seenOwn, bundles: Vault.syncFiles(in: dir)) {
             rebinding = r
             (local, summary, exportable, wrapping) = try CofferError.wrap {
                 try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }

@@ -169,7 +169,7 @@ public final class VaultFile: Sendable {
         case (.legacy, .legacy):
             return try CofferError.wrap {
                 let vault = try Vault(file: self, master: unwrapped.master, rebuildIntegrity: true)
-                try vault.bindWrapping(unwrapped)
+                try vault.core.bindWrapping(unwrapped)
                 replaceHeader(try store.read { db in try Queries.header(db) })
                 return vault
             }
@@ -196,7 +196,7 @@ public final class VaultFile: Sendable {
 
     /// Refuses a master key of an older key epoch than the vault's.
     private func checkEpoch(of masterKey: SecretBytes) throws(CofferError) {
-        if let keyCheck, !Vault.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
+        if let keyCheck, !VaultCore.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
             throw CofferError(
                 .locked,
                 "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after it was unlocked; \(Session.unlockAgain)")

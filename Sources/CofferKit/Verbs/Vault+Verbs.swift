@@ -161,7 +161,7 @@ extension Vault {
                             changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
                         }
                         var state = old
-                        apply(changes, to: &state, dot: try nextDot(db, mac), at: now)
+                        apply(changes, to: &state, dot: try identity.nextDot(db, mac), at: now)
                         let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
                         try save(db, row: row, old: old, new: state, now: now, mac: mac)
                     }
@@ -186,7 +186,7 @@ extension Vault {
             changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         var state = ItemState(id: id)
-        apply(changes, to: &state, dot: try nextDot(db, mac), at: now)
+        apply(changes, to: &state, dot: try identity.nextDot(db, mac), at: now)
         let row = try derivedRow(for: state, policy: policy, createdAt: now, updatedAt: now)
         var shown: [RegisterID: FieldPayload] = [:]
         for c in changes { shown[c.register] = c.payload }

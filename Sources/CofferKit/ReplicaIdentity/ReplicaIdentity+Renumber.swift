@@ -6,7 +6,7 @@ import Foundation
 /// Giving writes that no other replica has seen new dots, so that a dot is
 /// never used for two different writes (docs/sync.md, "Restored vault
 /// files" and "Local-only items").
-extension Vault {
+extension ReplicaIdentity {
     /// Moves every current version of `items` written by `from` with a
     /// counter above `floor` to a dot of `to`: the distinct counters, in
     /// order, become `base + 1`, `base + 2`, …. A moved version's vector
@@ -189,7 +189,7 @@ enum WriteMark {
     }
 }
 
-extension Vault {
+extension ReplicaIdentity {
     /// Registers, inside a write transaction that took `dot` of the local
     /// replica, that the write mark is raised once it commits.
     func markWriteOnCommit(_ db: StoreConnection, dot: Dot) {
@@ -300,7 +300,7 @@ extension Vault {
     }
 }
 
-extension Vault {
+extension ReplicaIdentity {
     /// Records that a bundle carrying this replica's writes up to
     /// `counter` was written. Best effort: when it cannot be recorded, a
     /// later sync may take this file for a restored one and give its

@@ -378,7 +378,7 @@ extension ItemRecord {
     }
 }
 
-extension Vault {
+extension VaultCore {
     // MARK: Item records
 
     /// Builds and seals the record of `state` as stored in `row`. `shown`

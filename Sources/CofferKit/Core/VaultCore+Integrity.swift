@@ -3,7 +3,7 @@ import CofferStore
 import CofferSync
 import Foundation
 
-extension Vault {
+extension VaultCore {
     // MARK: Writes
 
     /// Runs `body` in one immediate write transaction with an accumulator
@@ -100,7 +100,7 @@ extension Vault {
             var header = try Queries.header(db)
             guard header.formatVersion < VaultStore.boundWrapFormat, header.wrappedMasterKey == file.header.wrappedMasterKey else { return }
             header.wrappedMasterKey = KeyHierarchy.rewrapMasterKey(
-                unwrapped, vault: header.vaultID, kdf: file.kdf, salt: header.kdfSalt, epoch: keyEpoch, binding: .integrity)
+                unwrapped, vault: header.vaultID, kdf: file.kdf, salt: header.kdfSalt, epoch: file.keyEpoch, binding: .integrity)
             header.formatVersion = VaultStore.boundWrapFormat
             try Queries.updateHeaderWrapping(db, header: header, mac: mac)
         }
@@ -128,7 +128,7 @@ extension Vault {
     /// cannot read).
     func checkKeyEpoch(_ db: StoreConnection) throws {
         let stored = try Queries.keyEpoch(db).epoch
-        guard stored == keyEpoch else {
+        guard stored == file.keyEpoch else {
             throw CofferError(
                 .locked, "the master key of \(path) was rotated (key epoch \(stored.number)) after this vault was unlocked",
                 hint: "unlock again with the passphrase")
@@ -161,12 +161,7 @@ extension Vault {
         return diff == 0
     }
 
-    /// Checks everything `coffer verify` checks: the vault MAC; for every
-    /// item its record (present, authentic, matching the item's clear
-    /// columns, name hash and current versions); every current and history
-    /// version's authentication under the item key. Reads the whole vault;
-    /// changes nothing.
-    public func verify() throws(CofferError) -> VerifyReport {
+    package func verify() throws(CofferError) -> VerifyReport {
         try CofferError.wrap {
             try store.read { db in
                 var report = VerifyReport()

@@ -1,0 +1,257 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+
+/// The heart of an unlocked vault: its file, its keys in guarded memory,
+/// and the operations every concern builds on. Each concern of the vault
+/// is a component beside it (``VaultComponent``): items, replica identity,
+/// replication, conflicts, requirements, audit, interchange, sessions,
+/// rekey. ``Vault`` is the public façade over them (docs/architecture.md).
+///
+/// What is here and nowhere else:
+/// - the single write path, ``write(_:)``, which hands each transaction the
+///   vault MAC accumulator, and ``save(_:row:old:new:now:mac:shown:)``
+///   which writes an item's row, record and versions through it
+///   (Core/VaultCore+Write.swift);
+/// - sealing and opening field versions (``seal(_:item:register:dot:vector:at:tombstone:)``,
+///   ``open(_:item:register:)``) and item records (Core/VaultCore+Records.swift);
+/// - turning an item's state into an ``Item`` (``decode(_:row:)``) and
+///   its clear columns (``derivedRow(for:policy:createdAt:updatedAt:)``);
+/// - finding an item by name or id (``resolve(_:_:)``);
+/// - the next dot of the local replica (Core/VaultCore+Dots.swift).
+///
+/// Thread-safe: SQLite access is serialized by the store and the keys
+/// never change after unlock.
+package final class VaultCore: Sendable {
+    package let file: VaultFile
+    package let keys: VaultKeys
+    /// The session's listing cache, when unlocked through a session.
+    let listingCache: ListingCache?
+
+    /// `rebuildIntegrity`: a vault without integrity data gets it built
+    /// (``ensureIntegrity(rebuild:)``); only a passphrase unlock whose key
+    /// opened under the legacy wrapping may ask for it.
+    init(file: VaultFile, master: SecretBytes, listingCache: ListingCache? = nil, rebuildIntegrity: Bool = false) throws {
+        self.file = file
+        self.keys = VaultKeys(master: master)
+        self.listingCache = listingCache
+        try ensureIntegrity(rebuild: rebuildIntegrity)
+    }
+
+    /// A core under `master` whose integrity is not checked: the target of
+    /// a rekey, used inside the rekey's transaction to seal what the new
+    /// key will read (Rekey/Rekey.swift).
+    init(file: VaultFile, rekeyTarget master: SecretBytes) {
+        self.file = file
+        self.keys = VaultKeys(master: master)
+        self.listingCache = nil
+    }
+
+    package var path: String { file.path }
+    package var vaultID: VaultID { file.header.vaultID }
+    package var store: VaultStore { file.store }
+
+    /// Finds the live item called `name`, or addressed as `id:HEX` (a
+    /// unique prefix of its id).
+    package func resolve(_ db: StoreConnection, _ name: String) throws -> ItemID {
+        if name.hasPrefix("id:") {
+            let prefix = name.dropFirst(3).lowercased()
+            guard prefix.count >= 4 else {
+                throw CofferError(.usage, "an id prefix needs at least 4 hex digits")
+            }
+            let matches = try Queries.itemRows(db).filter { $0.id.hex.hasPrefix(prefix) }
+            guard matches.count == 1 else {
+                if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", hint: "list items with `coffer ls`") }
+                throw CofferError(.ambiguousName, "id prefix \(prefix) matches \(matches.count) items", hint: "give more digits")
+            }
+            return matches[0].id
+        }
+        let normalized = try Vault.normalizeName(name)
+        let ids = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(normalized, nameKey: keys.nameIndex))
+        // The name index is a clear column: an item found through it is
+        // served only if its authenticated record bears the name asked for
+        // (two swapped hashes must not serve one item's secret for the
+        // other's name).
+        for id in ids {
+            let record = try openRecord(try Queries.itemRecord(db, id: id), item: id, withVersions: false)
+            guard record.name == normalized, !record.isDeleted else {
+                throw StoreError.damaged("the name index points '\(normalized)' at another item (id \(id.hex.prefix(8)))")
+            }
+        }
+        switch ids.count {
+        case 0:
+            // No "did you mean" here: lookups that expect a miss (an
+            // existence check, a reference's NAME/FIELD split) go through
+            // this too. ``suggestion(forMissing:)`` is for the error a
+            // person reads.
+            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            missing.missingName = normalized
+            throw missing
+        case 1:
+            return ids[0]
+        default:
+            let list = ids.map { "id:" + $0.hex.prefix(8) }.sorted().joined(separator: ", ")
+            throw CofferError(
+                .ambiguousName, "\(ids.count) items are named '\(normalized)' (created concurrently on different replicas)",
+                hint: "address one as \(list), then rename it with `coffer edit id:… --rename NEW` or remove it")
+        }
+    }
+
+    // MARK: Encoding
+
+    func seal(_ payload: FieldPayload, item: ItemID, register: RegisterID, dot: Dot, vector: VersionVector, at time: Int64, tombstone: Bool) -> FieldVersion {
+        let ad = FieldVersion.associatedData(
+            vault: vaultID, item: item, register: register, dot: dot, vector: vector, writtenAt: time,
+            isTombstone: tombstone)
+        return FieldVersion(
+            dot: dot, vector: vector, writtenAt: time, isTombstone: tombstone,
+            payload: AEAD.seal(Vault.padsPayload(payload, register: register) ? payload.paddedEncoding : payload.encoded, key: keys.item, associatedData: ad))
+    }
+
+    func open(_ v: FieldVersion, item: ItemID, register: RegisterID) throws -> FieldPayload {
+        let ad = FieldVersion.associatedData(
+            vault: vaultID, item: item, register: register, dot: v.dot, vector: v.vector, writtenAt: v.writtenAt,
+            isTombstone: v.isTombstone)
+        var plain: [UInt8]
+        do { plain = try AEAD.open(v.payload, key: keys.item, associatedData: ad) } catch {
+            throw CofferError(
+                .badData, "an item's data failed authentication (it was modified or moved)",
+                hint: "restore the vault from a backup or re-import a bundle")
+        }
+        // The decrypted payload is wiped once decoded (the value lives on
+        // in the returned payload and the Strings made from it, which
+        // Swift cannot wipe: docs/threat-model.md, "Memory").
+        defer { plain.withUnsafeMutableBytes { if let p = $0.baseAddress { Sodium.memzero(p, $0.count) } } }
+        return try FieldPayload(decoding: plain)
+    }
+
+    package func registerID(field: String, item: ItemID) -> RegisterID {
+        let nfc = field.utf8.allSatisfy({ $0 < 0x80 }) ? field : field.precomposedStringWithCanonicalMapping
+        return KeyHierarchy.registerID(field: nfc, item: item, fieldIDKey: keys.fieldID)
+    }
+
+    /// Decrypts an item's shown values and its conflicts.
+    func decode(_ state: ItemState, row: ItemRow) throws -> Item {
+        var name = "", type = ItemType.custom, tags: [String] = [], source: String?, expires: Day?
+        var env: [String: String] = [:]
+        var allowedEnv: Set<String> = []
+        var fields: [Field] = []
+        var conflicts: [FieldConflict] = []
+        var last: FieldVersion?
+        for (rid, versions) in state.registers {
+            guard let shown = Register.shown(versions) else { continue }
+            if let l = last, (l.writtenAt, l.dot.counter) >= (shown.writtenAt, shown.dot.counter) {} else { last = shown }
+            let payload = try open(shown, item: state.id, register: rid)
+            if versions.count > 1 && rid != .deleted {
+                var sides: [ConflictSide] = []
+                for (i, v) in versions.enumerated() {
+                    let p = v.dot == shown.dot ? payload : try open(v, item: state.id, register: rid)
+                    sides.append(
+                        ConflictSide(
+                            number: i + 1, value: v.isTombstone ? nil : p.text, isShown: v.dot == shown.dot,
+                            writtenAt: Clock.date(v.writtenAt), replica: v.dot.replica, dot: v.dot))
+                }
+                conflicts.append(FieldConflict(field: payload.name, isSecret: payload.isSecret, sides: sides))
+            }
+            if shown.isTombstone { continue }
+            switch rid {
+            case .name: name = payload.text
+            case .type: type = ItemType(rawValue: payload.text) ?? .custom
+            case .tags: tags = payload.text.split(separator: "\n").map(String.init)
+            case .source: source = payload.text
+            case .expires: expires = Day(payload.text)
+            case .env:
+                for line in payload.text.split(separator: "\n") {
+                    let kv = line.split(separator: "=", maxSplits: 1)
+                    // A mapping can arrive from another replica: keep only
+                    // values that are variable names (or "-"), so nothing
+                    // else can reach `coffer env --format shell`.
+                    if kv.count == 2, EnvNaming.isValidOverride(String(kv[1])) { env[String(kv[0])] = String(kv[1]) }
+                    // `+VAR`: a guarded name the user allowed (no '=', so
+                    // a coffer that predates it ignores the line).
+                    if kv.count == 1, let v = EnvNaming.allowedName(inLine: line) { allowedEnv.insert(v) }
+                }
+            case .deleted: break
+            default:
+                if rid.isMetadata { continue }
+                fields.append(Field(name: payload.name, bytes: payload.value, isSecret: payload.isSecret, isFile: payload.isFile))
+            }
+        }
+        let declared = type.fields.map(\.name)
+        fields.sort { a, b in
+            let ia = declared.firstIndex(of: a.name) ?? Int.max, ib = declared.firstIndex(of: b.name) ?? Int.max
+            return ia != ib ? ia < ib : a.name < b.name
+        }
+        conflicts.sort { $0.field < $1.field }
+        return Item(
+            id: state.id, name: name, type: type, fields: fields, tags: tags, source: source, expires: expires,
+            policy: row.policy, env: env, createdAt: Clock.date(row.createdAt), updatedAt: Clock.date(row.updatedAt),
+            vector: state.vector, conflicts: conflicts, hasDeleteConflict: state.hasDeleteConflict,
+            lastWrittenBy: last?.dot.replica, allowedEnvNames: allowedEnv)
+    }
+
+    /// The clear-text columns derived from an item's state.
+    package func derivedRow(for state: ItemState, policy: SyncPolicy, createdAt: Int64, updatedAt: Int64) throws -> ItemRow {
+        var nameHash: [UInt8]?
+        if let shown = Register.shown(state.registers[.name] ?? []), !shown.isTombstone {
+            let name = try open(shown, item: state.id, register: .name).text
+            nameHash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
+        }
+        return ItemRow(
+            id: state.id, policy: policy, nameHash: nameHash, isDeleted: state.isDeleted,
+            hasConflict: !state.conflictedRegisters.isEmpty || state.hasDeleteConflict,
+            createdAt: createdAt, updatedAt: updatedAt)
+    }
+
+    /// A pending local write to one register.
+    package struct Change {
+        package var register: RegisterID
+        package var payload: FieldPayload
+        package var tombstone: Bool
+
+        package init(register: RegisterID, payload: FieldPayload, tombstone: Bool) {
+            self.register = register
+            self.payload = payload
+            self.tombstone = tombstone
+        }
+    }
+
+    /// Applies `changes` to `state` as one local write stamped with `dot`.
+    package func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64) {
+        for c in changes {
+            let current = state.registers[c.register] ?? []
+            let vector = Register.vectorForWrite(over: current, dot: dot)
+            state.registers[c.register] = [
+                seal(c.payload, item: state.id, register: c.register, dot: dot, vector: vector, at: time, tombstone: c.tombstone)
+            ]
+        }
+    }
+
+}
+
+/// The master key and the sub-keys derived from it.
+package final class VaultKeys: Sendable {
+    let master: SecretBytes
+    package let item: SecretBytes
+    package let nameIndex: SecretBytes
+    package let fieldID: SecretBytes
+    /// Seals item records (docs/key-hierarchy.md).
+    package let record: SecretBytes
+    /// Keys the vault MAC.
+    package let mac: SecretBytes
+
+    init(master: SecretBytes) {
+        self.master = master
+        item = KeyHierarchy.subKey(.itemPayload, of: master)
+        nameIndex = KeyHierarchy.subKey(.nameIndex, of: master)
+        fieldID = KeyHierarchy.subKey(.fieldID, of: master)
+        record = KeyHierarchy.subKey(.itemRecord, of: master)
+        mac = KeyHierarchy.subKey(.vaultMAC, of: master)
+    }
+
+    /// Seals the session's listing cache (derived when first needed).
+    var listing: SecretBytes { KeyHierarchy.subKey(.listingCache, of: master) }
+
+    var bundle: SecretBytes { KeyHierarchy.subKey(.bundle, of: master) }
+}

@@ -1,0 +1,99 @@
+import CofferCrypto
+import CofferStore
+import CofferSync
+import Foundation
+
+// The façade's item operations: each is ``Items``'.
+extension Vault {
+    /// Stores a new item. Fails with ``CofferError/Kind/duplicateName`` if a
+    /// live item already has the name.
+    @discardableResult
+    public func add(_ draft: ItemDraft) throws(CofferError) -> Item {
+        try items.add(draft)
+    }
+
+    /// Stores several new items in one transaction (all or none), each
+    /// its own write.
+    @discardableResult
+    public func add(_ drafts: [ItemDraft]) throws(CofferError) -> [Item] {
+        try items.add(drafts)
+    }
+
+    package func add(_ drafts: [ItemDraft], allowReserved: Bool) throws(CofferError) -> [Item] {
+        try items.add(drafts, allowReserved: allowReserved)
+    }
+
+    /// The item called `name` (or `id:HEX`), decrypted.
+    public func item(named name: String) throws(CofferError) -> Item {
+        try items.item(named: name)
+    }
+
+    /// Whether a live item has this name.
+    public func contains(_ name: String) throws(CofferError) -> Bool {
+        try items.contains(name)
+    }
+
+    /// Every live item's name, type, tags and expiry (field values are not
+    /// decrypted), sorted by name. Items under ``reservedNamePrefix`` (the
+    /// vault's own data, such as registered requirements manifests) are
+    /// left out.
+    public func list() throws(CofferError) -> [ItemSummary] {
+        try items.list()
+    }
+
+    /// The nearest live item name to `name` (a likely typo), for the hint
+    /// of an `itemNotFound` error (``CofferError/missingName``). Reads every
+    /// item's sealed record: call it only when a person will read it.
+    public func suggestion(forMissing name: String) -> String? {
+        items.suggestion(forMissing: name)
+    }
+
+    /// For an ``CofferError/Kind/itemNotFound`` error about to be shown to
+    /// a person: the error to show instead when the vault holds versions of
+    /// an item that has no item row. Deleting an `item` row outside coffer
+    /// takes its name hash with it, so the lookup that failed cannot tell
+    /// that item from a name never used; this can, at the cost of one seek
+    /// per item id of the version tables (``Queries/itemWithoutRow(_:)``).
+    /// Call it only when a person will read the error, like
+    /// ``suggestion(forMissing:)``: a lookup stays O(1) in the vault's size.
+    public func tamperingBehindMissingItem() -> CofferError? {
+        items.tamperingBehindMissingItem()
+    }
+
+    package func listIncludingReserved() throws(CofferError) -> [ItemSummary] {
+        try items.listIncludingReserved()
+    }
+
+    package func fullListing(_ db: StoreConnection) throws -> [ItemSummary] {
+        try items.fullListing(db)
+    }
+
+    /// Applies `edit` to the item as one write.
+    @discardableResult
+    public func edit(_ name: String, _ original: ItemEdit) throws(CofferError) -> Item {
+        try items.edit(name, original)
+    }
+
+    /// Deletes the item: a delete marker whose vector covers everything
+    /// this replica has seen of it. Field versions stay (encrypted) so a
+    /// concurrent edit elsewhere can still bring the item back.
+    public func delete(_ name: String) throws(CofferError) {
+        try items.delete(name)
+    }
+
+    /// Every version of every field of the item, oldest first: superseded
+    /// ones from the history table and the current ones.
+    public func history(_ name: String) throws(CofferError) -> [HistoryEntry] {
+        try items.history(name)
+    }
+
+    /// The raw replicated state of an item (for tests and sync code).
+    public func state(of name: String) throws(CofferError) -> ItemState {
+        try items.state(of: name)
+    }
+
+    /// This file's replica id.
+    public func replicaID() throws(CofferError) -> ReplicaID {
+        try items.replicaID()
+    }
+}
