@@ -149,8 +149,8 @@ public actor CredentialManager {
         invalidate(source)
         // The item a retrieve of this type picks (see Vault.credentialItem),
         // so that the next retrieve returns what was stored.
-        let existing = Vault.credentialItem(
-            try vault.items(forSource: source), type: type.itemType, holding: fields.map(\.name), today: .today)
+        let existing = CredentialRequirements.credentialItem(
+            try vault.requirements.items(forSource: source), type: type.itemType, holding: fields.map(\.name), today: .today)
         if let existing {
             var edit = ItemEdit()
             edit.setFields = fields
@@ -158,7 +158,7 @@ public actor CredentialManager {
         } else {
             try vault.add(ItemDraft(name: "\(namePrefix)\(source)/\(type.rawValue)", type: type.itemType, fields: fields, source: source))
         }
-        if let w = Vault.ambiguityWarning(try vault.candidates(forSource: source, type: type), sourceID: source) {
+        if let w = CredentialRequirements.ambiguityWarning(try vault.candidates(forSource: source, type: type), sourceID: source) {
             warnings.append(w)
         }
         return warnings
@@ -215,7 +215,7 @@ public actor CredentialManager {
         case .apiKeyWithEmail:
             // As status(of:) does: one item holding both first, else the
             // best key.
-            if let both = Vault.bothItem(try vault.items(forSource: source), today: today), let key = both.field("key") {
+            if let both = CredentialRequirements.bothItem(try vault.requirements.items(forSource: source), today: today), let key = both.field("key") {
                 found = (both, key.value)
             } else {
                 found = try vault.credential(forSource: source, field: "key", today: today)
@@ -223,7 +223,7 @@ public actor CredentialManager {
         case .email: found = try vault.credential(forSource: source, field: "email", today: today)
         case .login: found = try vault.credential(forSource: source, field: "password", today: today)
         case .custom:
-            let item = Vault.preferred(try vault.items(forSource: source), today: today)
+            let item = CredentialRequirements.preferred(try vault.requirements.items(forSource: source), today: today)
             found = item.flatMap { i in i.primaryField.map { (i, $0.value) } }
         }
         guard let (item, value) = found else { return nil }
@@ -243,7 +243,7 @@ public actor CredentialManager {
     @discardableResult
     public func delete(for sourceID: String, type: CredentialType) throws(CofferError) -> Int {
         invalidate(sourceID)
-        let doomed = try vault.items(forSource: sourceID).filter { $0.type == type.itemType }
+        let doomed = try vault.requirements.items(forSource: sourceID).filter { $0.type == type.itemType }
         for item in doomed { try vault.delete("id:" + item.id.hex) }
         return doomed.count
     }

@@ -33,7 +33,7 @@ struct Clone: ParsableCommand {
     }
 
     func run() throws {
-        let report = try Vault._cloneForBenchmarks(
+        let report = try Replication._cloneForBenchmarks(
             bundleAt: bundle, to: vault, passphrase: try SecretInput.read(path: passphraseFile),
             records: !withoutIntegrity, mac: !withoutIntegrity && !withoutMac)
         let what = withoutIntegrity ? " without integrity data" : withoutMac ? " without vault-MAC terms" : ""

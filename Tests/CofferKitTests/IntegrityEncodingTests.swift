@@ -260,7 +260,7 @@ struct IntegrityEncodingTests {
             let s = Self.shapes[i]
             guard [s.name, s.tags, s.username, s.url, s.source].allSatisfy(utf8) else { continue }
             let (state, _) = try item(v, shape: i)
-            let new = try v.prepareNew(state, path: "bundle.cb", sealer: sealer)
+            let new = try v.replication.prepareNew(state, path: "bundle.cb", sealer: sealer)
             let ad = ItemRecord.associatedData(vault: v.vaultID, item: state.id)
             let imported = try AEAD.open(new.record, key: v.keys.record, associatedData: ad)
             let reference = Self.referenceRecord(try Self.referenceRecord(v, state: new.state, row: new.row), refs: Self.refs(of: new.state))

@@ -206,7 +206,7 @@ struct SyncBookkeepingMACTests {
         let pw = SecretBytes(copying: Array(Self.passphrase.utf8))
         for integrity in [BulkIntegrity.none, .recordsOnly, .full] {
             let target = dir.appendingPathComponent("\(integrity).coffer").path
-            let report = try Vault._cloneForBenchmarks(
+            let report = try Replication._cloneForBenchmarks(
                 bundleAt: path, to: target, passphrase: pw, records: integrity != .none, mac: integrity == .full)
             #expect(report.added == 10)
             let b = try VaultFile.open(path: target).unlock(passphrase: pw)

@@ -103,7 +103,7 @@ extension Coffer {
                 warnings.append(CredentialWarning(.expired, "'\(stored.name)' expired on \(day); lookups by source prefer unexpired items"))
             }
             if let s = stored.source, let type = CredentialType(itemType: stored.type),
-                let w = Vault.ambiguityWarning(try vault.candidates(forSource: s, type: type), sourceID: s)
+                let w = CredentialRequirements.ambiguityWarning(try vault.candidates(forSource: s, type: type), sourceID: s)
             {
                 warnings.append(w)
             }
@@ -195,7 +195,7 @@ extension Coffer {
     /// the item's expiry.
     public func string(forSource sourceID: String, type: CredentialType = .apiKey) async throws(CofferError) -> String? {
         guard let best = try await candidates(for: sourceID, type: type).first else { return nil }
-        if let field = Vault.lookupField(type) { return best.field(field)?.value }
+        if let field = CredentialRequirements.lookupField(type) { return best.field(field)?.value }
         return best.primaryField?.value
     }
 

@@ -88,4 +88,11 @@ extension VaultComponent {
 
     package var items: Items { Items(core: core) }
     package var identity: ReplicaIdentity { ReplicaIdentity(core: core) }
+    package var gitCredentials: GitCredentials { GitCredentials(core: core) }
+    package var replication: Replication { Replication(core: core) }
+    package var keyRotation: KeyRotation { KeyRotation(core: core) }
+    package var interchange: Interchange { Interchange(core: core) }
+    package var auditing: Auditing { Auditing(core: core) }
+    package var requirements: CredentialRequirements { CredentialRequirements(core: core) }
+    package var conflictResolution: ConflictResolution { ConflictResolution(core: core) }
 }

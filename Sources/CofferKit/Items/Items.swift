@@ -222,7 +222,7 @@ extension Items {
                     for v in allowed where !Dotenv.isValidName(v) {
                         throw CofferError(.usage, "invalid variable name '\(v)' to allow", hint: "use letters, digits and '_', not starting with a digit")
                     }
-                    let text = Vault.envText(env, allowed: allowed)
+                    let text = Interchange.envText(env, allowed: allowed)
                     changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: text.isEmpty))
                 }
                 if current.hasDeleteConflict || !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {

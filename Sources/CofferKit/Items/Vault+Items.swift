@@ -97,3 +97,38 @@ extension Vault {
         try items.replicaID()
     }
 }
+
+// Finding, moving and copying items.
+extension Vault {
+    /// ``find(_:)`` over a listing already read.
+    package static func find(_ term: String, in items: [ItemSummary]) throws(CofferError) -> [FoundItem] {
+        try Items.find(term, in: items)
+    }
+
+    /// Items whose name, tags, source, username or URL contain `term`,
+    /// case-insensitively. Secret values are never searched (nor
+    /// decrypted).
+    public func find(_ term: String) throws(CofferError) -> [FoundItem] {
+        try items.find(term)
+    }
+
+    /// The (old, new) names `mv`/`cp` act on: one item, or with `from`
+    /// ending in `/` every item under that prefix, renamed under `to`
+    /// (which then must end in `/` too).
+    public func plan(from: String, to: String) throws(CofferError) -> [(from: String, to: String)] {
+        try items.plan(from: from, to: to)
+    }
+
+    /// Renames items as one transaction: either every rename happens or
+    /// none. Each is an ordinary write of the item's name register, so it
+    /// syncs like any edit.
+    public func move(_ pairs: [(from: String, to: String)]) throws(CofferError) {
+        try items.move(pairs)
+    }
+
+    /// Copies items (new ids, same fields, tags, source, expiry, type,
+    /// policy and variable names) as one transaction.
+    public func copy(_ pairs: [(from: String, to: String)]) throws(CofferError) {
+        try items.copy(pairs)
+    }
+}

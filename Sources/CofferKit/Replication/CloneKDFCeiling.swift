@@ -1,18 +1,8 @@
 import CofferCrypto
 
-extension Vault {
-    /// The most a bundle's header may ask `clone` to spend on Argon2id
-    /// before anything in the bundle is authenticated
-    /// (docs/bundle-format.md, "Security considerations"): 1 GiB of memory, 10 passes, 8 lanes, four times the
-    /// memory and three times the passes of ``KDFParameters/default``.
-    /// `coffer clone --allow-expensive-kdf` lifts it (up to the hard
-    /// limits of ``KDFParameters/validate()``: 4 GiB, 32 passes).
-    public static let cloneKDFCeiling = KDFParameters(memoryKiB: 1024 * 1024, iterations: 10, parallelism: 8)
-
-    /// Refuses a bundle whose Argon2id parameters exceed
-    /// ``cloneKDFCeiling``, naming each parameter that does.
-    public static func checkCloneKDF(_ kdf: KDFParameters, path: String) throws(CofferError) {
-        let c = cloneKDFCeiling
+extension Replication {
+    package static func checkCloneKDF(_ kdf: KDFParameters, path: String) throws(CofferError) {
+        let c = Vault.cloneKDFCeiling
         var over: [String] = []
         if kdf.memoryKiB > c.memoryKiB { over.append("memory \(describeKiB(kdf.memoryKiB)) (ceiling \(describeKiB(c.memoryKiB)))") }
         if kdf.iterations > c.iterations { over.append("passes \(kdf.iterations) (ceiling \(c.iterations))") }

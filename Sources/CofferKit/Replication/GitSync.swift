@@ -20,25 +20,8 @@ public struct GitSyncReport: Sendable {
     public var branch: String
 }
 
-extension Vault {
-    /// How many times `syncGit` pushes before giving up when the remote
-    /// keeps moving (other machines pushing at the same moment).
-    public static let gitPushAttempts = 5
-
-    /// Syncs through a git work tree `dir` whose remote is shared by every
-    /// machine (docs/sync.md, "git"): merges and writes this replica's
-    /// bundle, commits it if it changed, fetches and rebases onto the
-    /// remote branch (never a conflict: each machine changes only its own
-    /// file), merges what arrived, commits again, and pushes; a push
-    /// rejected because another machine pushed first is retried (at most
-    /// `attempts` times). Works with an empty remote (the first push
-    /// creates the branch) and with nothing to commit. Runs on one machine
-    /// are serialized by a lock in the repository's git folder.
-    ///
-    /// `adoptKey` is passed to every round's ``sync(dir:dryRun:adoptKey:)``:
-    /// a bundle of a newer key epoch is adopted, and the later rounds run
-    /// under the new key.
-    public func syncGit(
+extension Replication {
+    package func syncGit(
         dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in },
         adoptAboveOwnKDF: Bool = false,
         adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
@@ -75,7 +58,7 @@ extension Vault {
         var current = self
         func syncAndCommit() throws(CofferError) {
             let r = try current.sync(dir: dir, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
-            if let next = r.adoptedVault { current = next }
+            if let next = r.adoptedVault { current = next.replication }
             report.rounds.append(r)
             let name = (r.ownBundle as NSString).lastPathComponent
             try git.check(["add", "--", name], what: "stage \(name)")

@@ -61,14 +61,11 @@ struct TextMatcher {
     }
 }
 
-extension Vault {
+extension Items {
     // MARK: find
 
-    /// Items whose name, tags, source, username or URL contain `term`,
-    /// case-insensitively. Secret values are never searched (nor
-    /// decrypted).
-    public func find(_ term: String) throws(CofferError) -> [FoundItem] {
-        try Vault.find(term, in: list())
+    package func find(_ term: String) throws(CofferError) -> [FoundItem] {
+        try Self.find(term, in: list())
     }
 
     /// ``find(_:)`` over a listing already read.
@@ -93,10 +90,7 @@ extension Vault {
 
     // MARK: mv / cp
 
-    /// The (old, new) names `mv`/`cp` act on: one item, or with `from`
-    /// ending in `/` every item under that prefix, renamed under `to`
-    /// (which then must end in `/` too).
-    public func plan(from: String, to: String) throws(CofferError) -> [(from: String, to: String)] {
+    package func plan(from: String, to: String) throws(CofferError) -> [(from: String, to: String)] {
         if from.hasSuffix("/") || to.hasSuffix("/") {
             guard from.hasSuffix("/"), to.hasSuffix("/") else {
                 throw CofferError(.usage, "to move or copy a prefix, end both names with '/'", hint: "e.g. `coffer mv work/ old-work/`")
@@ -118,16 +112,11 @@ extension Vault {
         return [(old, new)]
     }
 
-    /// Renames items as one transaction: either every rename happens or
-    /// none. Each is an ordinary write of the item's name register, so it
-    /// syncs like any edit.
-    public func move(_ pairs: [(from: String, to: String)]) throws(CofferError) {
+    package func move(_ pairs: [(from: String, to: String)]) throws(CofferError) {
         try transfer(pairs, copy: false)
     }
 
-    /// Copies items (new ids, same fields, tags, source, expiry, type,
-    /// policy and variable names) as one transaction.
-    public func copy(_ pairs: [(from: String, to: String)]) throws(CofferError) {
+    package func copy(_ pairs: [(from: String, to: String)]) throws(CofferError) {
         try transfer(pairs, copy: true)
     }
 
@@ -180,7 +169,7 @@ extension Vault {
         if let s = item.source { changes.append(meta(.source, "@source", s)) }
         if let e = item.expires { changes.append(meta(.expires, "@expires", e.description)) }
         if !item.env.isEmpty || !item.allowedEnvNames.isEmpty {
-            changes.append(meta(.env, "@env", Vault.envText(item.env, allowed: item.allowedEnvNames)))
+            changes.append(meta(.env, "@env", Interchange.envText(item.env, allowed: item.allowedEnvNames)))
         }
         for f in item.fields {
             changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))

@@ -1,4 +1,4 @@
-extension Vault {
+extension CredentialRequirements {
     /// The field a lookup of `type` reads.
     static func lookupField(_ type: CredentialType) -> String? {
         switch type {
@@ -9,22 +9,8 @@ extension Vault {
         }
     }
 
-    /// Every live item that could answer a lookup of `type` for
-    /// `sourceID`, best first: the first is the one ``CredentialManager``,
-    /// ``Coffer/string(forSource:type:)`` and `coffer check` use.
-    ///
-    /// The order (the same on every replica, so two machines holding the
-    /// same items choose the same one):
-    /// 1. for `api-key-with-email`, items of that type holding both a key
-    ///    and an email come first;
-    /// 2. the item type made for the field (`api-key` for a key, `email`
-    ///    for an email, `login` for a password), then `api-key-with-email`,
-    ///    then any other type;
-    /// 3. not expired before expired;
-    /// 4. the most recently updated first;
-    /// 5. the smaller item id (a tie that only concurrent writes can make).
-    public func candidates(forSource sourceID: String, type: CredentialType, today: Day = .today) throws(CofferError) -> [Item] {
-        Vault.rank(try items(forSource: sourceID), type: type, today: today)
+    package func candidates(forSource sourceID: String, type: CredentialType, today: Day = .today) throws(CofferError) -> [Item] {
+        CredentialRequirements.rank(try items(forSource: sourceID), type: type, today: today)
     }
 
     static func rank(_ items: [Item], type: CredentialType, today: Day) -> [Item] {

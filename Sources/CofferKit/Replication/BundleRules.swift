@@ -101,7 +101,7 @@ final class OwnClaimProbe: @unchecked Sendable {
     }
 }
 
-extension Vault {
+extension Replication {
     /// Decrypts an incoming version and checks its payload against the
     /// rules `register-name`, `text-value` and `empty-tombstone`.
     func openIncoming(_ v: FieldVersion, item: ItemID, register rid: RegisterID, path: String) throws -> FieldPayload {

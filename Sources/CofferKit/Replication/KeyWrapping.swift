@@ -27,9 +27,8 @@ public struct PassphraseChange: Sendable, Equatable {
     public var concurrentWith: ReplicaID?
 }
 
-extension Vault {
-    /// The version of this vault's passphrase wrapping.
-    public func keyWrappingVersion() throws(CofferError) -> KeyWrappingVersion {
+extension Replication {
+    package func keyWrappingVersion() throws(CofferError) -> KeyWrappingVersion {
         try CofferError.wrap { try store.read { db in try Queries.keyWrapping(db) } }
     }
 
@@ -86,7 +85,7 @@ extension Vault {
         case .concurrentKeep(let merged):
             try Queries.setKeyWrapping(db, KeyWrappingVersion(vector: merged, changedBy: local.changedBy, changedAt: local.changedAt), mac: mac)
         }
-        return Vault.passphraseNotice(resolution, local: local, incoming: incoming, sameBytes: sameBytes)
+        return Replication.passphraseNotice(resolution, local: local, incoming: incoming, sameBytes: sameBytes)
     }
 
     /// What importing a bundle with `header` would do to this vault's
@@ -95,7 +94,7 @@ extension Vault {
         let local = try Queries.keyWrapping(db)
         let current = try Queries.header(db)
         let sameBytes = current.wrappedMasterKey == header.wrappedMasterKey && current.kdfSalt == header.salt
-        return Vault.passphraseNotice(
+        return Replication.passphraseNotice(
             KeyWrappingVersion.resolve(local: local, incoming: header.wrapping), local: local, incoming: header.wrapping, sameBytes: sameBytes)
     }
 
@@ -118,7 +117,7 @@ extension Vault {
     }
 }
 
-extension Vault {
+extension Replication {
     /// Whether importing a bundle with `header` would change nothing: its
     /// summary is covered by this vault's and its passphrase wrapping does
     /// not need resolving (sync skips such bundles).

@@ -6,6 +6,13 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+/// Replication: exporting and importing bundles, syncing a folder or a git
+/// repository, cloning, the passphrase wrapping and clock checks that
+/// travel with bundles (docs/sync.md, docs/bundle-format.md). The façade's
+/// forwarders are in Replication/Vault+Replication.swift.
+package struct Replication: VaultComponent {
+    package let core: VaultCore
+}
 
 // MARK: - Merge preview (--dry-run)
 
@@ -139,10 +146,15 @@ struct SyncCandidate {
     var header: BundleHeader
 }
 
-extension Vault {
-    /// The name of this replica's own bundle in a sync folder.
-    public static func bundleFileName(replica: ReplicaID) -> String { replica.hex + ".coffer-bundle" }
+extension Replication {
+    package static func bundleFileName(replica: ReplicaID) -> String { replica.hex + ".coffer-bundle" }
 
+    /// Lists the regular, non-hidden files of `dir`, sorted by name. With
+    /// `sweepingStale`, the same listing also removes what a bundle writer
+    /// killed before its rename left (`.NAME.coffer-bundle.tmp-…`, here or
+    /// on a machine that replicates this folder), by the rule of
+    /// ``TempFiles/sweep(dir:names:olderThan:now:isOurs:lockedBy:)``: older
+    /// than five minutes and not locked by a live writer (issue 24).
     /// Lists the regular, non-hidden files of `dir`, sorted by name. With
     /// `sweepingStale`, the same listing also removes what a bundle writer
     /// killed before its rename left (`.NAME.coffer-bundle.tmp-…`, here or
@@ -215,7 +227,7 @@ extension Vault {
                 report.skipped.append(.init(path: path, reason: .olderKeyEpoch, replica: header.replicaID))
                 continue
             }
-            if header.keyEpoch == epoch, Vault.bringsNothing(header, summary: summary, wrapping: wrapping) {
+            if header.keyEpoch == epoch, Replication.bringsNothing(header, summary: summary, wrapping: wrapping) {
                 report.skipped.append(.init(path: path, reason: .nothingNew, replica: header.replicaID))
                 continue
             }
@@ -236,65 +248,41 @@ extension Vault {
             && h.keyEpoch == epoch && h.createdAt <= Clock.nowMillis() &+ BundleValidation.clockSkew
     }
 
-    /// Merges every other replica's bundle found in `dir` (whatever its
-    /// file name: conflict copies made by Syncthing or Dropbox are just more
-    /// bundles), then writes this replica's bundle
-    /// `<replica-id>.coffer-bundle` atomically when it changed. Never
-    /// writes or removes another file. A bundle that cannot be merged is
-    /// reported in ``SyncReport/failed`` and the others still merge. With
-    /// `dryRun`, computes what would change and changes nothing.
-    ///
-    /// A bundle of a newer key epoch (another replica ran `coffer rekey`)
-    /// is adopted first: `adoptKey` is asked for the passphrase that opens
-    /// the new key (given the epoch, the bundle's path and the attempt
-    /// number; nil gives up after a wrong one), this vault is
-    /// re-encrypted under it (``adoptKeyEpoch(ofBundleAt:passphrase:allowExpensiveKDF:)``)
-    /// and the sync goes on under the new key. Without `adoptKey`, or in a
-    /// dry run, such bundles are reported failed (exit 77's message) and
-    /// the others merge. Bundles of an older epoch are skipped
-    /// (``SyncReport/Skipped/Reason/olderKeyEpoch``).
-    ///
-    /// Before any Argon2id run for a newer key: a bundle whose epoch is
-    /// more than ``KeyEpoch/maxJump`` ahead is refused (rule
-    /// `key-epoch-jump`, exit 65's message), and unless
-    /// `adoptAboveOwnKDF`, so is the adoption of a key whose Argon2id
-    /// parameters exceed this vault's own (exit 77's message): anyone who
-    /// can drop a file into the folder can write such a header.
-    public func sync(
+    package func sync(
         dir: String, dryRun: Bool = false, adoptAboveOwnKDF: Bool = false,
         adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
     ) throws(CofferError) -> SyncReport {
         // A vault edited outside coffer is refused before anything is
         // merged or written, dry run included (docs/threat-model.md).
         try CofferError.wrap { try store.read { db in try checkVaultMAC(db) } }
-        var rebinding = dryRun ? nil : try claimReplica()
+        var rebinding = dryRun ? nil : try identity.claimReplica()
         var (local, summary, exportable, wrapping) = try CofferError.wrap {
-            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+            try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         var ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
         var report = SyncReport(dir: dir, ownBundle: ownPath)
         // Bundles whose writer was killed before the rename (here or on a
         // machine that replicates this folder) are litter (issues 13, 24):
         // swept from the folder's one listing, except in a dry run.
-        var candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyEpoch, sweep: !dryRun, report: &report)
+        var candidates = try Replication.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, sweep: !dryRun, report: &report)
         // A folder that has seen more of this replica id than this file
         // ever exported shows a restored backup: take a new id (and move
         // the writes since the last export to it) before merging or
         // writing anything, then look at the folder again.
-        if !dryRun, let r = try identity.adoptIfRestored(seen: report.seenOwn, bundles: Vault.syncFiles(in: dir)) {
+        if !dryRun, let r = try identity.adoptIfRestored(seen: report.seenOwn, bundles: Replication.syncFiles(in: dir)) {
             rebinding = r
             (local, summary, exportable, wrapping) = try CofferError.wrap {
-                try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+                try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
             }
             ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
             report = SyncReport(dir: dir, ownBundle: ownPath)
-            candidates = try Vault.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyEpoch, report: &report)
+            candidates = try Replication.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, report: &report)
         }
         report.rebinding = rebinding
         // Never put this vault's bundle into another vault's folder: every
         // machine of that vault would warn about it on every sync.
         if report.ownVaultBundles == 0, let other = report.foreignVaults.sorted().first {
-            throw Vault.foreignFolder(dir: dir, other: other, vaultID: vaultID, vaultPath: path)
+            throw Replication.foreignFolder(dir: dir, other: other, vaultID: vaultID, vaultPath: path)
         }
         // Versions this replica wrote while its clock ran fast, which the
         // others refuse, get the current time before anything is merged or
@@ -304,23 +292,23 @@ extension Vault {
             report.restamped = try restampFutureWrites(acknowledgedUpTo: report.acknowledgedOwn ?? 0)
         }
 
-        let epoch = keyEpoch
+        let epoch = keyRotation.keyEpoch
         for c in candidates where c.header.keyEpoch > epoch && !epoch.mayAdopt(c.header.keyEpoch) {
-            report.failed.append(.init(path: c.path, error: Vault.epochJumpError(path: c.path, bundle: c.header.keyEpoch, vault: epoch)))
+            report.failed.append(.init(path: c.path, error: KeyRotation.epochJumpError(path: c.path, bundle: c.header.keyEpoch, vault: epoch)))
         }
         candidates.removeAll { $0.header.keyEpoch > epoch && !epoch.mayAdopt($0.header.keyEpoch) }
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }),
-            !dryRun, adoptKey != nil, !adoptAboveOwnKDF, Vault.exceeds(newest.header.kdf, file.kdf)
+            !dryRun, adoptKey != nil, !adoptAboveOwnKDF, KeyRotation.exceeds(newest.header.kdf, file.kdf)
         {
             report.keyEpochPending = newest.header.keyEpoch
             for c in candidates where c.header.keyEpoch > epoch {
-                report.failed.append(.init(path: c.path, error: Vault.expensiveAdoptionError(path: c.path, bundle: c.header, own: file.kdf)))
+                report.failed.append(.init(path: c.path, error: KeyRotation.expensiveAdoptionError(path: c.path, bundle: c.header, own: file.kdf)))
             }
             candidates.removeAll { $0.header.keyEpoch > epoch }
         }
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }) {
             if !dryRun, let adoptKey {
-                let (next, adopted) = try adoptKeyEpoch(ofBundleAt: newest.path) { (e, attempt) throws(CofferError) in
+                let (next, adopted) = try keyRotation.adoptKeyEpoch(ofBundleAt: newest.path) { (e, attempt) throws(CofferError) in
                     try adoptKey(e, newest.path, attempt)
                 }
                 var result = try next.sync(dir: dir, dryRun: false, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
@@ -334,7 +322,7 @@ extension Vault {
             // A dry run says it would adopt the key; it cannot preview the
             // bundles of that key before (it holds only the old one).
             for c in candidates where c.header.keyEpoch > epoch && !dryRun {
-                report.failed.append(.init(path: c.path, error: Vault.newerEpochError(path: c.path, bundle: c.header.keyEpoch, vault: epoch)))
+                report.failed.append(.init(path: c.path, error: KeyRotation.newerEpochError(path: c.path, bundle: c.header.keyEpoch, vault: epoch)))
             }
             candidates.removeAll { $0.header.keyEpoch > epoch }
         }
@@ -353,17 +341,17 @@ extension Vault {
                     report.failed.append(.init(path: c.path, error: error))
                 }
             }
-            report.preview = MergePreview(bundles: bundles, items: Vault.collapse(items))
-            report.wroteOwnBundle = !report.merged.isEmpty || !Vault.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: keyEpoch)
+            report.preview = MergePreview(bundles: bundles, items: Replication.collapse(items))
+            report.wroteOwnBundle = !report.merged.isEmpty || !Replication.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: keyRotation.keyEpoch)
             return report
         }
 
-        let before = candidates.isEmpty ? [] : try conflicts()
+        let before = candidates.isEmpty ? [] : try conflictResolution.conflicts()
         for c in candidates {
             // An earlier bundle (say the original of a conflict copy) may
             // have brought everything this one holds.
             let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
-            if Vault.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
+            if Replication.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
                 report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
                 continue
             }
@@ -375,16 +363,16 @@ extension Vault {
         }
         if !report.merged.isEmpty {
             let old = Set(before.map(ConflictKey.init))
-            report.newConflicts = try conflicts().filter { !old.contains(ConflictKey($0)) }
+            report.newConflicts = try conflictResolution.conflicts().filter { !old.contains(ConflictKey($0)) }
             // A bundle may show this replica's id used by another file.
-            if let r = try claimReplica() { report.rebinding = r }
+            if let r = try identity.claimReplica() { report.rebinding = r }
         }
         let (nowLocal, nowSummary, nowWrapping) = try CofferError.wrap {
-            try store.read { db in (try Queries.localReplica(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db)) }
+            try store.read { db in (try Queries.localReplica(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
         let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
         report.ownBundle = nowOwn
-        if !Vault.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping, epoch: keyEpoch) {
+        if !Replication.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping, epoch: keyRotation.keyEpoch) {
             try exportBundle(to: nowOwn)
             report.wroteOwnBundle = true
         }
@@ -398,9 +386,7 @@ extension Vault {
             hint: "to make this machine a replica of that vault, move \(vaultPath) aside and run `coffer clone \(dir)`; to sync this vault, use another folder")
     }
 
-    /// Refuses, without the passphrase, a sync folder that holds bundles
-    /// of other vaults and none of this one (see ``sync(dir:dryRun:)``).
-    public static func checkSyncFolder(_ dir: String, file: VaultFile) throws(CofferError) {
+    package static func checkSyncFolder(_ dir: String, file: VaultFile) throws(CofferError) {
         let bundles = try bundlesInFolder(dir)
         guard !bundles.contains(where: { $0.header.vaultID == file.header.vaultID }),
             let other = bundles.map(\.header.vaultID).sorted().first
@@ -408,19 +394,11 @@ extension Vault {
         throw foreignFolder(dir: dir, other: other, vaultID: file.header.vaultID, vaultPath: file.path)
     }
 
-    /// Checks, without the passphrase, whether `sync dir` has anything to
-    /// do for the vault at `file`: true when every other replica's bundle
-    /// is covered by the vault's summary, this replica's own bundle is
-    /// current, no file needs reporting, and the file still owns its
-    /// replica id. Its listing of `dir` also sweeps stale bundle
-    /// temporaries, as every sync does (a no-op sync must not leave them
-    /// for the transport to copy everywhere): call it only for a sync that
-    /// is not a dry run.
-    public static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
+    package static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
         let (local, summary, exportable, wrapping, newest) = try CofferError.wrap {
             try file.store.read { db in
                 let local = try Queries.localReplica(db)
-                return (local, try Queries.summary(db), try Vault.exportableSummary(db), try Queries.keyWrapping(db), try Queries.newestWriteTime(db, replica: local.id))
+                return (local, try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db), try Queries.newestWriteTime(db, replica: local.id))
             }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
@@ -448,9 +426,7 @@ extension Vault {
         var state: ItemState
     }
 
-    /// What importing the bundles at `paths` (in order) would change. Reads
-    /// and authenticates them fully; writes nothing.
-    public func previewImport(paths: [String]) throws(CofferError) -> (reports: [ImportReport], preview: MergePreview) {
+    package func previewImport(paths: [String]) throws(CofferError) -> (reports: [ImportReport], preview: MergePreview) {
         var overlay: [ItemID: Overlay] = [:]
         var reports: [ImportReport] = []
         var items: [MergePreview.ItemChange] = []
@@ -459,7 +435,7 @@ extension Vault {
             reports.append(r)
             items += changes
         }
-        return (reports, MergePreview(bundles: paths, items: Vault.collapse(items)))
+        return (reports, MergePreview(bundles: paths, items: Replication.collapse(items)))
     }
 
     /// Keeps the last change per item (later bundles build on earlier ones),
@@ -476,11 +452,11 @@ extension Vault {
 
     func previewBundle(at path: String, overlay: inout [ItemID: Overlay]) throws(CofferError) -> (ImportReport, [MergePreview.ItemChange]) {
         let (input, header, prefix) = try openOwnBundle(at: path)
-        switch keyEpochStatus(of: header) {
+        switch keyRotation.keyEpochStatus(of: header) {
         case .same: break
-        case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .older(let e): throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
         case .newer(let e):
-            var error = Vault.newerEpochError(path: path, bundle: e, vault: keyEpoch)
+            var error = KeyRotation.newerEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
             error.hint = "a dry run cannot show its changes before the new key is adopted; run the import without --dry-run to adopt it (the passphrase is asked once)"
             throw error
         }
@@ -512,7 +488,7 @@ extension Vault {
                     report.records += 1
                     try rules.check(record: full)
                     // The same filter as a real import (Vault+Bundle.swift).
-                    let incoming = Vault.unseenPart(of: full, seen: seen)
+                    let incoming = Replication.unseenPart(of: full, seen: seen)
                     if incoming.registers.isEmpty {
                         report.unchanged += 1
                         continue
@@ -609,9 +585,7 @@ extension Vault {
 
     // MARK: Replicas
 
-    /// Every replica this vault has seen writes from, with the highest
-    /// counter seen and when a bundle from it was last imported.
-    public func replicas() throws(CofferError) -> [ReplicaInfo] {
+    package func replicas() throws(CofferError) -> [ReplicaInfo] {
         try CofferError.wrap {
             try store.read { db in
                 let local = try Queries.localReplica(db)

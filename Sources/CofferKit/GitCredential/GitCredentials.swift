@@ -118,21 +118,19 @@ public struct GitCredentialEraseResult: Sendable, Equatable {
     public var keptOutsideGit: [String]
 }
 
-extension Vault {
-    /// Items named under this prefix are git credentials by convention
-    /// (`git/HOST`, `git/HOST/PATH`, `git/USER@HOST`): `store` creates
-    /// them and `erase` deletes them.
-    public static let gitCredentialPrefix = "git/"
+/// Git credentials: the items git's credential helper protocol finds,
+/// stores and erases (docs/git-credential.md). The façade's forwarders are
+/// in GitCredential/Vault+GitCredentials.swift.
+package struct GitCredentials: VaultComponent {
+    package let core: VaultCore
+}
 
-    /// The field that lists the protocols an item serves to git, on
-    /// purpose: `git-protocols=https,http` (commas or spaces).
-    public static let gitProtocolsField = "git-protocols"
-
+extension GitCredentials {
     /// The protocols `item` serves to git: its `git-protocols` field when
     /// it has one, else its url's protocol, else `https`
     /// (docs/git-credential.md, "Protocols").
     static func gitProtocols(of item: Item, url: (protocol: String, host: String?, path: String?, username: String?, password: String?)?) -> Set<String> {
-        if let listed = item.field(gitProtocolsField)?.value {
+        if let listed = item.field(Vault.gitProtocolsField)?.value {
             return Set(listed.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).map { $0.lowercased() })
         }
         return [url?.protocol ?? "https"]
@@ -178,7 +176,7 @@ extension Vault {
                     // helpers match it exactly: an item kept for https is
                     // never sent over http unless it lists http on purpose.
                     let url = item.field("url").flatMap { GitCredentialRequest.parseURL($0.value) }
-                    if let want = r.protocol, !Vault.gitProtocols(of: item, url: url).contains(want) { continue }
+                    if let want = r.protocol, !GitCredentials.gitProtocols(of: item, url: url).contains(want) { continue }
                     var specificity = 0
                     if let u = url, u.host == host {
                         if let p = r.path {
@@ -216,18 +214,12 @@ extension Vault {
         }
     }
 
-    /// The credential for a git `get`: the best matching item (a
-    /// `git/…` item or a login whose url matches; docs/git-credential.md),
-    /// or nil.
-    public func gitCredential(for request: GitCredentialRequest) throws(CofferError) -> GitCredentialMatch? {
+    package func gitCredential(for request: GitCredentialRequest) throws(CofferError) -> GitCredentialMatch? {
         guard let c = try gitCandidates(request).first else { return nil }
         return GitCredentialMatch(itemName: c.name, username: c.username ?? request.username ?? "", password: c.password)
     }
 
-    /// A git `store`: updates the password of the best matching item, or
-    /// creates a login item `git/HOST[/PATH]` (or `git/USER@HOST[/PATH]`
-    /// when that name is taken). A normal write: it syncs.
-    public func storeGitCredential(_ r: GitCredentialRequest) throws(CofferError) -> GitCredentialStoreResult {
+    package func storeGitCredential(_ r: GitCredentialRequest) throws(CofferError) -> GitCredentialStoreResult {
         guard let proto = r.protocol, let host = r.host, !host.isEmpty, let username = r.username, let password = r.password,
             !password.isEmpty
         else {
@@ -237,7 +229,7 @@ extension Vault {
             if existing.password == password { return .unchanged(existing.name) }
             var e = ItemEdit()
             e.setFields = [Field(name: "password", value: password, isSecret: true)]
-            try edit(existing.name, e)
+            try items.edit(existing.name, e)
             return .updated(existing.name)
         }
         let suffix = r.path.map { "/" + $0 } ?? ""
@@ -253,7 +245,7 @@ extension Vault {
         var lastError: CofferError?
         for name in [Vault.gitCredentialPrefix + host + suffix, Vault.gitCredentialPrefix + username + "@" + host + suffix] {
             do {
-                try add(draft(name))
+                try items.add(draft(name))
                 return .created(try Vault.normalizeName(name))
             } catch where error.kind == .duplicateName {
                 lastError = error
@@ -262,17 +254,13 @@ extension Vault {
         throw lastError ?? CofferError(.duplicateName, "cannot name the git credential")
     }
 
-    /// A git `erase`: deletes the `git/…` items that match the request
-    /// exactly (protocol, host, path when given, username when given, and
-    /// the password when given). Matching items elsewhere are the user's
-    /// own and are left alone (listed in the result).
-    public func eraseGitCredential(_ r: GitCredentialRequest) throws(CofferError) -> GitCredentialEraseResult {
+    package func eraseGitCredential(_ r: GitCredentialRequest) throws(CofferError) -> GitCredentialEraseResult {
         var result = GitCredentialEraseResult(deleted: [], keptOutsideGit: [])
         for c in try gitCandidates(r) where r.password == nil || r.password == c.password {
             if !c.underGit {
                 result.keptOutsideGit.append(c.name)
             } else if c.specificity == 2 {
-                try delete(c.name)
+                try items.delete(c.name)
                 result.deleted.append(c.name)
             }
         }

@@ -6,6 +6,12 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+/// Conflicts: listing the concurrent edits a merge kept side by side, and
+/// settling them (docs/sync.md, "Conflicts"). The façade's forwarders
+/// are in Conflicts/Vault+Conflicts.swift.
+package struct ConflictResolution: VaultComponent {
+    package let core: VaultCore
+}
 
 /// An open conflict in the vault: concurrent writes that a merge kept side
 /// by side until someone settles them (docs/sync.md).
@@ -80,14 +86,10 @@ public struct ResolveResult: Sendable, Equatable {
     public var value: String?
 }
 
-extension Vault {
+extension ConflictResolution {
     // MARK: Listing
 
-    /// Every open conflict: concurrent field values, deletes against
-    /// concurrent edits, and names shared by several live items. Sorted by
-    /// item name, then field. Secret values are included only when
-    /// `revealSecrets` is set.
-    public func conflicts(revealSecrets: Bool = false) throws(CofferError) -> [VaultConflict] {
+    package func conflicts(revealSecrets: Bool = false) throws(CofferError) -> [VaultConflict] {
         try CofferError.wrap {
             try store.read { db in
                 var out: [VaultConflict] = []
@@ -183,13 +185,7 @@ extension Vault {
 
     // MARK: Resolving
 
-    /// Settles a conflict of item `name` with one write that supersedes
-    /// every side: its vector is the merge of all sides' vectors plus a new
-    /// dot. `field` may be omitted when the item has exactly one conflict.
-    /// For a delete conflict (`@deleted`), keeping a delete side deletes
-    /// the item, keeping an edit side keeps it.
-    @discardableResult
-    public func resolve(_ name: String, field: String?, with resolution: Resolution) throws(CofferError) -> ResolveResult {
+    package func resolve(_ name: String, field: String?, with resolution: Resolution) throws(CofferError) -> ResolveResult {
         try CofferError.wrap {
             try write { db, mac in
                 try identity.rebindIfCopied(db, mac)
@@ -299,6 +295,6 @@ extension Vault {
     }
 
     static func metadataID(_ field: String) -> RegisterID? {
-        metadataRegisters.first { $0.1 == field }?.0
+        Vault.metadataRegisters.first { $0.1 == field }?.0
     }
 }

@@ -32,27 +32,8 @@ public struct ClockRestamp: Sendable, Equatable {
 /// sealed again — so that sync resumes without anyone re-editing them.
 /// The receivers' rules are unchanged: a far-future time in a bundle is
 /// still refused (docs/sync.md, "A clock that ran fast").
-extension Vault {
-    /// Re-stamps this replica's current versions dated more than
-    /// ``BundleValidation/clockSkew`` (the receivers' tolerance) after
-    /// now: each item concerned takes one new dot of this replica (one
-    /// write), and each such version becomes a version with that dot, its
-    /// vector plus the dot (so it supersedes only the version it replaces;
-    /// a concurrent side stays a conflict), the current time and the same
-    /// value. A deleted item stays deleted (its delete markers become one
-    /// marker of the new dot, covering what they covered). Local-only
-    /// items are left as they are (they travel in no bundle). Returns nil
-    /// when there was nothing to re-stamp.
-    ///
-    /// Without `acknowledgedUpTo`, the check every write makes first: the
-    /// newest version of this replica (one index seek); only when it is
-    /// dated too far ahead are the others looked at. With it (`sync`,
-    /// which knows from the folder's headers which of this replica's
-    /// writes every other replica has merged), the versions with a counter
-    /// above it are looked at, whatever the newest one says (a write made
-    /// by an older coffer after the clock came back would hide the others
-    /// from the quick check).
-    public func restampFutureWrites(acknowledgedUpTo floor: UInt64? = nil) throws(CofferError) -> ClockRestamp? {
+extension Replication {
+    package func restampFutureWrites(acknowledgedUpTo floor: UInt64? = nil) throws(CofferError) -> ClockRestamp? {
         let now = Clock.nowMillis()
         let limit = now &+ BundleValidation.clockSkew
         if floor == nil {

@@ -2,6 +2,12 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
+/// Key rotation: a new master key (rekey), key epochs and their adoption
+/// from other replicas (docs/key-hierarchy.md, "Key epochs"). The
+/// façade's forwarders are in Rekey/Vault+Rekey.swift.
+package struct KeyRotation: VaultComponent {
+    package let core: VaultCore
+}
 
 /// What a rekey (or the adoption of another replica's rekey) did.
 public struct RekeyReport: Sendable, Equatable {
@@ -22,7 +28,7 @@ public struct RekeyReport: Sendable, Equatable {
     public var sessionsEnded = 0
 }
 
-extension Vault {
+extension KeyRotation {
     /// Ends every shell session of `vaultID` in `directories` (after a
     /// rekey or the adoption of another replica's: they hold the old key).
     static func endSessions(of vaultID: VaultID, in directories: [SessionDirectory]) -> Int {
@@ -72,10 +78,10 @@ extension VaultFile {
         } catch {
             throw CofferError(.usage, "cannot derive a key with these KDF parameters: \(error)")
         }
-        var report = try vault.translate(
+        var report = try vault.keyRotation.translate(
             to: master, epoch: epoch, kdf: kdf, salt: wrapped.salt, wrappedKey: wrapped.wrapped,
             wrapping: { $0.next(by: local.id, at: now) }, beforeCommit: beforeCommit)
-        report.sessionsEnded = Vault.endSessions(of: header.vaultID, in: sessionDirectories)
+        report.sessionsEnded = KeyRotation.endSessions(of: header.vaultID, in: sessionDirectories)
         return (try VaultFile.open(path: path).unlock(masterKey: master), report)
     }
 }
@@ -92,19 +98,16 @@ public enum BundleKeyEpochStatus: Sendable, Equatable {
     case older(KeyEpoch)
 }
 
-extension Vault {
-    /// This vault's key epoch.
-    public var keyEpoch: KeyEpoch { file.keyEpoch }
+extension KeyRotation {
+    package var keyEpoch: KeyEpoch { file.keyEpoch }
 
     /// How a bundle header's key epoch compares with this vault's.
-    public func keyEpochStatus(of header: BundleHeader) -> BundleKeyEpochStatus {
+    package func keyEpochStatus(of header: BundleHeader) -> BundleKeyEpochStatus {
         if header.keyEpoch == keyEpoch { return .same }
         return header.keyEpoch > keyEpoch ? .newer(header.keyEpoch) : .older(header.keyEpoch)
     }
 
-    /// Reads the clear header of the bundle at `path` and compares its key
-    /// epoch with this vault's (nothing is authenticated yet).
-    public func keyEpochStatus(ofBundleAt path: String) throws(CofferError) -> BundleKeyEpochStatus {
+    package func keyEpochStatus(ofBundleAt path: String) throws(CofferError) -> BundleKeyEpochStatus {
         let header = try Vault.inspectBundle(at: path).header
         guard header.vaultID == vaultID else { return .same }
         return keyEpochStatus(of: header)
@@ -135,7 +138,7 @@ extension Vault {
     static func expensiveAdoptionError(path: String, bundle: BundleHeader, own: KDFParameters) -> CofferError {
         let b = bundle.kdf
         var over: [String] = []
-        if b.memoryKiB > own.memoryKiB { over.append("memory \(describeKiB(b.memoryKiB)) (this vault: \(describeKiB(own.memoryKiB)))") }
+        if b.memoryKiB > own.memoryKiB { over.append("memory \(Replication.describeKiB(b.memoryKiB)) (this vault: \(Replication.describeKiB(own.memoryKiB)))") }
         if b.iterations > own.iterations { over.append("passes \(b.iterations) (this vault: \(own.iterations))") }
         if b.parallelism > own.parallelism { over.append("lanes \(b.parallelism) (this vault: \(own.parallelism))") }
         let who = bundle.keyEpoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica"
@@ -160,33 +163,18 @@ extension Vault {
             hint: "run `coffer import` or `coffer sync` with the passphrase (terminal, --passphrase-fd, --passphrase-file or COFFER_PASSPHRASE), not a session")
     }
 
-    /// Adopts the newer master key of the bundle at `path` (another
-    /// replica's `coffer rekey`): unwraps it from the bundle header with
-    /// `passphrase` (the passphrase the rekeying replica set), checks that
-    /// the bundle authenticates under it, then re-encrypts this vault's own
-    /// state — its edits the rekeying replica has not seen included — under
-    /// the new key in one transaction, exactly as `rekey` does, and takes
-    /// the header's passphrase wrapping and key epoch. Returns the vault
-    /// unlocked under the new key; import the bundle into that one.
-    ///
-    /// The bundle's Argon2id parameters are checked against the clone
-    /// ceiling before they are used (they are not authenticated until the
-    /// key is unwrapped), unless `allowExpensiveKDF`.
-    ///
-    /// Once adopted, every shell session of the vault in
-    /// `sessionDirectories` is ended, as by a rekey.
-    public func adoptKeyEpoch(
+    package func adoptKeyEpoch(
         ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
         sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
-        let (input, header, prefix) = try openOwnBundle(at: path)
+        let (input, header, prefix) = try replication.openOwnBundle(at: path)
         switch keyEpochStatus(of: header) {
         case .same:
             throw CofferError(.usage, "\(path) is written under this vault's key (epoch \(keyEpoch.number)): there is no newer key to adopt")
         case .older(let e):
-            throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+            throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyEpoch)
         case .newer(let e):
-            guard keyEpoch.mayAdopt(e) else { throw Vault.epochJumpError(path: path, bundle: e, vault: keyEpoch) }
+            guard keyEpoch.mayAdopt(e) else { throw KeyRotation.epochJumpError(path: path, bundle: e, vault: keyEpoch) }
         }
         if !allowExpensiveKDF { try Vault.checkCloneKDF(header.kdf, path: path) }
         let unwrapped: KeyHierarchy.Unwrapped
@@ -216,15 +204,11 @@ extension Vault {
         var report = try translate(
             to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: wrappedKey,
             wrapping: { _ in header.wrapping }, expecting: expected)
-        report.sessionsEnded = Vault.endSessions(of: vaultID, in: sessionDirectories)
+        report.sessionsEnded = KeyRotation.endSessions(of: vaultID, in: sessionDirectories)
         return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
     }
 
-    /// ``adoptKeyEpoch(ofBundleAt:passphrase:allowExpensiveKDF:)`` with
-    /// passphrases from `passphrases`, asked with the bundle's epoch and
-    /// the attempt number (0, 1, …) until one opens the new key or it
-    /// returns nil (then the last wrong-passphrase error is thrown).
-    public func adoptKeyEpoch(
+    package func adoptKeyEpoch(
         ofBundleAt path: String, passphrases: (KeyEpoch, Int) throws(CofferError) -> SecretBytes?
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
         let header = try Vault.inspectBundle(at: path).header
@@ -232,7 +216,7 @@ extension Vault {
         var attempt = 0
         while true {
             guard let passphrase = try passphrases(header.keyEpoch, attempt) else {
-                throw last ?? Vault.newerEpochError(path: path, bundle: header.keyEpoch, vault: keyEpoch)
+                throw last ?? KeyRotation.newerEpochError(path: path, bundle: header.keyEpoch, vault: keyEpoch)
             }
             do {
                 return try adoptKeyEpoch(ofBundleAt: path, passphrase: passphrase)

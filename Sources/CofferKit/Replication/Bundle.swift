@@ -99,12 +99,10 @@ extension CofferError {
     }
 }
 
-extension Vault {
+extension Replication {
     // MARK: Inspect
 
-    /// Reads a bundle's clear header. Needs no key: nothing here is
-    /// authenticated until the bundle is imported.
-    public static func inspectBundle(at path: String) throws(CofferError) -> BundleInfo {
+    package static func inspectBundle(at path: String) throws(CofferError) -> BundleInfo {
         let input = try BundleFileInput(path: path)
         let header: BundleHeader
         do { header = try BundleHeader.read(from: input).header } catch { throw .bundle(error, path: path) }
@@ -115,9 +113,7 @@ extension Vault {
 
     // MARK: Summary
 
-    /// This replica's summary (what it has seen), for `export --since` on
-    /// another replica.
-    public func summaryFile() throws(CofferError) -> BundleSummaryFile {
+    package func summaryFile() throws(CofferError) -> BundleSummaryFile {
         try CofferError.wrap {
             try store.read { db in
                 BundleSummaryFile(
@@ -127,17 +123,14 @@ extension Vault {
         }
     }
 
-    /// Writes ``summaryFile()`` to `path` atomically.
-    public func writeSummary(to path: String) throws(CofferError) {
+    package func writeSummary(to path: String) throws(CofferError) {
         let s = try summaryFile()
         let out = try AtomicFileOutput(path: path)
         do { try out.writeBytes(s.encoded) } catch { throw out.error("\(error)") }
         try out.commit()
     }
 
-    /// Reads a summary file written by `coffer summary` on another replica
-    /// of this vault.
-    public func readSummary(at path: String) throws(CofferError) -> BundleSummaryFile {
+    package func readSummary(at path: String) throws(CofferError) -> BundleSummaryFile {
         let input = try BundleFileInput(path: path)
         let bytes: [UInt8]
         do { bytes = try input.readBytes(BundleSummaryFile.maxLength + 1) } catch { throw .bundle(error, path: path) }
@@ -168,12 +161,7 @@ extension Vault {
 
     // MARK: Export
 
-    /// Writes a bundle to `path` (atomically: a temporary file renamed
-    /// over it). A full bundle carries every version of every `sync` item;
-    /// with `since` (the receiver's summary) only versions whose dot the
-    /// receiver has not seen. `local-only` items never enter a bundle.
-    @discardableResult
-    public func exportBundle(to path: String, since: VersionVector? = nil) throws(CofferError) -> ExportReport {
+    package func exportBundle(to path: String, since: VersionVector? = nil) throws(CofferError) -> ExportReport {
         try exportBundle(to: path, since: since, streamHeader: nil, createdAt: nil)
     }
 
@@ -196,7 +184,7 @@ extension Vault {
                     createdAt: createdAt ?? Clock.nowMillis(), recordCount: count,
                     kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
                     salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
-                    summary: try Vault.exportableSummary(db), since: since ?? VersionVector(),
+                    summary: try Replication.exportableSummary(db), since: since ?? VersionVector(),
                     wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch, wrapBinding: h.wrapBinding)
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
@@ -231,25 +219,17 @@ extension Vault {
 
     // MARK: Import
 
-    /// Merges the bundle at `path` into this vault in one transaction:
-    /// every item record is merged register by register
-    /// (``ItemState/merged(with:)``) as it streams in; any failure rolls
-    /// back the whole bundle and the vault is unchanged.
-    ///
-    /// `progress`, when given, is called every 1,000 records with the
-    /// number of records read and the header's record count.
-    @discardableResult
-    public func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
+    package func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
         let (input, header, prefix) = try openOwnBundle(
             at: path, hint: "import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
         // A bundle of another key epoch is refused before its stream is
         // read: an older one whole (its writer adopts the new key first and
         // writes its edits again), a newer one until its key is adopted
         // with the passphrase (docs/sync.md §Master-key rotation).
-        switch keyEpochStatus(of: header) {
+        switch keyRotation.keyEpochStatus(of: header) {
         case .same: break
-        case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
-        case .newer(let e): throw Vault.newerEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .older(let e): throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
+        case .newer(let e): throw KeyRotation.newerEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
         }
         let reader: BundleReader
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
@@ -258,7 +238,7 @@ extension Vault {
         // A bundle that saw more of this replica id than this file ever
         // exported shows a restored backup (docs/sync.md): settled in the
         // import's own transaction, so a refused bundle changes nothing.
-        let restore = try identity.restoreCheck(seen: header.summary[try replicaID()], bundles: [path])
+        let restore = try identity.restoreCheck(seen: header.summary[try items.replicaID()], bundles: [path])
         let probe = OwnClaimProbe()
         do {
             return try importRecords(from: reader, path: path, progress: progress, restore: restore, ownClaims: probe)
@@ -496,7 +476,7 @@ extension Vault {
             createdAt: written.min, updatedAt: written.max)
         return NewItem(
             row: row, record: sealing ? seal(content, row: row, sealer: sealer) : [], state: state,
-            versions: versionCount, listed: !state.isDeleted && !Self.isReserved(name))
+            versions: versionCount, listed: !state.isDeleted && !CredentialRequirements.isReserved(name))
     }
 
     /// Stores a prepared new item and counts it.
@@ -511,15 +491,7 @@ extension Vault {
 
     // MARK: Clone
 
-    /// Creates a new replica at `vaultPath` from a full bundle and the
-    /// passphrase of the vault that wrote it: same vault id, key wrapping
-    /// and KDF parameters as the bundle's header, a new replica id, then
-    /// the bundle imported. Nothing is left at `vaultPath` on failure.
-    ///
-    /// The bundle's Argon2id parameters are not authenticated until the
-    /// passphrase has run through them: unless `allowExpensiveKDF`, any
-    /// parameter above ``cloneKDFCeiling`` is refused first.
-    public static func clone(
+    package static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
         progress: ImportProgress? = nil
     ) throws(CofferError) -> ImportReport {
@@ -608,7 +580,7 @@ extension Vault {
             let epoch = try store.read { db in try Queries.keyEpoch(db) }
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader, keyEpoch: epoch.epoch, keyCheck: epoch.check), master: master)
         }
-        var report = try vault.importRecords(from: reader, path: path, progress: progress, integrity: integrity)
+        var report = try vault.replication.importRecords(from: reader, path: path, progress: progress, integrity: integrity)
         // What `coffer ls` of the new vault will show (deleted items and
         // the vault's own reserved items are records, not items to list).
         // Counted on the way in: the vault held nothing before, so every
@@ -618,7 +590,7 @@ extension Vault {
     }
 }
 
-extension Vault {
+extension Replication {
     /// Opens the bundle at `path` and reads its header, refusing (exit 65)
     /// a bundle of another vault: what `import`, a dry run and a key
     /// adoption do first.

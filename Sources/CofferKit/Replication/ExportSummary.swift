@@ -1,7 +1,7 @@
 import CofferStore
 import CofferSync
 
-extension Vault {
+extension Replication {
     /// The summary a bundle header may claim: what a receiver will have
     /// seen once it has imported the bundle.
     ///
