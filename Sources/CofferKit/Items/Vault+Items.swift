@@ -19,10 +19,6 @@ extension Vault {
         try items.add(drafts)
     }
 
-    package func add(_ drafts: [ItemDraft], allowReserved: Bool) throws(CofferError) -> [Item] {
-        try items.add(drafts, allowReserved: allowReserved)
-    }
-
     /// The item called `name` (or `id:HEX`), decrypted.
     public func item(named name: String) throws(CofferError) -> Item {
         try items.item(named: name)
@@ -58,14 +54,6 @@ extension Vault {
     /// ``suggestion(forMissing:)``: a lookup stays O(1) in the vault's size.
     public func tamperingBehindMissingItem() -> CofferError? {
         items.tamperingBehindMissingItem()
-    }
-
-    package func listIncludingReserved() throws(CofferError) -> [ItemSummary] {
-        try items.listIncludingReserved()
-    }
-
-    package func fullListing(_ db: StoreConnection) throws -> [ItemSummary] {
-        try items.fullListing(db)
     }
 
     /// Applies `edit` to the item as one write.
