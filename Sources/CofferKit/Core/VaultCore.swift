@@ -12,14 +12,17 @@ import Foundation
 /// What is here and nowhere else:
 /// - the single write path, ``write(_:)``, which hands each transaction the
 ///   vault MAC accumulator, and ``save(_:row:old:new:now:mac:shown:)``
-///   which writes an item's row, record and versions through it
-///   (Core/VaultCore+Write.swift);
+///   which writes an item's row, record and versions through it; the
+///   format upgrade of integrity data and ``verify()``
+///   (Core/VaultCore+Integrity.swift);
 /// - sealing and opening field versions (``seal(_:item:register:dot:vector:at:tombstone:)``,
-///   ``open(_:item:register:)``) and item records (Core/VaultCore+Records.swift);
+///   ``open(_:item:register:)``) and item records (Core/ItemRecord.swift);
 /// - turning an item's state into an ``Item`` (``decode(_:row:)``) and
 ///   its clear columns (``derivedRow(for:policy:createdAt:updatedAt:)``);
-/// - finding an item by name or id (``resolve(_:_:)``);
-/// - the next dot of the local replica (Core/VaultCore+Dots.swift).
+/// - finding an item by name or id (``resolve(_:_:)``).
+///
+/// The dot a write takes is replica identity's (``ReplicaIdentity``): the
+/// file must still own its replica id before it writes.
 ///
 /// Thread-safe: SQLite access is serialized by the store and the keys
 /// never change after unlock.

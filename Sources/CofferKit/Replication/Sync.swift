@@ -487,7 +487,7 @@ extension Replication {
                     guard let full = next else { break }
                     report.records += 1
                     try rules.check(record: full)
-                    // The same filter as a real import (Vault+Bundle.swift).
+                    // The same filter as a real import (Replication/Bundle.swift).
                     let incoming = Replication.unseenPart(of: full, seen: seen)
                     if incoming.registers.isEmpty {
                         report.unchanged += 1
