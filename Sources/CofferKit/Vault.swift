@@ -87,8 +87,8 @@ public final class Vault: Sendable {
             }
             let matches = try Queries.itemRows(db).filter { $0.id.hex.hasPrefix(prefix) }
             guard matches.count == 1 else {
-                if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", hint: "list items with `coffer ls`") }
-                throw CofferError(.ambiguousName, "id prefix \(prefix) matches \(matches.count) items", hint: "give more digits")
+                if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", remedy: .init(.listItems, "list the vault's items")) }
+                throw CofferError(.ambiguousName, "id prefix \(prefix) matches \(matches.count) items", remedy: .init(.giveMoreIDDigits, "give more digits"))
             }
             return matches[0].id
         }
@@ -110,7 +110,7 @@ public final class Vault: Sendable {
             // existence check, a reference's NAME/FIELD split) go through
             // this too. ``suggestion(forMissing:)`` is for the error a
             // person reads.
-            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", remedy: .init(.listItems, "list the vault's items"))
             missing.missingName = normalized
             throw missing
         case 1:
@@ -119,7 +119,7 @@ public final class Vault: Sendable {
             let list = ids.map { "id:" + $0.hex.prefix(8) }.sorted().joined(separator: ", ")
             throw CofferError(
                 .ambiguousName, "\(ids.count) items are named '\(normalized)' (created concurrently on different replicas)",
-                hint: "address one as \(list), then rename it with `coffer edit id:… --rename NEW` or remove it")
+                remedy: .init(.addressByID, "address one as \(list), then rename or remove it", item: normalized, name: list))
         }
     }
 
@@ -335,7 +335,7 @@ public final class Vault: Sendable {
                 for (name, draft) in checked {
                     let hash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
                     guard seen.insert(name).inserted, try Queries.itemIDs(db, nameHash: hash).isEmpty else {
-                        throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
+                        throw CofferError(.duplicateName, "an item named '\(name)' already exists", remedy: .init(.chooseAnotherName, "choose another name, or rename the existing item", item: name))
                     }
                     added.append(try insert(db, name: name, draft: draft, mac: mac))
                 }
@@ -471,7 +471,7 @@ public final class Vault: Sendable {
         var edit = original
         for i in edit.setFields.indices { edit.setFields[i].name = try Vault.normalizeFieldName(edit.setFields[i].name) }
         edit.unsetFields = edit.unsetFields.map { $0.utf8.allSatisfy({ $0 < 0x80 }) ? $0 : $0.precomposedStringWithCanonicalMapping }
-        guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
+        guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", remedy: .init(.sayWhatToChange, "say what to change")) }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
         if let n = newName { try Vault.checkNotReserved(n) }
         try Vault.checkSizes(edit.setFields, of: name)

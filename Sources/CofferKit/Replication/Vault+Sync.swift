@@ -156,7 +156,7 @@ extension Vault {
             throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "create it, or give the folder your sync tool shares (Syncthing, Dropbox, a git work tree)")
         }
         guard isDir.boolValue else {
-            throw CofferError(.usage, "\(dir) is not a folder", hint: "give the folder that holds the bundles, not a bundle; `coffer import FILE` merges one file")
+            throw CofferError(.usage, "\(dir) is not a folder", remedy: .init(.giveSyncFolder, "give the folder that holds the bundles, not a bundle; importing merges one file", path: dir))
         }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
@@ -202,7 +202,7 @@ extension Vault {
                 report.foreignVaults.insert(header.vaultID)
                 report.failed.append(.init(path: path, error: CofferError(
                     .badData, "\(path) is a bundle of a different vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                    hint: "keep one vault's bundles per sync folder: move it to that vault's folder")))
+                    remedy: .init(.separateVaults, "keep one vault's bundles per sync folder: move it to that vault's folder", path: path))))
                 continue
             }
             report.ownVaultBundles += 1
@@ -396,7 +396,7 @@ extension Vault {
         CofferError(
             .badData,
             "\(dir) holds the bundles of a different vault (vault id \(other.hex.prefix(8))…; this vault is \(vaultID.hex.prefix(8))…); nothing was written",
-            hint: "to make this machine a replica of that vault, move \(vaultPath) aside and run `coffer clone \(dir)`; to sync this vault, use another folder")
+            remedy: .init(.cloneOrUseAnotherFolder, "to make this machine a replica of that vault, move \(vaultPath) aside and clone it from \(dir); to sync this vault, use another folder", path: dir, vaultPath: vaultPath))
     }
 
     /// Refuses, without the passphrase, a sync folder that holds bundles
@@ -482,7 +482,7 @@ extension Vault {
         case .older(let e): throw Vault.olderEpochError(path: path, bundle: e, vault: keyEpoch)
         case .newer(let e):
             var error = Vault.newerEpochError(path: path, bundle: e, vault: keyEpoch)
-            error.hint = "a dry run cannot show its changes before the new key is adopted; run the import without --dry-run to adopt it (the passphrase is asked once)"
+            error.remedy = .init(.adoptKeyWithoutDryRun, "a dry run cannot show its changes before the new key is adopted; import for real to adopt it (the passphrase is asked once)", path: path)
             throw error
         }
         let reader: BundleReader

@@ -288,7 +288,7 @@ extension Vault {
         guard !name.isEmpty, name.count <= 128,
             name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
         else {
-            throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", hint: "pass --name NAME")
+            throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", remedy: .init(.nameManifest, "give the manifest a name"))
         }
     }
 
@@ -333,7 +333,7 @@ extension Vault {
     /// The stored text of the manifest registered as `name`.
     public func registeredRequirementsText(named name: String) throws(CofferError) -> String {
         guard let f = try requirementsRegistry(heal: false)?.field(name) else {
-            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
+            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
         }
         return f.value
     }
@@ -341,7 +341,7 @@ extension Vault {
     /// Removes the manifest registered as `name` (a change that syncs).
     public func removeRequirements(named name: String) throws(CofferError) {
         guard let registry = try requirementsRegistry(heal: true), registry.field(name) != nil else {
-            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
+            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
         }
         var e = ItemEdit()
         e.unsetFields = [name]
