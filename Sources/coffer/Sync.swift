@@ -123,7 +123,7 @@ struct Sync: ParsableCommand {
         }
         if !report.failed.isEmpty {
             let n = report.failed.count
-            let foreign = report.failed.filter { $0.error.message.contains("a bundle of a different vault") }.count
+            let foreign = report.failed.filter { $0.error.remedy?.action == .separateVaults }.count
             let hint: String
             if foreign == n {
                 hint = "the folder holds bundles of a different vault: keep one vault's bundles per sync folder (move them to that vault's folder)"
