@@ -98,7 +98,6 @@ fuzz: deps
 # Fails when a target imports a module its layer must not (docs/architecture.md).
 check-layers:
 	@bash scripts/check-layers.sh
-	@bash scripts/test-check-layers.sh
 
 # The manual page, generated from the command definitions by
 # swift-argument-parser's generate-manual plugin, from a debug build: built

@@ -66,5 +66,31 @@ check_test_imports Tests/CofferKitAPITests "CofferKit CofferTestSupport Testing"
   "CofferKitAPITests may import only CofferKit, CofferTestSupport (not @testable or @_exported), Testing and the platform"
 check_test_imports Tests/CofferTestSupport "CofferKit" \
   "CofferTestSupport may import only CofferKit (not @testable or @_exported) and the platform: CofferKitAPITests depends on it"
-if [[ $status -eq 0 ]]; then echo "check-layers: every target imports only what its layer allows"; fi
+# CofferKit speaks to applications, not to one command line: its messages,
+# hints and remedies name no `coffer` command and no command-line option
+# (the CLI words them from CofferError.Remedy, Sources/coffer/ErrorWords.swift).
+# Checked on every line that is not a comment: `coffer VERB` for a verb the
+# CLI defines (or any backquoted `coffer …`), and `--option` anywhere but a
+# string literal that is one option alone (an argument handed to git).
+# PHRASES_ALLOWED are product text that looks like a command: the subject of
+# the commits `sync --git` makes in the user's repository.
+PHRASES_ALLOWED=("coffer sync: replica")
+verbs="$(grep -rhoE 'commandName: "[a-z][a-z-]*"' Sources/coffer --include='*.swift' 2>/dev/null \
+  | sed -E 's/.*"(.*)"/\1/' | grep -vx coffer | sort -u | paste -sd'|' || true)"
+[[ -n "$verbs" ]] || verbs="ls|get|add|edit|init|unlock|sync|import|export|clone|verify|rekey"
+while IFS= read -r hit; do
+  file="${hit%%:*}"; rest="${hit#*:}"; line="${rest%%:*}"; text="${rest#*:}"
+  [[ "$text" =~ ^[[:space:]]*// ]] && continue
+  text="${text%% // *}"
+  for phrase in "${PHRASES_ALLOWED[@]}"; do text="${text//"$phrase"/}"; done
+  text="$(sed -E 's/"--[a-z][a-z0-9-]*"//g' <<<"$text")"
+  if grep -qE "\`coffer[ …]|(^|[^a-z-])coffer ($verbs)([^a-z-]|$)" <<<"$text"; then
+    echo "check-layers: $file:$line: CofferKit text names a coffer command; say what to do in words and as a CofferError.Remedy the CLI words (Sources/coffer/ErrorWords.swift)" >&2
+    status=1
+  elif grep -qE -- '--[a-z]' <<<"$text"; then
+    echo "check-layers: $file:$line: CofferKit text names a command-line option; name the call's argument in words (CofferError.argument) and let the CLI word it (Sources/coffer/ErrorWords.swift)" >&2
+    status=1
+  fi
+done < <(grep -rnE --include='*.swift' -e 'coffer|--[a-z]' Sources/CofferKit || true)
+if [[ $status -eq 0 ]]; then echo "check-layers: every target imports only what its layer allows; CofferKit names no CLI command or option"; fi
 exit $status

@@ -16,11 +16,11 @@ import CofferKit
 /// argument-parser, which produces its usual output and messages.
 enum AddFastPath {
     static func run(_ args: [String]) throws(CofferError) -> Bool {
-        guard args.first == "add", let token = SessionEnvironment.token, let request = request(Array(args.dropFirst())) else { return false }
+        guard args.first == "add", Unlocking.sessionToken() != nil, let request = request(Array(args.dropFirst())) else { return false }
         try Add.execute(request, passphraseOnStdin: false) { () throws(CofferError) in
             // As VaultOptions.unlockForWriting() with no --vault and no
             // passphrase option: the session unlocks the default vault.
-            let vault = try FastPath.unlock(token: token)
+            let vault = try FastPath.unlock()
             if let change = try vault.claimReplica() { Output.note(change.message) }
             if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
             return vault

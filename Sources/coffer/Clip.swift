@@ -34,8 +34,8 @@ struct Clip: ParsableCommand {
         let seconds = try Clip.parseDelay(clearAfter)
         let tool = try ClipboardTool.detect()
         // Started early only when the vault opens with the shell session
-        // (no prompt, no KDF), as VaultOptions.unlock decides.
-        let early = options.passphraseFd == nil && options.passphraseFile == nil && SessionEnvironment.token != nil
+        // (no prompt, no KDF), as Unlocking decides.
+        let early = options.unlocksWithSession
         try Clip.execute(name: name, field: field, tool: tool, seconds: seconds, startEarly: early) { () throws(CofferError) in
             try options.unlock()
         }

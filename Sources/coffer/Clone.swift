@@ -95,7 +95,7 @@ struct Clone: ParsableCommand {
                 } catch {
                     Progress.clear()
                     failed += 1
-                    Output.warn("skipped \(b.path): \(error.message)")
+                    Output.warn("skipped \(b.path): \(ErrorWords.message(error))")
                 }
             }
         }

@@ -24,11 +24,12 @@ enum Completion {
     ]
 
     static func vault(words: [String]) -> Vault? {
-        guard let token = SessionEnvironment.token else { return nil }
+        // Completion never asks for a passphrase: a session or nothing.
+        guard Unlocking.sessionToken() != nil else { return nil }
         var explicit: String?
         if let i = words.firstIndex(of: "--vault"), i + 1 < words.count { explicit = unquote(words[i + 1]) }
         guard let file = try? VaultFile.open(path: VaultLocation.resolve(explicit: explicit)) else { return nil }
-        return try? Session.unlock(file: file, token: token, directory: .resolve())
+        return try? Unlocking.unlock(file)
     }
 
     static func names(prefix: String, words: [String]) -> [String] {

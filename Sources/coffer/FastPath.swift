@@ -16,11 +16,11 @@ enum FastPath {
             return true
         }
         if try AddFastPath.run(args) { return true }
-        if args == ["ls"] || args == ["ls", "--tree"], let token = SessionEnvironment.token {
-            try List.execute(vault: unlock(token: token), prefix: nil, tree: args.count == 2)
+        if args == ["ls"] || args == ["ls", "--tree"], Unlocking.sessionToken() != nil {
+            try List.execute(vault: unlock(), prefix: nil, tree: args.count == 2)
             return true
         }
-        guard args.count == 2, let name = args.last, !name.hasPrefix("-"), let token = SessionEnvironment.token
+        guard args.count == 2, let name = args.last, !name.hasPrefix("-"), Unlocking.sessionToken() != nil
         else { return false }
         // The daily verbs with a session and no options take the same
         // path (docs/benchmarks.md, "Daily verbs"); so do `ls PREFIX`,
@@ -28,10 +28,10 @@ enum FastPath {
         switch args[0] {
         case "get", "show", "otp", "clip": break
         case "ls":
-            try List.execute(vault: unlock(token: token), prefix: name)
+            try List.execute(vault: unlock(), prefix: name)
             return true
         case "find" where !name.isEmpty:
-            try Find.execute(vault: unlock(token: token), term: name)
+            try Find.execute(vault: unlock(), term: name)
             return true
         default: return false
         }
@@ -39,13 +39,11 @@ enum FastPath {
             // Checks for a clipboard tool before unlocking, as Clip.run does.
             let tool = try ClipboardTool.detect()
             try Clip.execute(name: name, field: nil, tool: tool, seconds: 45, startEarly: true) { () throws(CofferError) in
-                try unlock(token: token)
+                try unlock()
             }
             return true
         }
-        let file = try VaultFile.open(path: VaultLocation.resolve(explicit: nil))
-        let vault = try Session.unlock(file: file, token: token, directory: .resolve())
-        UnlockedVault.current = vault
+        let vault = try unlock()
         switch args[0] {
         case "show": try Show.execute(vault: vault, name: name, reveal: false, json: false)
         case "otp": try Otp.execute(vault: vault, name: name, field: "totp", at: nil, json: false)
@@ -54,10 +52,9 @@ enum FastPath {
         return true
     }
 
-    static func unlock(token: String) throws(CofferError) -> Vault {
-        let file = try VaultFile.open(path: VaultLocation.resolve(explicit: nil))
-        let vault = try Session.unlock(file: file, token: token, directory: .resolve())
-        UnlockedVault.current = vault
-        return vault
+    /// Unlocks the default vault as a parsed command with no options
+    /// would (``Unlocking``): with the session the caller found.
+    static func unlock() throws(CofferError) -> Vault {
+        try Unlocking.unlock(try VaultFile.open(path: VaultLocation.resolve(explicit: nil)))
     }
 }

@@ -50,7 +50,9 @@ struct Otp: ParsableCommand {
         }
         let totp: TOTP
         do { totp = try TOTP.parse(f.value) } catch {
-            throw CofferError(error.kind, "field '\(field)' of '\(item.name)': \(error.message)", hint: error.hint)
+            var e = error
+            e.message = "field '\(field)' of '\(item.name)': \(error.message)"
+            throw e
         }
         let code = totp.code(at: time)
         let remaining = totp.secondsRemaining(at: time)

@@ -38,10 +38,12 @@ enum Output {
     static func warn(_ text: String) { err("coffer: warning: \(text)") }
     static func note(_ text: String) { err("coffer: \(text)") }
 
-    /// Prints the error and its hint and exits with its code.
+    /// Prints the error and its hint, in the command line's words
+    /// (``ErrorWords``), and exits with its code.
     static func fail(_ error: CofferError) -> Never {
-        err("coffer: error: \(error.message)")
-        if let hint = error.hint { err("coffer: hint: \(hint)") }
+        let (message, hint) = ErrorWords.words(error)
+        err("coffer: error: \(message)")
+        if let hint { err("coffer: hint: \(hint)") }
         exit(error.exitCode)
     }
 

@@ -17,7 +17,11 @@ enum ReferenceResolution {
             do throws(CofferError) {
                 out[r] = try resolver.resolve(r)
             } catch {
-                if let prefix = context(r) { throw CofferError(error.kind, "\(prefix): \(error.message)", hint: error.hint) }
+                if let prefix = context(r) {
+                    var e = error
+                    e.message = "\(prefix): \(error.message)"
+                    throw e
+                }
                 throw error
             }
         }

@@ -85,7 +85,9 @@ struct Run: ParsableCommand {
             do throws(CofferError) {
                 refOf[name] = try Reference(parsing: value, environment: env)
             } catch {
-                throw CofferError(error.kind, "variable \(name)\(origin[name].map { " (\($0))" } ?? ""): \(error.message)", hint: error.hint)
+                var e = error
+                e.message = "variable \(name)\(origin[name].map { " (\($0))" } ?? ""): \(error.message)"
+                throw e
             }
         }
 

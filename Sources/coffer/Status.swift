@@ -30,7 +30,7 @@ struct Status: ParsableCommand {
                 session = s
                 reason = nil
             case .failure(let e):
-                reason = e.message
+                reason = ErrorWords.message(e)
             }
         }
         directory.sweep()

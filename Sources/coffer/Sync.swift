@@ -84,8 +84,9 @@ struct Sync: ParsableCommand {
         }
         let base = { (p: String) in (p as NSString).lastPathComponent }
         for f in report.failed {
-            Output.warn("skipped \(base(f.path)): \(f.error.message)")
-            if let h = f.error.hint { Output.err("coffer: hint: \(h)") }
+            let (message, hint) = ErrorWords.words(f.error)
+            Output.warn("skipped \(base(f.path)): \(message)")
+            if let hint { Output.err("coffer: hint: \(hint)") }
         }
         if let preview = report.preview {
             for r in report.merged {
@@ -122,7 +123,7 @@ struct Sync: ParsableCommand {
         }
         if !report.failed.isEmpty {
             let n = report.failed.count
-            let foreign = report.failed.filter { $0.error.message.contains("a bundle of a different vault") }.count
+            let foreign = report.failed.filter { $0.error.remedy?.action == .separateVaults }.count
             let hint: String
             if foreign == n {
                 hint = "the folder holds bundles of a different vault: keep one vault's bundles per sync folder (move them to that vault's folder)"
@@ -180,7 +181,7 @@ extension Sync {
         Output.note(report.commits > 0 ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))" : "nothing to commit; \(own) is current")
         Output.note("pushed to \(report.remote)/\(report.branch)" + (report.attempts > 1 ? " after \(report.attempts) attempts" : ""))
         for (path, e) in failed.sorted(by: { $0.key < $1.key }) {
-            Output.warn("skipped \(base(path)): \(e.message)")
+            Output.warn("skipped \(base(path)): \(ErrorWords.message(e))")
         }
         if !failed.isEmpty {
             throw CofferError(.badData, "\(failed.count) file\(failed.count == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced and pushed",

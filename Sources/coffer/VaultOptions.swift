@@ -39,16 +39,12 @@ struct VaultOptions: ParsableArguments {
 
     /// Unlocks an already opened vault file, the same way as ``unlock()``.
     func unlock(_ file: VaultFile) throws(CofferError) -> Vault {
-        let vault: Vault
-        if passphraseFd == nil, passphraseFile == nil, let token = SessionEnvironment.token {
-            vault = try Session.unlock(file: file, token: token, directory: .resolve())
-        } else {
-            let secret = try passphrase()
-            vault = try file.unlock(passphrase: secret)
-            UnlockedVault.passphrase = secret
-        }
-        UnlockedVault.current = vault
-        return vault
+        try Unlocking.unlock(file, passphraseFd: passphraseFd, passphraseFile: passphraseFile)
+    }
+
+    /// Whether ``unlock()`` will use the shell session (no prompt, no KDF).
+    var unlocksWithSession: Bool {
+        Unlocking.sessionToken(passphraseFd: passphraseFd, passphraseFile: passphraseFile) != nil
     }
 
     /// Opens and unlocks the vault for a command that writes: first makes
@@ -84,6 +80,40 @@ enum UnlockedVault {
         var e = error
         e.hint = "did you mean `\(near)`? (list items with `coffer ls`)"
         return e
+    }
+}
+
+/// How a command unlocks its vault: the one place the command line chooses
+/// between the shell session and the passphrase (docs/sessions.md). The
+/// parsed commands (``VaultOptions``), the fast paths (``FastPath``,
+/// ``AddFastPath``), `clip`'s early start and shell completion all ask here.
+enum Unlocking {
+    /// The session token to unlock with: $COFFER_SESSION when it is set
+    /// and no --passphrase-fd or --passphrase-file is given; nil when the
+    /// passphrase is to be read instead.
+    static func sessionToken(passphraseFd: Int32? = nil, passphraseFile: String? = nil) -> String? {
+        guard passphraseFd == nil, passphraseFile == nil else { return nil }
+        return SessionEnvironment.token
+    }
+
+    /// Unlocks `file` the chosen way: with the session, or with the
+    /// passphrase from its first available source (--passphrase-fd,
+    /// --passphrase-file, $COFFER_PASSPHRASE, the terminal). An unusable
+    /// session is an error (exit 77), never a silent prompt. The vault
+    /// (and the passphrase, when one unlocked it) is kept in
+    /// ``UnlockedVault``.
+    static func unlock(_ file: VaultFile, passphraseFd: Int32? = nil, passphraseFile: String? = nil) throws(CofferError) -> Vault {
+        let vault: Vault
+        if let token = sessionToken(passphraseFd: passphraseFd, passphraseFile: passphraseFile) {
+            vault = try Session.unlock(file: file, token: token, directory: .resolve())
+        } else {
+            let secret = try PassphraseSource.read(
+                fd: passphraseFd, file: passphraseFile, environment: "COFFER_PASSPHRASE", prompt: "Passphrase: ", confirm: false)
+            vault = try file.unlock(passphrase: secret)
+            UnlockedVault.passphrase = secret
+        }
+        UnlockedVault.current = vault
+        return vault
     }
 }
 

@@ -134,7 +134,9 @@ struct KeyEpochTests {
         #expect(f.error.kind == .locked)
         #expect(f.error.message.contains("more than this vault's own") && f.error.message.contains("not yet authenticated"), "\(f.error.message)")
         #expect(f.error.message.contains("memory 64 MiB (this vault: 8 MiB)") && f.error.message.contains("passes 3 (this vault: 1)"), "\(f.error.message)")
-        #expect(f.error.hint?.contains("--adopt-key") == true)
+        // Adopt it by syncing again with key adoption (`--adopt-key` on the
+        // command line, ErrorWordsTests).
+        #expect(f.error.remedy?.action == .adoptKey && f.error.remedy?.path == f.path)
         // Asked for: tried (and the garbage key does not open).
         let e = #expect(throws: CofferError.self) {
             _ = try a.sync(dir: dir, adoptAboveOwnKDF: true) { (_, _, attempt) throws(CofferError) in

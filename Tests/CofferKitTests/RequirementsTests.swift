@@ -227,7 +227,9 @@ struct KeyCatalogueTests {
         #expect(bad.errors == ["key is 12 characters long, shorter than the minimum 40"])
         #expect(bad.warnings.contains { $0.contains("Anthropic") })
         #expect(bad.refusal.kind == .invalidCredential && bad.refusal.exitCode == 65)
-        #expect(bad.refusal.hint?.contains("--force") == true)
+        // What to do, as data: check it, or store it without the check (the
+        // CLI words that as `--force`, ErrorWordsTests).
+        #expect(bad.refusal.remedy?.action == .checkValueOrForce && bad.refusal.hint?.contains("to store it anyway") == true)
         #expect(!bad.refusal.message.contains("sk-ant-short"))
         let good = CredentialValidation.check(
             fields: [Field(name: "key", value: KeyCatalogueTests.openai, isSecret: true)], type: .apiKey, source: "openai", requirement: req)

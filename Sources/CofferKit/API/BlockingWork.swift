@@ -16,7 +16,7 @@ extension CofferError {
         case .unreadableFile(let path, let why):
             self.init(.fileNotFound, "cannot read the passphrase file \(path): \(why)", hint: "check the passphrase file path")
         case .noTerminal:
-            self.init(.locked, "a passphrase is needed and there is no terminal to ask on", hint: "unlock a session (eval \"$(coffer unlock)\"), or give the passphrase through a file descriptor, a file or COFFER_PASSPHRASE")
+            self.init(.locked, "a passphrase is needed and there is no terminal to ask on", remedy: .init(.givePassphrase, "unlock a shell session, or give the passphrase through a file descriptor, a file or COFFER_PASSPHRASE"))
         case .tooLong:
             self.init(.usage, "the passphrase is longer than 64 KiB")
         case .interrupted:

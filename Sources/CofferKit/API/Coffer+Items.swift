@@ -84,7 +84,7 @@ extension Coffer {
             let check = try vault.validate(fields: fields, type: kind.itemType, source: effectiveSource)
             if !check.passes {
                 let refusal = check.refusal
-                throw CofferError(refusal.kind, refusal.message, hint: "check the value; the rule is in the registered manifest (`coffer requirements`)")
+                throw CofferError(refusal.kind, refusal.message, remedy: .init(.checkValue, "check the value; the rule is in the registered requirements manifest"))
             }
             var warnings = check.typedWarnings
             let stored: Item

@@ -107,7 +107,7 @@ extension Coffer {
             }
             throw CofferError(
                 .locked, "no way to unlock \(file.path): no session and no passphrase was given",
-                hint: "unlock a session with eval \"$(coffer unlock)\", or set COFFER_PASSPHRASE")
+                remedy: .init(.givePassphrase, "unlock a shell session, or set COFFER_PASSPHRASE"))
         }
     }
 }

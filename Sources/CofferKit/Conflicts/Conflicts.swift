@@ -194,7 +194,7 @@ extension ConflictResolution {
                 let open = try itemConflicts(old, row: oldRow, revealSecrets: true)
                 let itemName = try decode(old, row: oldRow).name
                 guard !open.isEmpty else {
-                    throw CofferError(.usage, "item '\(itemName)' has no conflict to resolve", hint: "list conflicts with `coffer conflicts`")
+                    throw CofferError(.usage, "item '\(itemName)' has no conflict to resolve", remedy: .init(.listConflicts, "list the open conflicts"))
                 }
                 let conflict: VaultConflict
                 if let field {
@@ -207,7 +207,7 @@ extension ConflictResolution {
                 } else {
                     guard open.count == 1 else {
                         throw CofferError(
-                            .usage, "item '\(itemName)' has \(open.count) conflicts; say which with --field",
+                            .usage, "item '\(itemName)' has \(open.count) conflicts; say which field", argument: "field",
                             hint: "conflicting: \(open.map(\.field).joined(separator: ", "))")
                     }
                     conflict = open[0]
@@ -219,8 +219,8 @@ extension ConflictResolution {
                 if conflict.kind == .delete {
                     guard case .keep(let n) = resolution else {
                         throw CofferError(
-                            .usage, "a delete conflict is settled with --keep N (a delete side removes the item, an edit side keeps it)",
-                            hint: "see the sides with `coffer conflicts`")
+                            .usage, "a delete conflict is settled by keeping side N (a delete side removes the item, an edit side keeps it)",
+                            remedy: .init(.seeConflictSides, "see the sides of the conflict", item: itemName, field: conflict.field), argument: "keep")
                     }
                     let side = try Self.side(n, of: conflict)
                     let dot = try identity.nextDot(db, item: id, policy: oldRow.policy, mac: mac)
@@ -267,7 +267,7 @@ extension ConflictResolution {
                         let newName = payload.text
                         let others = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(newName, nameKey: keys.nameIndex)).filter { $0 != id }
                         guard others.isEmpty else {
-                            throw CofferError(.duplicateName, "an item named '\(newName)' already exists", hint: "choose another name with --value")
+                            throw CofferError(.duplicateName, "an item named '\(newName)' already exists", remedy: .init(.chooseAnotherNameForConflict, "choose another name", item: itemName))
                         }
                         result.item = newName
                     }
@@ -289,7 +289,7 @@ extension ConflictResolution {
 
     static func side(_ n: Int, of c: VaultConflict) throws(CofferError) -> VaultConflict.Side {
         guard n >= 1, n <= c.sides.count else {
-            throw CofferError(.usage, "--keep \(n) is out of range: field \(c.field) of '\(c.item)' has sides 1 to \(c.sides.count)", hint: "see the sides with `coffer conflicts`")
+            throw CofferError(.usage, "side number \(n) is out of range: field \(c.field) of '\(c.item)' has sides 1 to \(c.sides.count)", remedy: .init(.seeConflictSides, "see the sides of the conflict", item: c.item, field: c.field), argument: "keep")
         }
         return c.sides[n - 1]
     }

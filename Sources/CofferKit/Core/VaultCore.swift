@@ -65,8 +65,8 @@ package final class VaultCore: Sendable {
             }
             let matches = try Queries.itemRows(db).filter { $0.id.hex.hasPrefix(prefix) }
             guard matches.count == 1 else {
-                if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", hint: "list items with `coffer ls`") }
-                throw CofferError(.ambiguousName, "id prefix \(prefix) matches \(matches.count) items", hint: "give more digits")
+                if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", remedy: .init(.listItems, "list the vault's items")) }
+                throw CofferError(.ambiguousName, "id prefix \(prefix) matches \(matches.count) items", remedy: .init(.giveMoreIDDigits, "give more digits"))
             }
             return matches[0].id
         }
@@ -88,7 +88,7 @@ package final class VaultCore: Sendable {
             // existence check, a reference's NAME/FIELD split) go through
             // this too. ``suggestion(forMissing:)`` is for the error a
             // person reads.
-            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", hint: "list items with `coffer ls`")
+            var missing = CofferError(.itemNotFound, "no item named '\(normalized)'", remedy: .init(.listItems, "list the vault's items"))
             missing.missingName = normalized
             throw missing
         case 1:
@@ -97,7 +97,7 @@ package final class VaultCore: Sendable {
             let list = ids.map { "id:" + $0.hex.prefix(8) }.sorted().joined(separator: ", ")
             throw CofferError(
                 .ambiguousName, "\(ids.count) items are named '\(normalized)' (created concurrently on different replicas)",
-                hint: "address one as \(list), then rename it with `coffer edit id:… --rename NEW` or remove it")
+                remedy: .init(.addressByID, "address one as \(list), then rename or remove it", item: normalized, name: list))
         }
     }
 

@@ -93,14 +93,14 @@ extension Items {
     package func plan(from: String, to: String) throws(CofferError) -> [(from: String, to: String)] {
         if from.hasSuffix("/") || to.hasSuffix("/") {
             guard from.hasSuffix("/"), to.hasSuffix("/") else {
-                throw CofferError(.usage, "to move or copy a prefix, end both names with '/'", hint: "e.g. `coffer mv work/ old-work/`")
+                throw CofferError(.usage, "to move or copy a prefix, end both names with '/'", remedy: .init(.endPrefixesWithSlash, "e.g. work/ and old-work/"))
             }
             let oldPrefix = try Vault.normalizeName(String(from.dropLast())) + "/"
             let newPrefix = try Vault.normalizeName(String(to.dropLast())) + "/"
             guard oldPrefix != newPrefix else { throw CofferError(.usage, "the old and new prefix are the same") }
             let names = try list().map(\.name).filter { $0.hasPrefix(oldPrefix) }
             guard !names.isEmpty else {
-                throw CofferError(.itemNotFound, "no item is under '\(oldPrefix)'", hint: "list items with `coffer ls`")
+                throw CofferError(.itemNotFound, "no item is under '\(oldPrefix)'", remedy: .init(.listItems, "list the vault's items"))
             }
             return try names.map { n throws(CofferError) in
                 (n, try Vault.normalizeName(newPrefix + n.dropFirst(oldPrefix.count)))

@@ -43,7 +43,7 @@ extension Items {
                 for (name, draft) in checked {
                     let hash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
                     guard seen.insert(name).inserted, try Queries.itemIDs(db, nameHash: hash).isEmpty else {
-                        throw CofferError(.duplicateName, "an item named '\(name)' already exists", hint: "choose another name, or change it with `coffer edit`")
+                        throw CofferError(.duplicateName, "an item named '\(name)' already exists", remedy: .init(.chooseAnotherName, "choose another name, or rename the existing item", item: name))
                     }
                     added.append(try insert(db, name: name, draft: draft, mac: mac))
                 }
@@ -160,7 +160,7 @@ extension Items {
         var edit = original
         for i in edit.setFields.indices { edit.setFields[i].name = try Vault.normalizeFieldName(edit.setFields[i].name) }
         edit.unsetFields = edit.unsetFields.map { $0.utf8.allSatisfy({ $0 < 0x80 }) ? $0 : $0.precomposedStringWithCanonicalMapping }
-        guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", hint: "see `coffer edit --help`") }
+        guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", remedy: .init(.sayWhatToChange, "say what to change")) }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
         if let n = newName { try Vault.checkNotReserved(n) }
         try Vault.checkSizes(edit.setFields, of: name)

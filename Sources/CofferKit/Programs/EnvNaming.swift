@@ -78,13 +78,14 @@ public enum EnvNaming {
                     throw CofferError(
                         .badData,
                         "variable \(name) would hold both '\(other.item)' field '\(other.field)' and '\(item.name)' field '\(f.name)'",
-                        hint: "name one of them with `coffer edit \(item.name) --env-var \(f.name)=OTHER_NAME` (or =- to leave it out), or select fewer items")
+                        remedy: .init(.renameVariable, "give one of them another variable name (or none, to leave it out), or select fewer items", item: item.name, field: f.name))
                 }
                 if !allowDangerous, !item.allowedEnvNames.contains(name), let why = dangerousReason(name) {
                     // One line: what is wrong and the opt-in (the value is never named).
                     throw CofferError(
                         .badData,
-                        "'\(item.name)' field '\(f.name)' would set \(name), \(why); if you mean it, allow it for this item with `coffer edit \(item.name) --allow-env-var \(name)` (or --allow-dangerous-names for this run), else rename it with --env-var \(f.name)=OTHER_NAME")
+                        "'\(item.name)' field '\(f.name)' would set \(name), \(why)",
+                        remedy: .init(.allowVariableName, "if you mean it, allow \(name) for this item (or dangerous names for this run), else give the field another variable name", item: item.name, field: f.name, name: name))
                 }
                 seen[name] = (item.name, f.name)
                 out.append(Variable(name: name, value: f.value, item: item.name, field: f.name, isSecret: f.isSecret))

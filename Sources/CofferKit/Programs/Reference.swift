@@ -259,7 +259,7 @@ public struct ReferenceResolver {
         }
         func primary(_ item: Item) throws(CofferError) -> Field {
             guard let f = item.primaryField else {
-                throw CofferError(.itemNotFound, "reference '\(ref.text)': item '\(item.name)' has no fields", hint: "add one with `coffer edit \(item.name) --field KEY=VALUE`")
+                throw CofferError(.itemNotFound, "reference '\(ref.text)': item '\(item.name)' has no fields", remedy: .init(.addField, "add a field to it", item: item.name))
             }
             return f
         }
@@ -267,14 +267,14 @@ public struct ReferenceResolver {
         let whole = try item(ref.wholeName)
         if let field = ref.explicitField {
             guard let whole else {
-                throw CofferError(.itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", hint: "list items with `coffer ls`")
+                throw CofferError(.itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", remedy: .init(.listItems, "list the vault's items"))
             }
             guard let f = whole.field(field) else { throw noField(whole, field) }
             return done(whole, f)
         }
         guard let split = ref.splitReading else {
             guard let whole else {
-                throw CofferError(.itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", hint: "list items with `coffer ls`")
+                throw CofferError(.itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", remedy: .init(.listItems, "list the vault's items"))
             }
             return done(whole, try primary(whole))
         }
@@ -295,7 +295,7 @@ public struct ReferenceResolver {
         case (nil, nil, _):
             throw CofferError(
                 .itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)' or '\(split.item)'",
-                hint: "list items with `coffer ls`")
+                remedy: .init(.listItems, "list the vault's items"))
         }
     }
 

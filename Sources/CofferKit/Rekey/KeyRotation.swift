@@ -118,7 +118,7 @@ extension KeyRotation {
         CofferError(
             .badData,
             "\(path) was written under key epoch \(bundle.number), older than this vault's key epoch \(vault.description); nothing was imported",
-            hint: "the replica that wrote it must first import a bundle of epoch \(vault.number) (`coffer sync` or `coffer import`): it adopts the new key and writes its edits again under it")
+            remedy: .init(.adoptNewerEpochFirst, "the replica that wrote it must first import a bundle of epoch \(vault.number): it adopts the new key and writes its edits again under it", path: path, name: "\(vault.number)"))
     }
 
     /// The refusal of a bundle whose key epoch is further ahead than any
@@ -146,7 +146,7 @@ extension KeyRotation {
         return CofferError(
             .locked,
             "\(path) carries a new master key (key epoch \(bundle.keyEpoch.number), rekeyed on \(who) at \(when), not yet authenticated) whose Argon2id asks for \(over.joined(separator: ", ")), more than this vault's own; nothing was adopted",
-            hint: "if that rekey was yours, run `coffer sync --adopt-key DIR` to adopt it; if not, remove the file")
+            remedy: .init(.adoptKey, "if that rekey was yours, sync again adopting its key; if not, remove the file", path: path))
     }
 
     /// Whether any of `kdf`'s parameters exceeds `own`'s.
@@ -160,7 +160,7 @@ extension KeyRotation {
         CofferError(
             .locked,
             "\(path) was written after the master key was rotated on \(bundle.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(bundle.number); this vault is on \(vault.number)); the passphrase is needed once to adopt the new key",
-            hint: "run `coffer import` or `coffer sync` with the passphrase (terminal, --passphrase-fd, --passphrase-file or COFFER_PASSPHRASE), not a session")
+            remedy: .init(.importWithPassphrase, "import or sync with the passphrase, not a session", path: path))
     }
 
     package func adoptKeyEpoch(

@@ -71,7 +71,7 @@ extension CofferError {
             return CofferError(.badData, "\(path) is empty, not a Coffer bundle", hint: "the export or the copy failed; export the bundle again")
         case .notABundle(let looksLike):
             let what = looksLike.map { "it looks like \($0)" } ?? "unrecognized data"
-            return CofferError(.badData, "\(path) is not a Coffer bundle (\(what))", hint: "give a file written by `coffer export`")
+            return CofferError(.badData, "\(path) is not a Coffer bundle (\(what))", remedy: .init(.giveBundle, "give a bundle file", path: path))
         case .unsupportedVersion(let v):
             if v > BundleFormat.version {
                 return CofferError(
@@ -138,17 +138,17 @@ extension Replication {
         do { summary = try BundleSummaryFile(decoding: bytes) } catch {
             switch error {
             case .notABundle(let like):
-                throw CofferError(.badData, "\(path) is not a Coffer summary file (\(like.map { "it looks like \($0)" } ?? "unrecognized data"))", hint: "write one with `coffer summary --out FILE` on the receiving machine")
+                throw CofferError(.badData, "\(path) is not a Coffer summary file (\(like.map { "it looks like \($0)" } ?? "unrecognized data"))", remedy: .init(.writeSummary, "write one on the receiving machine"))
             case .unsupportedVersion(let v):
                 throw CofferError(.badData, "\(path) has summary format \(v); this coffer reads format \(BundleFormat.summaryVersion)", hint: "upgrade coffer")
             case .empty:
-                throw CofferError(.badData, "\(path) is empty, not a summary file", hint: "write one with `coffer summary --out FILE` on the receiving machine")
+                throw CofferError(.badData, "\(path) is empty, not a summary file", remedy: .init(.writeSummary, "write one on the receiving machine"))
             case .ruleBroken(let rule, let why):
                 throw CofferError(
                     .badData, "\(path) breaks the summary rule \(rule.rawValue) (\(rule.summary)): \(why)",
-                    hint: "write it again with `coffer summary --out FILE` on the receiving machine")
+                    remedy: .init(.writeSummaryAgain, "write it again on the receiving machine"))
             default:
-                throw CofferError(.badData, "\(path) is a damaged summary file", hint: "write it again with `coffer summary --out FILE`")
+                throw CofferError(.badData, "\(path) is a damaged summary file", remedy: .init(.writeSummaryAgain, "write it again on the receiving machine"))
             }
         }
         guard summary.vaultID == vaultID else {
@@ -221,7 +221,7 @@ extension Replication {
 
     package func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
         let (input, header, prefix) = try openOwnBundle(
-            at: path, hint: "import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
+            at: path, remedy: .init(.importIntoReplica, "import bundles only into replicas of the vault that wrote them; cloning makes a new replica from a bundle"))
         // A bundle of another key epoch is refused before its stream is
         // read: an older one whole (its writer adopts the new key first and
         // writes its edits again), a newer one until its key is adopted
@@ -255,7 +255,7 @@ extension Replication {
             // about a retired id (docs/threat-model.md, "A replica that
             // holds the key").
             guard let claim = probe.highest else { throw error }
-            let (input, header, prefix) = try openOwnBundle(at: path, hint: "import bundles only into replicas of the vault that wrote them")
+            let (input, header, prefix) = try openOwnBundle(at: path)
             let again: BundleReader
             do { again = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle) } catch {
                 throw .bundle(error, path: path)
@@ -282,7 +282,7 @@ extension Replication {
                     guard header.since.isDominated(by: summary) else {
                         throw CofferError(
                             .badData, "\(path) is a delta bundle that assumes changes this vault has not seen",
-                            hint: "import the bundles it depends on first, or ask for a full bundle (`coffer export` without --since)")
+                            remedy: .init(.importEarlierBundles, "import the bundles it depends on first, or ask for a full bundle"))
                     }
                 }
                 var report = ImportReport(path: path, kind: header.kind, exportingReplica: header.replicaID)
@@ -514,13 +514,13 @@ extension Replication {
     ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
-            throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
+            throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", remedy: .init(.importIntoExistingVault, "choose another path for the vault, or import the bundle into that vault", path: path, vaultPath: vaultPath))
         }
         let input = try BundleFileInput(path: path)
         let (header, prefix): (BundleHeader, [UInt8])
         do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
         guard header.kind == .full else {
-            throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", hint: "on the exporting machine run `coffer export --out FILE` without --since")
+            throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", remedy: .init(.exportFullBundle, "export a full bundle on the exporting machine", path: path))
         }
         guard header.keyEpoch.number <= KeyEpoch.maxCloneNumber else {
             throw CofferError(
@@ -595,7 +595,8 @@ extension Replication {
     /// a bundle of another vault: what `import`, a dry run and a key
     /// adoption do first.
     func openOwnBundle(
-        at path: String, hint: String = "import bundles only into replicas of the vault that wrote them"
+        at path: String,
+        remedy: CofferError.Remedy = .init(.importIntoReplica, "import bundles only into replicas of the vault that wrote them")
     ) throws(CofferError) -> (input: BundleFileInput, header: BundleHeader, prefix: [UInt8]) {
         let input = try BundleFileInput(path: path)
         let (header, prefix): (BundleHeader, [UInt8])
@@ -604,7 +605,7 @@ extension Replication {
             throw CofferError(
                 .badData,
                 "\(path) belongs to another vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                hint: hint)
+                remedy: remedy)
         }
         return (input, header, prefix)
     }

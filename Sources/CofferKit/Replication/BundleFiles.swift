@@ -32,7 +32,7 @@ final class BundleFileInput: BundleInput {
             throw CofferError(.fileNotFound, "no such file: \(path)", hint: "check the path of the bundle")
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw CofferError(.fileNotFound, "\(path) is not a regular file", hint: "give the path of a bundle written by `coffer export` (or `-` for standard input)")
+            throw CofferError(.fileNotFound, "\(path) is not a regular file", remedy: .init(.giveBundleOrStandardInput, "give the path of a bundle file (or `-` for standard input)"))
         }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
@@ -44,7 +44,7 @@ final class BundleFileInput: BundleInput {
         }
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
-            throw CofferError(.fileNotFound, "\(path) is not a regular file", hint: "give the path of a bundle written by `coffer export`")
+            throw CofferError(.fileNotFound, "\(path) is not a regular file", remedy: .init(.giveBundle, "give the path of a bundle file"))
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         self.fd = fd

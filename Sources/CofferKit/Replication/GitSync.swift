@@ -31,7 +31,7 @@ extension Replication {
             throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "clone your sync repository first: git clone URL \(dir)")
         }
         guard let inside = try? git.output(["rev-parse", "--is-inside-work-tree"]), inside == "true" else {
-            throw CofferError(.usage, "\(dir) is not a git work tree", hint: "clone your sync repository first (git clone URL \(dir)), or sync without --git")
+            throw CofferError(.usage, "\(dir) is not a git work tree", remedy: .init(.cloneSyncRepository, "clone your sync repository there first (git clone URL \(dir)), or sync without git", path: dir))
         }
         guard let branch = try? git.output(["symbolic-ref", "--short", "-q", "HEAD"]), !branch.isEmpty else {
             throw CofferError(.usage, "\(dir) is not on a branch (detached HEAD)", hint: "check out the branch the machines share: git -C \(dir) switch main")
@@ -45,7 +45,7 @@ extension Replication {
             remoteName = "origin"
         }
         guard (try? git.output(["remote", "get-url", "--", remoteName])) != nil else {
-            throw CofferError(.usage, "\(dir) has no git remote named '\(remoteName)'", hint: "add it with `git -C \(dir) remote add \(remoteName) URL`, or name another with --remote")
+            throw CofferError(.usage, "\(dir) has no git remote named '\(remoteName)'", remedy: .init(.addGitRemote, "add it with `git -C \(dir) remote add \(remoteName) URL`, or name another remote", path: dir, name: remoteName))
         }
         let gitDir = (try? git.output(["rev-parse", "--absolute-git-dir"])) ?? (dir + "/.git")
         let lock = try GitSyncLock(path: gitDir + "/coffer-sync.lock")
@@ -104,7 +104,7 @@ extension Replication {
         }
         throw CofferError(
             .busy, "git push to \(remoteName) was rejected \(attempts) times: other machines kept pushing",
-            hint: "run `coffer sync \(dir) --git` again; the vault and its bundle are committed locally")
+            remedy: .init(.syncAgain, "sync through git again; the vault and its bundle are committed locally", path: dir))
     }
 }
 
@@ -181,7 +181,7 @@ final class GitSyncLock {
             if Date() > deadline {
                 close(fd)
                 fd = -1
-                throw CofferError(.busy, "another `coffer sync --git` is running in this repository", hint: "wait for it to finish, then try again")
+                throw CofferError(.busy, "another git sync is running in this repository", remedy: .init(.waitForOtherSync, "wait for it to finish, then try again"))
             }
             usleep(100_000)
         }

@@ -167,7 +167,7 @@ extension Replication {
             throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "create it, or give the folder your sync tool shares (Syncthing, Dropbox, a git work tree)")
         }
         guard isDir.boolValue else {
-            throw CofferError(.usage, "\(dir) is not a folder", hint: "give the folder that holds the bundles, not a bundle; `coffer import FILE` merges one file")
+            throw CofferError(.usage, "\(dir) is not a folder", remedy: .init(.giveSyncFolder, "give the folder that holds the bundles, not a bundle; importing merges one file", path: dir))
         }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
@@ -213,7 +213,7 @@ extension Replication {
                 report.foreignVaults.insert(header.vaultID)
                 report.failed.append(.init(path: path, error: CofferError(
                     .badData, "\(path) is a bundle of a different vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                    hint: "keep one vault's bundles per sync folder: move it to that vault's folder")))
+                    remedy: .init(.separateVaults, "keep one vault's bundles per sync folder: move it to that vault's folder", path: path))))
                 continue
             }
             report.ownVaultBundles += 1
@@ -383,7 +383,7 @@ extension Replication {
         CofferError(
             .badData,
             "\(dir) holds the bundles of a different vault (vault id \(other.hex.prefix(8))…; this vault is \(vaultID.hex.prefix(8))…); nothing was written",
-            hint: "to make this machine a replica of that vault, move \(vaultPath) aside and run `coffer clone \(dir)`; to sync this vault, use another folder")
+            remedy: .init(.cloneOrUseAnotherFolder, "to make this machine a replica of that vault, move \(vaultPath) aside and clone it from \(dir); to sync this vault, use another folder", path: dir, vaultPath: vaultPath))
     }
 
     package static func checkSyncFolder(_ dir: String, file: VaultFile) throws(CofferError) {
@@ -457,7 +457,7 @@ extension Replication {
         case .older(let e): throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
         case .newer(let e):
             var error = KeyRotation.newerEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
-            error.hint = "a dry run cannot show its changes before the new key is adopted; run the import without --dry-run to adopt it (the passphrase is asked once)"
+            error.remedy = .init(.adoptKeyWithoutDryRun, "a dry run cannot show its changes before the new key is adopted; import for real to adopt it (the passphrase is asked once)", path: path)
             throw error
         }
         let reader: BundleReader

@@ -276,7 +276,7 @@ extension CredentialRequirements {
         guard !name.isEmpty, name.count <= 128,
             name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
         else {
-            throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", hint: "pass --name NAME")
+            throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", remedy: .init(.nameManifest, "give the manifest a name"))
         }
     }
 
@@ -313,14 +313,14 @@ extension CredentialRequirements {
 
     package func registeredRequirementsText(named name: String) throws(CofferError) -> String {
         guard let f = try requirementsRegistry(heal: false)?.field(name) else {
-            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
+            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
         }
         return f.value
     }
 
     package func removeRequirements(named name: String) throws(CofferError) {
         guard let registry = try requirementsRegistry(heal: true), registry.field(name) != nil else {
-            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", hint: "list them with `coffer requirements ls`")
+            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
         }
         var e = ItemEdit()
         e.unsetFields = [name]

@@ -30,7 +30,7 @@ public struct CredentialCheck: Sendable, Equatable {
         let who = requirement.map { "the format rule of source '\($0.id)'" } ?? "its source's format rule"
         var msg = "the value fails \(who): \(errors.first ?? "")"
         if errors.count > 1 { msg += " (and \(errors.count - 1) more: \(errors.dropFirst().joined(separator: "; ")))" }
-        return CofferError(.invalidCredential, msg, hint: "check what you pasted; to store it anyway, add --force")
+        return CofferError(.invalidCredential, msg, remedy: .init(.checkValueOrForce, "check what you pasted; to store it anyway, skip the format check"))
     }
 }
 

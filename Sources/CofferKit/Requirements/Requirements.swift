@@ -218,7 +218,7 @@ public struct RequirementsManifest: Sendable, Equatable {
         } catch {
             var isDirectory: ObjCBool = false
             if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-                throw CofferError(.fileNotFound, "no requirements manifest at \(path)", hint: "check the --requirements path")
+                throw CofferError(.fileNotFound, "no requirements manifest at \(path)", remedy: .init(.checkManifestPath, "check the manifest's path", path: path))
             }
             if isDirectory.boolValue {
                 throw CofferError(.usage, "\(path) is a folder, not a requirements manifest", hint: "give the path of the manifest's JSON file")

@@ -33,8 +33,12 @@ public enum Session {
     static let keyLabel = Array("coffer-session-v1".utf8)
     static let suffix = ".session"
 
-    /// The one line every unusable-session error ends with.
-    public static let unlockAgain = "run eval \"$(coffer unlock)\""
+    /// What every unusable-session error says to do, in words.
+    @available(*, deprecated, message: "read the error's remedy (CofferError.Remedy.Action.unlockAgain) instead")
+    public static let unlockAgain = unlockAgainRemedy.text
+
+    /// The remedy of every unusable-session error: unlock again.
+    static let unlockAgainRemedy = CofferError.Remedy(.unlockAgain, "unlock the vault again")
 
     /// A session just created: the token to hand to the shell, and its facts.
     public struct Started: Sendable {
@@ -116,7 +120,7 @@ public enum Session {
         }
         guard master.count == 32 else { throw unusable("session invalid (the token or its file was altered)") }
         guard header.vaultID == file.header.vaultID else {
-            throw CofferError(.locked, "session belongs to another vault (\(header.vaultPath)), not \(file.path); run eval \"$(coffer unlock --vault \(file.path))\"")
+            throw CofferError(.locked, "session belongs to another vault (\(header.vaultPath)), not \(file.path)", remedy: .init(.unlockAgain, "unlock \(file.path)", path: file.path))
         }
         if refresh { directory.touch(name: name) }
         return (master, parsed.id)
@@ -156,7 +160,7 @@ public enum Session {
     }
 
     static func unusable(_ why: String) -> CofferError {
-        CofferError(.locked, "\(why); \(unlockAgain)")
+        CofferError(.locked, why, remedy: unlockAgainRemedy)
     }
 
     static func sessionKey(secret: SecretBytes, id: [UInt8]) -> SecretBytes {

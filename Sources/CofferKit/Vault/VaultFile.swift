@@ -83,7 +83,7 @@ public final class VaultFile: Sendable {
         }
         sweepStaleTemporaries(forVaultAt: path)
         if FileManager.default.fileExists(atPath: path) {
-            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "use it as it is, or choose another path with --vault PATH")
+            throw CofferError(.vaultExists, "a file already exists at \(path)", remedy: .init(.useExistingVault, "use it as it is, or choose another path", path: path))
         }
         let vaultID = VaultID.random()
         let master = SecretBytes.random(count: 32)
@@ -158,12 +158,12 @@ public final class VaultFile: Sendable {
             throw CofferError(
                 .badData,
                 "vault file was modified outside coffer: \(path) says vault format \(header.formatVersion), but its master key was wrapped by format \(VaultStore.boundWrapFormat) or later (its format number was set back or its integrity data removed)",
-                hint: Self.restoreHint)
+                remedy: Self.restore)
         case (.legacy, .integrity):
             throw CofferError(
                 .badData,
                 "vault file was modified outside coffer: the wrapped master key of \(path) is one from before vault format \(VaultStore.boundWrapFormat) (taken from an older copy of the file or an old bundle)",
-                hint: Self.restoreHint)
+                remedy: Self.restore)
         case (.integrity, .integrity):
             return try CofferError.wrap { try Vault(file: self, master: unwrapped.master) }
         case (.legacy, .legacy):
@@ -176,7 +176,7 @@ public final class VaultFile: Sendable {
         }
     }
 
-    static let restoreHint = "restore the vault from a backup, or clone it again from another machine's bundle (`coffer clone`)"
+    static let restore = CofferError.Remedy(.restoreVault, "restore the vault from a backup, or clone it again from another machine's bundle")
 
     /// Unlocks with a master key obtained elsewhere (a shell session). The
     /// caller is responsible for having checked that it belongs to this
@@ -199,7 +199,8 @@ public final class VaultFile: Sendable {
         if let keyCheck, !VaultCore.constantTimeEqual(KeyHierarchy.keyCheck(master: masterKey, vault: header.vaultID, epoch: keyEpoch), keyCheck) {
             throw CofferError(
                 .locked,
-                "session ended: the master key of \(path) was rotated (`coffer rekey`, key epoch \(keyEpoch.number)) after it was unlocked; \(Session.unlockAgain)")
+                "session ended: the master key of \(path) was rotated (key epoch \(keyEpoch.number)) after it was unlocked",
+                remedy: Session.unlockAgainRemedy)
         }
     }
 

@@ -33,12 +33,12 @@ public enum EditorDocument {
         var lines = [main?.value ?? ""]
         for f in item.fields where !f.isFile && f.name != main?.name && f.name != notesField {
             guard !f.value.contains("\n") && !f.value.contains("\r") else {
-                throw CofferError(.usage, "field '\(f.name)' has several lines, which the editor format cannot show", hint: "change it with `coffer edit \(item.name) --secret \(f.name)`")
+                throw CofferError(.usage, "field '\(f.name)' has several lines, which the editor format cannot show", remedy: .init(.editFieldDirectly, "change it outside the editor", item: item.name, field: f.name))
             }
             lines.append("\(f.name): \(f.value)")
         }
         if let main, main.value.contains("\n") || main.value.contains("\r") {
-            throw CofferError(.usage, "field '\(main.name)' has several lines, which the editor format cannot show", hint: "change it with `coffer edit \(item.name) --secret \(main.name)`")
+            throw CofferError(.usage, "field '\(main.name)' has several lines, which the editor format cannot show", remedy: .init(.editFieldDirectly, "change it outside the editor", item: item.name, field: main.name))
         }
         var text = lines.joined(separator: "\n") + "\n"
         if let notes = item.field(notesField), !notes.isFile {
@@ -101,7 +101,7 @@ public enum EditorDocument {
                 throw CofferError(.badData, "line \(number): notes go after an empty line, not on a `notes:` line")
             }
             if let f = item.field(name), f.isFile {
-                throw CofferError(.badData, "line \(number): '\(name)' is an attachment and cannot be edited as text", hint: "replace it with `coffer attach \(item.name) FILE --as \(name)`")
+                throw CofferError(.badData, "line \(number): '\(name)' is an attachment and cannot be edited as text", remedy: .init(.replaceAttachment, "replace it with a file", item: item.name, name: name))
             }
             guard seen.insert(name).inserted else {
                 throw CofferError(.badData, "line \(number): field '\(name)' is given twice")

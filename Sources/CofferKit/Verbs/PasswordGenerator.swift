@@ -50,7 +50,7 @@ public enum PasswordGenerator {
         var out: [CharacterClass] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             guard let c = CharacterClass(rawValue: part.trimmingCharacters(in: .whitespaces)) else {
-                throw CofferError(.usage, "unknown character class '\(part)' in --chars", hint: "use a comma-separated list of lower, upper, digits, symbols (or all)")
+                throw CofferError(.usage, "unknown character class '\(part)' in the character class list", argument: "classes", hint: "use a comma-separated list of lower, upper, digits, symbols (or all)")
             }
             if !out.contains(c) { out.append(c) }
         }
@@ -62,18 +62,18 @@ public enum PasswordGenerator {
         switch recipe {
         case .characters(let length, let classes, _):
             guard (1...maxLength).contains(length) else {
-                throw CofferError(.usage, "--length must be between 1 and \(maxLength), got \(length)")
+                throw CofferError(.usage, "the length must be between 1 and \(maxLength), got \(length)", argument: "length")
             }
-            guard !classes.isEmpty else { throw CofferError(.usage, "--chars names no character class", hint: "use lower, upper, digits, symbols") }
+            guard !classes.isEmpty else { throw CofferError(.usage, "the character class list names no character class", argument: "classes", hint: "use lower, upper, digits, symbols") }
             guard length >= classes.count else {
-                throw CofferError(.usage, "--length \(length) is shorter than the \(classes.count) character classes it must contain", hint: "use a longer --length or fewer --chars")
+                throw CofferError(.usage, "the length \(length) is shorter than the \(classes.count) character classes it must contain", argument: "length", hint: "use a longer length or fewer character classes")
             }
         case .words(let count, let separator):
             guard (1...maxWords).contains(count) else {
-                throw CofferError(.usage, "--words must be between 1 and \(maxWords), got \(count)")
+                throw CofferError(.usage, "the word count must be between 1 and \(maxWords), got \(count)", argument: "count")
             }
             guard !separator.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw CofferError(.usage, "--separator cannot contain control characters")
+                throw CofferError(.usage, "the separator cannot contain control characters", argument: "separator")
             }
         }
     }
