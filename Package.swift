@@ -41,7 +41,9 @@ let package = Package(
         // build links libxml2 statically (Sources/CXMLICU/xml_icu.c).
         .target(name: "CXMLICU"),
 
-        // Keys, AEAD, KDF, secretstream, guarded memory, HMAC. Nothing else.
+        // Every call into libsodium and libargon2: keys in guarded memory,
+        // AEAD, KDFs, secretstream, padding, random bytes; HMAC and SHA-1
+        // from swift-crypto. Nothing else.
         .target(
             name: "CofferCrypto",
             dependencies: ["CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto")],
@@ -58,7 +60,8 @@ let package = Package(
             name: "CofferSync",
             dependencies: ["CofferCrypto"],
             swiftSettings: strict),
-        // SQLite schema, migrations and queries (GRDB over system SQLite).
+        // The vault file: SQLite schema, migrations and every SQL query
+        // (GRDB over the system SQLite), rows read through SafeRow.
         .target(
             name: "CofferStore",
             dependencies: [.product(name: "GRDB", package: "GRDB.swift"), "CofferSync"],
