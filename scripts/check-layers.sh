@@ -9,11 +9,11 @@ cd "${CHECK_LAYERS_ROOT:-$(dirname "$0")/..}"
 # target: allowed modules (besides the platform: Foundation, FoundationEssentials, Glibc, Musl, Dispatch).
 declare -A ALLOWED=(
   [CofferCrypto]="CSodium CArgon2 Crypto"
-  [CofferSystem]="CofferCrypto CCofferSys SystemPackage"
+  [CofferSystem]="CofferCrypto CCofferSys"
   [CofferSync]="CofferCrypto"
   [CofferStore]="CofferSync CofferCrypto GRDB SQLite3 GRDBSQLite"
   [CofferKit]="CofferCrypto CofferSystem CofferSync CofferStore"
-  [CofferInterop]="CofferKit CofferCrypto CofferSystem XMLCoder SWXMLHash ZIPFoundation CZlib SwiftCSV FoundationXML"
+  [CofferInterop]="CofferKit CofferCrypto CofferSystem ZIPFoundation CZlib FoundationXML"
   [coffer]="CofferKit CofferInterop CofferSystem CofferCrypto CofferSync ArgumentParser"
   [CofferBenchSupport]="CofferKit CofferStore CofferSync CofferCrypto GRDB"
   [coffer-bench]="CofferBenchSupport CofferKit CofferSystem CofferCrypto ArgumentParser"

@@ -75,7 +75,7 @@ public struct BundleHeader: Sendable, Equatable {
     }
 }
 
-/// Constants of the bundle format, version 1.
+/// Constants of the bundle format (docs/bundle-format.md); ``version`` is the newest this build writes.
 public enum BundleFormat {
     /// `COFFERB\n`: the newline catches text-mode transfers that rewrite line ends.
     public static let magic: [UInt8] = Array("COFFERB\n".utf8)

@@ -4,11 +4,12 @@ import CofferSync
 import Foundation
 
 /// One concern of an unlocked vault (items, replica identity, replication,
-/// conflicts, requirements, audit, interchange, sessions, rekey), built on
+/// conflicts, requirements, audit, interchange, key rotation, git
+/// credentials), built on
 /// the ``VaultCore`` it shares with every other component of the same
 /// vault. A component is a value holding the core: making one costs
 /// nothing, so components reach each other through the accessors below
-/// (`identity.nextDot(…)`, `conflicts.itemConflicts(…)`).
+/// (`identity.nextDot(…)`, `conflictResolution.itemConflicts(…)`).
 ///
 /// A new capability gets a component of its own in a folder of its own,
 /// with the façade's forwarders in `Vault+<Concern>.swift` beside it

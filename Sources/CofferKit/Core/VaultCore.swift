@@ -6,8 +6,11 @@ import Foundation
 /// The heart of an unlocked vault: its file, its keys in guarded memory,
 /// and the operations every concern builds on. Each concern of the vault
 /// is a component beside it (``VaultComponent``): items, replica identity,
-/// replication, conflicts, requirements, audit, interchange, sessions,
-/// rekey. ``Vault`` is the public façade over them (docs/architecture.md).
+/// replication, conflicts, requirements, audit, interchange, key rotation,
+/// git credentials. ``Vault`` is the public façade over them
+/// (docs/architecture.md). Sessions (Sessions/) have a folder of their own
+/// but no component: a session is found and opened before there is a
+/// vault to hold, from the ``VaultFile``.
 ///
 /// What is here and nowhere else:
 /// - the single write path, ``write(_:)``, which hands each transaction the
@@ -44,7 +47,7 @@ package final class VaultCore: Sendable {
 
     /// A core under `master` whose integrity is not checked: the target of
     /// a rekey, used inside the rekey's transaction to seal what the new
-    /// key will read (Rekey/Rekey.swift).
+    /// key will read (Rekey/KeyRotation.swift).
     init(file: VaultFile, rekeyTarget master: SecretBytes) {
         self.file = file
         self.keys = VaultKeys(master: master)
