@@ -7,7 +7,7 @@ SWIFT ?= swift
 # release build links (STATIC_LIBS below).
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
 
-.PHONY: all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
+.PHONY: format format-check all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
 all: build
 
@@ -98,6 +98,17 @@ fuzz: deps
 # Fails when a target imports a module its layer must not (docs/architecture.md).
 check-layers:
 	@bash scripts/check-layers.sh
+
+# The code's layout is swift-format's, with the committed .swift-format
+# (CONTRIBUTING.md): `make format` rewrites in place, `make format-check`
+# (run by `make test`) fails on any difference or lint finding.
+FORMAT_PATHS = Sources Tests Examples Package.swift
+format:
+	$(SWIFT) format format -i -r --parallel $(FORMAT_PATHS)
+
+format-check:
+	@$(SWIFT) format lint --strict -r --parallel $(FORMAT_PATHS) \
+	  || { echo "format-check: run 'make format' and commit the result (CONTRIBUTING.md)" >&2; exit 1; }
 
 # The manual page, generated from the command definitions by
 # swift-argument-parser's generate-manual plugin, from a debug build: built
