@@ -75,11 +75,41 @@ enum UnlockedVault {
     static func withSuggestion(_ error: CofferError) -> CofferError {
         guard error.kind == .itemNotFound, let vault = current else { return error }
         if let tampered = vault.tamperingBehindMissingItem() { return tampered }
-        guard let missing = error.missingName, let near = vault.suggestion(forMissing: missing)
+        guard let missing = error.missingName, let found = vault.suggestions(forMissing: missing)
         else { return error }
         var e = error
-        e.hint = "did you mean `\(near)`? (list items with `coffer ls`)"
+        e.hint = hint(for: found)
         return e
+    }
+
+    /// The hint for a name no item has, in words: names quoted as a shell
+    /// needs them, and a division slash said, not shown (it looks like '/').
+    static func hint(for found: MissingNameSuggestion) -> String {
+        let shown = found.names.map { "`\(ShellWords.quote($0))`" }
+        switch found.reason {
+        case .divisionSlash:
+            let id = found.itemID.map { "id:" + $0.hex.prefix(8) } ?? "its id"
+            return "an item has this name with a division slash (U+2215) in place of each '/' (an import keeps a title's '/' that way); "
+                + "address it as `\(id)`, or rename it with `coffer edit \(id) --rename NEW`"
+        case .lastComponent:
+            return shown.count == 1
+                ? "did you mean \(shown[0])? (item names are paths; list them with `coffer ls`)"
+                : "did you mean one of \(shown.joined(separator: ", "))? (item names are paths; list them with `coffer ls`)"
+        default:
+            return "did you mean \(shown[0])? (list items with `coffer ls`)"
+        }
+    }
+}
+
+/// Words as a POSIX shell reads them back: a word of only safe characters
+/// as it is, anything else in single quotes (a `'` as `'\''`).
+enum ShellWords {
+    static func quote(_ word: String) -> String {
+        let safe = word.unicodeScalars.allSatisfy { c in
+            c.isASCII && (CharacterSet.alphanumerics.contains(c) || "_-./@%+=:,".unicodeScalars.contains(c))
+        }
+        if safe && !word.isEmpty { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
 

@@ -33,6 +33,51 @@ struct SuggestionCLITests {
         #expect(far.status == 66 && !far.stderr.contains("did you mean"), "\(far)")
     }
 
+    @Test func aLastPathComponentFindsTheFullName() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/openai", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB").status == 0)
+        let one = home.unlocked(["get", "openai"])
+        #expect(one.status == 66, "\(one)")
+        #expect(one.stderr.contains("did you mean `work/openai`?"), "\(one)")
+        // A typo of the last component too.
+        #expect(home.unlocked(["get", "opneai"]).stderr.contains("did you mean `work/openai`?"))
+        #expect(home.unlocked(["add", "home/openai", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789CD").status == 0)
+        let two = home.unlocked(["get", "openai"])
+        #expect(two.stderr.contains("did you mean one of `home/openai`, `work/openai`?"), "\(two)")
+        #expect(!two.stderr.contains("sk-proj"), "a value leaked into the error")
+    }
+
+    @Test func suggestedNamesAreQuotedForTheShell() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "work/my key", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF").status == 0)
+        let r = home.unlocked(["get", "work/my kye"])
+        #expect(r.status == 66, "\(r)")
+        #expect(r.stderr.contains("did you mean `'work/my key'`?"), "\(r)")
+        #expect(home.unlocked(["add", "it's", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF").status == 0)
+        #expect(home.unlocked(["get", "its"]).stderr.contains(#"did you mean `'it'\''s'`?"#))
+    }
+
+    @Test func aDivisionSlashIsSaidInWords() {
+        let home = TestHome()
+        home.initVault()
+        // What an import makes of a title "web/site" (kept as one name).
+        let add = home.unlocked(["add", "web\u{2215}site", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF")
+        #expect(add.status == 0, "\(add)")
+        let id = home.unlocked(["show", "web\u{2215}site", "--json"]).stdout
+        let r = home.unlocked(["get", "web/site"])
+        #expect(r.status == 66, "\(r)")
+        #expect(r.stderr.contains("division slash (U+2215)"), "\(r)")
+        #expect(r.stderr.contains("`id:"), "\(r)")
+        // The look-alike name is not shown: it would read as what was typed.
+        #expect(!r.stderr.contains("\u{2215}"), "\(r)")
+        // The id offered addresses the item.
+        let offered = r.stderr.components(separatedBy: "`id:").dropFirst().first.map { "id:" + $0.prefix(8) } ?? ""
+        #expect(id.contains(String(offered.dropFirst(3))), "\(offered) not in \(id)")
+        #expect(home.unlocked(["show", offered]).status == 0)
+    }
+
     @Test func misspelledConfigKeyIsReported() throws {
         let home = TestHome()
         home.initVault()

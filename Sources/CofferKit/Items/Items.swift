@@ -105,8 +105,12 @@ extension Items {
     }
 
     package func suggestion(forMissing name: String) -> String? {
-        guard let names = try? list().map(\.name) else { return nil }
-        return Suggestion.closest(to: name, among: names)
+        suggestions(forMissing: name)?.names.first
+    }
+
+    package func suggestions(forMissing name: String) -> MissingNameSuggestion? {
+        guard let listed = try? list() else { return nil }
+        return MissingNameSuggestion.find(for: name, among: listed.map { ($0.name, $0.id) })
     }
 
     package func tamperingBehindMissingItem() -> CofferError? {

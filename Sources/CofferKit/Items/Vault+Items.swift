@@ -44,6 +44,15 @@ extension Vault {
         items.suggestion(forMissing: name)
     }
 
+    /// What a person probably meant by `name`, which no live item has: a
+    /// typo of a name, items whose last path component it is, or an item
+    /// whose name differs only by division slashes (``MissingNameSuggestion``).
+    /// Reads every item's sealed record, like ``suggestion(forMissing:)``:
+    /// call it only when a person will read the answer.
+    public func suggestions(forMissing name: String) -> MissingNameSuggestion? {
+        items.suggestions(forMissing: name)
+    }
+
     /// For an ``CofferError/Kind/itemNotFound`` error about to be shown to
     /// a person: the error to show instead when the vault holds versions of
     /// an item that has no item row. Deleting an `item` row outside coffer

@@ -1,3 +1,6 @@
+import CofferSync
+import Foundation
+
 /// "Did you mean …?": the closest candidate to a mistyped word, by edit
 /// distance (insertions, deletions, substitutions and swaps of neighbours,
 /// case-insensitive), when it is close enough to be a plausible typo.
@@ -43,5 +46,64 @@ public enum Suggestion {
             (previous2, previous, current) = (previous, current, previous2)
         }
         return previous[b.count]
+    }
+}
+
+/// What a person probably meant by an item name no live item has: the
+/// answer of ``Vault/suggestions(forMissing:)``, for the hint of an
+/// ``CofferError/Kind/itemNotFound`` error.
+public struct MissingNameSuggestion: Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// A name one to three edits away (a typo): `work/opneai` for `work/openai`.
+        case typo
+        /// Names whose last path component is the name asked for, or a typo
+        /// of it: `openai` for `work/openai` (names are paths; people type
+        /// the last part).
+        case lastComponent
+        /// The item's name has a division slash (U+2215, `∕`) where the name
+        /// asked for has a `/`: an import keeps a title's `/` that way so
+        /// that the title stays one name. The two look the same; address
+        /// the item by ``itemID``.
+        case divisionSlash
+    }
+
+    public var reason: Reason
+    /// The names meant, at most ``maxNames``, sorted.
+    public var names: [String]
+    /// For ``Reason/divisionSlash``: the item's id (address it as `id:`
+    /// and its first 8 hex digits).
+    public var itemID: ItemID?
+
+    public init(reason: Reason, names: [String], itemID: ItemID?) {
+        self.reason = reason
+        self.names = names
+        self.itemID = itemID
+    }
+
+    /// At most this many names are offered.
+    public static let maxNames = 3
+
+    /// The suggestion for `name` among the live items' names and ids, or
+    /// nil when nothing is near. Checked in this order: the same name with
+    /// division slashes, a typo of the whole name, then last components.
+    public static func find(for name: String, among items: [(name: String, id: ItemID)]) -> MissingNameSuggestion? {
+        let slashed = name.replacingOccurrences(of: "/", with: "\u{2215}")
+        if slashed != name, let hit = items.first(where: { $0.name == slashed }) {
+            return MissingNameSuggestion(reason: .divisionSlash, names: [hit.name], itemID: hit.id)
+        }
+        let names = items.map(\.name)
+        if let near = Suggestion.closest(to: name, among: names) {
+            return MissingNameSuggestion(reason: .typo, names: [near], itemID: nil)
+        }
+        let wanted = Self.lastComponent(name).lowercased()
+        var byLast: [String: [String]] = [:]
+        for n in names where n.contains("/") { byLast[Self.lastComponent(n).lowercased(), default: []].append(n) }
+        let key = byLast[wanted] != nil ? wanted : Suggestion.closest(to: wanted, among: byLast.keys.sorted())
+        guard let key, let matches = byLast[key], !matches.contains(name) else { return nil }
+        return MissingNameSuggestion(reason: .lastComponent, names: Array(matches.sorted().prefix(maxNames)), itemID: nil)
+    }
+
+    static func lastComponent(_ name: String) -> String {
+        name.split(separator: "/").last.map(String.init) ?? name
     }
 }
