@@ -7,7 +7,7 @@ SWIFT ?= swift
 # release build links (STATIC_LIBS below).
 APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
 
-.PHONY: format format-check all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
+.PHONY: help-topics format format-check all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
 all: build
 
@@ -110,24 +110,30 @@ format-check:
 	@$(SWIFT) format lint --strict -r --parallel $(FORMAT_PATHS) \
 	  || { echo "format-check: run 'make format' and commit the result (CONTRIBUTING.md)" >&2; exit 1; }
 
-# The manual page, generated from the command definitions by
+# The texts of `coffer help TOPIC`, from docs/ (HelpTopicCLITests fails
+# when they are stale).
+help-topics:
+	python3 scripts/gen-help-topics.py
+
+# The manual pages (coffer.1 and one per verb, coffer.sync.1…), generated from the command definitions by
 # swift-argument-parser's generate-manual plugin, from a debug build: built
 # in release mode (its default) it would overwrite the statically linked
 # release binary that `make install` copies.
 man:
-	$(SWIFT) package --allow-writing-to-package-directory generate-manual --configuration debug
-	@echo "man page: .build/plugins/GenerateManual/outputs/coffer/coffer.1"
+	$(SWIFT) package --allow-writing-to-package-directory generate-manual --configuration debug --multi-page
+	@echo "man pages: .build/plugins/GenerateManual/outputs/coffer/*.1 (one per verb)"
 
 install: release man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 -s .build/release/coffer $(DESTDIR)$(PREFIX)/bin/coffer
-	install -m 0644 .build/plugins/GenerateManual/outputs/coffer/coffer.1 $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
+	install -m 0644 .build/plugins/GenerateManual/outputs/coffer/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	@# git runs `git-credential-coffer` for `credential.helper coffer` (docs/git-credential.md).
 	printf '#!/bin/sh\n# git credential helper: git config --global credential.helper coffer\nexec "%s" git-credential "$$@"\n' "$(PREFIX)/bin/coffer" > $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1
+	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man1/coffer.*.1
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"

@@ -53,6 +53,7 @@ struct Coffer: ParsableCommand {
         do {
             let arguments = Array(CommandLine.arguments.dropFirst())
             if try FastPath.run(arguments) { return }
+            if HelpTopics.run(arguments) { return }
             try checkSubcommand(arguments)
             var command = try LeafParse.command(arguments, among: configuration.subcommands) ?? parseAsRoot()
             try command.run()
