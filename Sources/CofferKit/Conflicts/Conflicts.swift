@@ -185,6 +185,7 @@ extension ConflictResolution {
 
     // MARK: Resolving
 
+    @discardableResult
     package func resolve(_ name: String, field: String?, with resolution: Resolution) throws(CofferError) -> ResolveResult {
         try CofferError.wrap {
             try write { db, mac in

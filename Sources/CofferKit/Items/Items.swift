@@ -10,10 +10,12 @@ package struct Items: VaultComponent {
 }
 
 extension Items {
+    @discardableResult
     package func add(_ draft: ItemDraft) throws(CofferError) -> Item {
         try add([draft])[0]
     }
 
+    @discardableResult
     package func add(_ drafts: [ItemDraft]) throws(CofferError) -> [Item] {
         try add(drafts, allowReserved: false)
     }
@@ -160,6 +162,7 @@ extension Items {
         return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
+    @discardableResult
     package func edit(_ name: String, _ original: ItemEdit) throws(CofferError) -> Item {
         var edit = original
         for i in edit.setFields.indices { edit.setFields[i].name = try Vault.normalizeFieldName(edit.setFields[i].name) }

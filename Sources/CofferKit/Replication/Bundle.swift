@@ -161,6 +161,7 @@ extension Replication {
 
     // MARK: Export
 
+    @discardableResult
     package func exportBundle(to path: String, since: VersionVector? = nil) throws(CofferError) -> ExportReport {
         try exportBundle(to: path, since: since, streamHeader: nil, createdAt: nil)
     }
@@ -219,6 +220,7 @@ extension Replication {
 
     // MARK: Import
 
+    @discardableResult
     package func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
         let (input, header, prefix) = try openOwnBundle(
             at: path, remedy: .init(.importIntoReplica, "import bundles only into replicas of the vault that wrote them; cloning makes a new replica from a bundle"))

@@ -21,6 +21,7 @@ extension Replication {
         return FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) && isDir.boolValue
     }
 
+    @discardableResult
     package static func createSyncFolder(_ dir: String) throws(CofferError) -> Bool {
         if FileManager.default.fileExists(atPath: dir) { return false }
         do {

@@ -280,6 +280,7 @@ extension CredentialRequirements {
         }
     }
 
+    @discardableResult
     package func registerRequirements(_ data: Data, name: String, file: String) throws(CofferError) -> Bool {
         _ = try RequirementsManifest.parse(data, file: file)
         try CredentialRequirements.checkManifestName(name)
