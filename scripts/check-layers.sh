@@ -36,7 +36,7 @@ for dir in Sources/*/; do
       echo "check-layers: $file:$line: $target must not import $module" >&2
       status=1
     fi
-  done < <(grep -rnE '^[[:space:]]*(@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' "$dir" --include='*.swift' || true)
+  done < <(grep -rnE '^[[:space:]]*(@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]+((class|struct|enum|func|protocol|typealias|var|let)[[:space:]]+)?[A-Za-z0-9_.]+[[:space:]]*(//.*)?$' "$dir" --include='*.swift' || true)
 done
 # SQL lives in CofferStore, which reads every row through SafeRow (a
 # damaged row is exit 65, never a trap): CofferKit hands it a
@@ -47,6 +47,14 @@ while IFS=: read -r file line _; do
   status=1
 done < <(grep -rnE '"[[:space:]]*(SELECT|INSERT|UPDATE|DELETE|REPLACE|PRAGMA|CREATE|DROP|ALTER|WITH)[[:space:]]+[A-Za-z_*(]' Sources/CofferKit --include='*.swift' \
   | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
+# One path for usage errors (docs/exit-codes.md): a command throws
+# CofferError(.usage, …), never argument-parser's ValidationError, whose
+# refusal would print in another shape (argument-parser's own parse errors
+# are reworded in Coffer.usageError).
+while IFS=: read -r file line _; do
+  echo "check-layers: $file:$line: throw CofferError(.usage, …) with a hint, not ValidationError: usage errors have one shape" >&2
+  status=1
+done < <(grep -rnE '\bValidationError[[:space:]]*\(' Sources/coffer --include='*.swift' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
 # CofferKit's API tests stand for an application: `import CofferKit` and
 # the platform only, so a type the API needs but does not re-export fails.
 # The shared test support (Tests/CofferTestSupport, used by every test
@@ -60,7 +68,7 @@ check_test_imports() {  # folder, allowed modules, what to say
       echo "check-layers: $file:$line: $what" >&2
       status=1
     fi
-  done < <(grep -rnE '^[[:space:]]*(@testable[[:space:]]+|@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]' "$dir" --include='*.swift' || true)
+  done < <(grep -rnE '^[[:space:]]*(@testable[[:space:]]+|@_exported[[:space:]]+|@preconcurrency[[:space:]]+)?((public|package|internal|private|fileprivate)[[:space:]]+)?import[[:space:]]+((class|struct|enum|func|protocol|typealias|var|let)[[:space:]]+)?[A-Za-z0-9_.]+[[:space:]]*(//.*)?$' "$dir" --include='*.swift' || true)
 }
 check_test_imports Tests/CofferKitAPITests "CofferKit CofferTestSupport Testing" \
   "CofferKitAPITests may import only CofferKit, CofferTestSupport (not @testable or @_exported), Testing and the platform"

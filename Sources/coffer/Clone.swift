@@ -27,11 +27,15 @@ struct Clone: ParsableCommand {
     @Flag(help: "Run Argon2id with the bundle's parameters even above the local ceiling (1 GiB, 10 passes, 8 lanes).")
     var allowExpensiveKdf = false
 
-    func validate() throws {
-        if sources.isEmpty { throw ValidationError("give a sync folder or a bundle file to clone from") }
+    /// The usage rules argument-parser cannot express, checked first in
+    /// ``run()`` so that they fail like every other usage error
+    /// (`coffer: error:` and exit 64, docs/exit-codes.md).
+    func checkUsage() throws(CofferError) {
+        if sources.isEmpty { throw CofferError(.usage, "give a sync folder or a bundle file to clone from", hint: "see `coffer clone --help`") }
     }
 
     func run() throws {
+        try checkUsage()
         let path = options.path
         VaultFile.sweepStaleTemporaries(forVaultAt: path)
         if sources == ["-"] {

@@ -60,12 +60,31 @@ struct Coffer: ParsableCommand {
         } catch let error as CofferError {
             Output.fail(UnlockedVault.withSuggestion(error))
         } catch {
+            if let usage = usageError(error) { Output.fail(usage) }
             exit(withError: error)
         }
     }
 }
 
 extension Coffer {
+    /// argument-parser's own refusals (an unknown option, a missing or
+    /// malformed argument) as the one kind of usage error every command
+    /// throws: `coffer: error: …`, a hint with the usage line, exit 64
+    /// (docs/exit-codes.md). Nil for what is no failure (`--help`,
+    /// `--version`), which argument-parser prints itself.
+    static func usageError(_ error: any Error) -> CofferError? {
+        guard exitCode(for: error) == .validationFailure else { return nil }
+        let lines = fullMessage(for: error).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        var hint: [String] = []
+        if let usage = lines.first(where: { $0.hasPrefix("Usage: ") }) { hint.append(usage) }
+        if let see = lines.first(where: { $0.hasPrefix("See '") }),
+            let command = see.split(separator: "'").dropFirst().first
+        {
+            hint.append("see `\(command)`")
+        }
+        return CofferError(.usage, message(for: error), hint: hint.isEmpty ? "see `coffer --help`" : hint.joined(separator: "; "))
+    }
+
     /// A first argument that is no option and no subcommand is a mistyped
     /// verb: say so with the nearest one ("did you mean …?"), exit 64.
     static func checkSubcommand(_ arguments: [String]) throws(CofferError) {

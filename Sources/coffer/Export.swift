@@ -30,11 +30,15 @@ struct Export: ParsableCommand {
 
     @OptionGroup var plain: PlaintextExportOptions
 
-    func validate() throws {
-        try PlaintextExportCommand.validate(plain, since: since)
+    /// The usage rules argument-parser cannot express, checked first in
+    /// ``run()`` so that they fail like every other usage error
+    /// (`coffer: error:` and exit 64, docs/exit-codes.md).
+    func checkUsage() throws(CofferError) {
+        try PlaintextExportCommand.checkUsage(plain, since: since)
     }
 
     func run() throws {
+        try checkUsage()
         if plain.format != nil {
             try PlaintextExportCommand.run(plain, vaultOptions: options, out: out)
             return

@@ -31,19 +31,19 @@ struct PlaintextExportOptions: ParsableArguments {
 /// its own writing code, through CofferSystem's AtomicFile (0600, atomic,
 /// following symbolic links), never through the bundle writer.
 enum PlaintextExportCommand {
-    static func validate(_ o: PlaintextExportOptions, since: String?) throws {
+    static func checkUsage(_ o: PlaintextExportOptions, since: String?) throws(CofferError) {
         guard let f = o.format else {
             if o.plaintext || o.includeLocalOnly || o.history || o.force || o.csvFormulasAsIs {
-                throw ValidationError("--plaintext, --include-local-only, --history, --force and --csv-formulas-as-is apply only with --format json|csv|keepass-xml")
+                throw CofferError(.usage, "--plaintext, --include-local-only, --history, --force and --csv-formulas-as-is apply only with --format json|csv|keepass-xml", hint: "see `coffer export --help`")
             }
             return
         }
         guard let format = ExportFormat(rawValue: f) else {
-            throw ValidationError("unknown format '\(f)'; use json, csv or keepass-xml (a bundle is written without --format)")
+            throw CofferError(.usage, "unknown format '\(f)'; use json, csv or keepass-xml (a bundle is written without --format)", hint: "see `coffer export --help`")
         }
-        if since != nil { throw ValidationError("--since applies to bundles, not to --format \(f)") }
-        if o.history && format != .json { throw ValidationError("--history applies only to --format json") }
-        if o.csvFormulasAsIs && format != .csv { throw ValidationError("--csv-formulas-as-is applies only to --format csv") }
+        if since != nil { throw CofferError(.usage, "--since applies to bundles, not to --format \(f)", hint: "see `coffer export --help`") }
+        if o.history && format != .json { throw CofferError(.usage, "--history applies only to --format json", hint: "see `coffer export --help`") }
+        if o.csvFormulasAsIs && format != .csv { throw CofferError(.usage, "--csv-formulas-as-is applies only to --format csv", hint: "see `coffer export --help`") }
     }
 
     static func run(_ o: PlaintextExportOptions, vaultOptions: VaultOptions, out: String) throws {

@@ -3070,8 +3070,12 @@ is not UTF-8, a `url=` that is not a URL, more than 64 KiB), 64 for an action ot
 get/store/erase. With no session, no passphrase source and no terminal (or no vault), it prints nothing
 and exits 0, so git asks its next helper (docs/git-credential.md).
 
-Argument-parser errors (unknown option, missing argument) are printed by swift-argument-parser with the
-usage line and exit 64.
+Every usage error has the same shape, whoever finds it: an unknown option or a missing argument
+(swift-argument-parser's parse), a rule of one command (`--remote needs --git`), or CofferKit's
+refusal of a value (an invalid name) all print `coffer: error: …` and `coffer: hint: …` — for a parse
+error the hint is the command's usage line and "see `coffer VERB --help`" — and exit 64
+(`UsageErrorCLITests`). A command never throws argument-parser's `ValidationError`, whose refusal
+prints in another shape; `scripts/check-layers.sh` refuses it.
 
 `coffer run` exits with the status of the command it ran (128+N when signal N killed it), 126 when
 the command cannot be executed and 127 when it is not found; failures before the command starts use

@@ -36,13 +36,17 @@ struct Import: ParsableCommand {
     @Flag(help: "Show item by item and field by field what merging would change; change nothing.")
     var dryRun = false
 
-    func validate() throws {
-        try InterchangeImportCommand.validate(interchange, files: files)
+    /// The usage rules argument-parser cannot express, checked first in
+    /// ``run()`` so that they fail like every other usage error
+    /// (`coffer: error:` and exit 64, docs/exit-codes.md).
+    func checkUsage() throws(CofferError) {
+        try InterchangeImportCommand.checkUsage(interchange, files: files)
         if interchange.from != nil { return }
-        guard !files.isEmpty else { throw ValidationError("give at least one bundle file") }
+        guard !files.isEmpty else { throw CofferError(.usage, "give at least one bundle file", hint: "see `coffer import --help`") }
     }
 
     func run() throws {
+        try checkUsage()
         if interchange.from != nil {
             try InterchangeImportCommand.run(interchange, vaultOptions: options, files: files, dryRun: dryRun)
             return

@@ -37,27 +37,29 @@ struct InterchangeImportOptions: ParsableArguments {
 /// The `--from` path of `coffer import`: read the file with CofferInterop,
 /// store it with `Vault.importEntries` (one transaction), print the report.
 enum InterchangeImportCommand {
-    static func validate(_ o: InterchangeImportOptions, files: [String]) throws {
+    static func checkUsage(_ o: InterchangeImportOptions, files: [String]) throws(CofferError) {
         guard let from = o.from else {
             if o.prefix != nil || o.columns != nil || o.json || o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil || o.sourceKeyFile != nil || o.onConflict != ImportConflictPolicy.keepBoth.rawValue {
-                throw ValidationError("--prefix, --on-conflict, --columns, --json and --source-* apply only with --from FORMAT")
+                throw CofferError(.usage, "--prefix, --on-conflict, --columns, --json and --source-* apply only with --from FORMAT", hint: "see `coffer import --help`")
             }
             return
         }
         guard let format = ImportFormat(rawValue: from) else {
-            throw ValidationError("unknown format '\(from)'; use one of: \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw CofferError(
+                .usage, "unknown format '\(from)'; use one of: \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", "))",
+                hint: "see `coffer import --help`")
         }
         guard ImportConflictPolicy(rawValue: o.onConflict) != nil else {
-            throw ValidationError("--on-conflict takes skip, overwrite or keep-both")
+            throw CofferError(.usage, "--on-conflict takes skip, overwrite or keep-both", hint: "see `coffer import --help`")
         }
         if format == .pass {
-            guard files.count <= 1 else { throw ValidationError("--from pass takes one password-store folder") }
+            guard files.count <= 1 else { throw CofferError(.usage, "--from pass takes one password-store folder", hint: "see `coffer import --help`") }
         } else {
-            guard files.count == 1 else { throw ValidationError("--from \(from) takes exactly one file") }
+            guard files.count == 1 else { throw CofferError(.usage, "--from \(from) takes exactly one file", hint: "see `coffer import --help`") }
         }
-        if o.columns != nil && format != .csv { throw ValidationError("--columns applies only to --from csv") }
+        if o.columns != nil && format != .csv { throw CofferError(.usage, "--columns applies only to --from csv", hint: "see `coffer import --help`") }
         if (o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil || o.sourceKeyFile != nil) && format != .kdbx {
-            throw ValidationError("--source-passphrase-fd/-file and --source-key-file apply only to --from kdbx")
+            throw CofferError(.usage, "--source-passphrase-fd/-file and --source-key-file apply only to --from kdbx", hint: "see `coffer import --help`")
         }
     }
 

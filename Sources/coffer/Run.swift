@@ -47,13 +47,17 @@ struct Run: ParsableCommand {
     @Flag(help: "Pass COFFER_SESSION and COFFER_PASSPHRASE on to CMD (by default they are removed, so CMD gets only the secrets its references name).")
     var keepSession = false
 
-    func validate() throws {
+    /// The usage rules argument-parser cannot express, checked first in
+    /// ``run()`` so that they fail like every other usage error
+    /// (`coffer: error:` and exit 64, docs/exit-codes.md).
+    func checkUsage() throws(CofferError) {
         guard !command.isEmpty else {
-            throw ValidationError("give the command to run after --, e.g. coffer run -- env")
+            throw CofferError(.usage, "give the command to run after --, e.g. coffer run -- env", hint: "see `coffer run --help`")
         }
     }
 
     func run() throws {
+        try checkUsage()
         // 1. The environment CMD would get, in precedence order.
         var env = ProcessInfo.processInfo.environment
         // CMD gets the secrets it was given, not the whole vault: the

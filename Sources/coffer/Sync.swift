@@ -44,12 +44,16 @@ struct Sync: ParsableCommand {
     @Option(help: ArgumentHelp("With --git: the remote to pull from and push to (default: the branch's upstream, else origin).", valueName: "name"))
     var remote: String?
 
-    func validate() throws {
-        if git && dryRun { throw ValidationError("--dry-run cannot be combined with --git (a dry run changes nothing, a git sync commits and pushes)") }
-        if remote != nil && !git { throw ValidationError("--remote needs --git") }
+    /// The usage rules argument-parser cannot express, checked first in
+    /// ``run()`` so that they fail like every other usage error
+    /// (`coffer: error:` and exit 64, docs/exit-codes.md).
+    func checkUsage() throws(CofferError) {
+        if git && dryRun { throw CofferError(.usage, "--dry-run cannot be combined with --git (a dry run changes nothing, a git sync commits and pushes)", hint: "see `coffer sync --help`") }
+        if remote != nil && !git { throw CofferError(.usage, "--remote needs --git", hint: "see `coffer sync --help`") }
     }
 
     func run() throws {
+        try checkUsage()
         let file = try openVaultOrSuggestClone()
         if !git && !Vault.isFolder(dir) && !FileManager.default.fileExists(atPath: dir) {
             guard !dryRun else {

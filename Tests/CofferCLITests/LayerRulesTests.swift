@@ -54,6 +54,7 @@ struct LayerRulesTests {
         ("Sources/CofferKit/Violation.swift", "import ArgumentParser", "Violation.swift:1: CofferKit must not import ArgumentParser"),
         ("Sources/CofferKit/Violation.swift", "let q = \"SELECT itemId FROM item\"", "Violation.swift:1: CofferKit must not hold SQL"),
         ("Sources/CofferKit/Violation.swift", "    try run(\"PRAGMA cache_size = -2000\")", "Violation.swift:1: CofferKit must not hold SQL"),
+        ("Sources/coffer/Violation.swift", "        throw ValidationError(\"no\")", "Violation.swift:1: throw CofferError(.usage, …) with a hint, not ValidationError"),
         ("Tests/CofferKitAPITests/Violation.swift", "import CofferStore", "Violation.swift:1: CofferKitAPITests may import only"),
         ("Tests/CofferKitAPITests/Violation.swift", "@testable import CofferKit", "Violation.swift:1: CofferKitAPITests may import only"),
     ])
