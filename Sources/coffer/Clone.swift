@@ -95,7 +95,7 @@ struct Clone: ParsableCommand {
                 do {
                     let m = try vault.importBundle(at: b.path, progress: Progress.importing(b.path))
                     Progress.clear()
-                    Output.note("merged \(b.path): \(m.added) added, \(m.changed) changed, \(m.unchanged) unchanged")
+                    Output.note(MergeReportLine.text("merged", b.path, m, replica: nil))
                 } catch {
                     Progress.clear()
                     failed += 1

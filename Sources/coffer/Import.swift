@@ -55,7 +55,7 @@ struct Import: ParsableCommand {
             let vault = try options.unlock()
             let (reports, preview) = try vault.previewImport(paths: files)
             for r in reports {
-                Output.out("would merge \(r.path) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+                Output.out(MergeReportLine.text("would merge", r.path, r, kind: true))
                 if let change = r.passphraseChange { Output.out(change.previewMessage) }
             }
             PreviewPrinter.print(preview)
@@ -90,9 +90,7 @@ struct Import: ParsableCommand {
             done.append(file)
             Progress.clear()
             if let change = r.rebinding { Output.note(change.message) }
-            var line = "imported \(file) (\(r.kind.name), from replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
-            if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) new conflict\(r.conflictsOpened == 1 ? "" : "s") (see `coffer conflicts`)" }
-            Output.note(line)
+            Output.note(MergeReportLine.text("imported", file, r, kind: true, replica: "from replica", conflicts: .withHint))
             if let change = r.passphraseChange { Output.note(change.message) }
         }
         // A bundle may show this replica's id used by another vault file.

@@ -94,7 +94,7 @@ struct Sync: ParsableCommand {
         }
         if let preview = report.preview {
             for r in report.merged {
-                Output.out("would merge \(base(r.path)) (\(r.kind.name), replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged")
+                Output.out(MergeReportLine.text("would merge", base(r.path), r, kind: true))
                 if let change = r.passphraseChange { Output.out(change.previewMessage) }
             }
             PreviewPrinter.print(preview)
@@ -104,9 +104,7 @@ struct Sync: ParsableCommand {
             Output.note("dry run: nothing was changed")
         } else {
             for r in report.merged {
-                var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
-                if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }
-                Output.note(line)
+                Output.note(MergeReportLine.text("merged", base(r.path), r, conflicts: .brief))
                 if let change = r.passphraseChange { Output.note(change.message) }
             }
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count
@@ -173,9 +171,7 @@ extension Sync {
                 Output.note(KeyAdoption.message(adopted))
             }
             for r in round.merged {
-                var line = "merged \(base(r.path)) (replica \(r.exportingReplica.hex.prefix(8))): \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
-                if r.conflictsOpened > 0 { line += ", \(r.conflictsOpened) with new conflicts" }
-                Output.note(line)
+                Output.note(MergeReportLine.text("merged", base(r.path), r, conflicts: .brief))
             }
             for c in round.newConflicts { Output.note("new conflict: \(c.item) field \(c.field)") }
             for f in round.failed { failed[f.path] = f.error }

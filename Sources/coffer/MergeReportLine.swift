@@ -1,0 +1,36 @@
+import CofferKit
+
+/// The line that reports one merged bundle, built here for every command
+/// that merges (`import`, `sync`, `sync --git`, `clone`) and their dry
+/// runs, so that the counts read the same everywhere:
+/// `VERB NAME (KIND, replica ID): N added, N changed, N unchanged[, conflicts]`.
+enum MergeReportLine {
+    /// How the line counts the conflicts the merge opened.
+    enum Conflicts {
+        /// Not at all (a dry run, a clone).
+        case none
+        /// `, N new conflicts (see `coffer conflicts`)`.
+        case withHint
+        /// `, N with new conflicts` (the sync summary names them after).
+        case brief
+    }
+
+    /// `replica` is the word before the exporting replica's id (`"replica"`,
+    /// `"from replica"`), nil to leave the id out.
+    static func text(
+        _ verb: String, _ name: String, _ r: ImportReport, kind: Bool = false, replica: String? = "replica", conflicts: Conflicts = .none
+    ) -> String {
+        var detail: [String] = []
+        if kind { detail.append(r.kind.name) }
+        if let replica { detail.append("\(replica) \(r.exportingReplica.hex.prefix(8))") }
+        var line = verb + " " + name + (detail.isEmpty ? "" : " (" + detail.joined(separator: ", ") + ")")
+        line += ": \(r.added) added, \(r.changed) changed, \(r.unchanged) unchanged"
+        let n = r.conflictsOpened
+        switch conflicts {
+        case .none: break
+        case .withHint: if n > 0 { line += ", \(n) new conflict\(n == 1 ? "" : "s") (see `coffer conflicts`)" }
+        case .brief: if n > 0 { line += ", \(n) with new conflicts" }
+        }
+        return line
+    }
+}
