@@ -65,11 +65,17 @@ struct Add: ParsableCommand {
     @Option(help: ArgumentHelp("The TOTP secret for `coffer otp`: '-' reads an otpauth:// URI or base32 secret from stdin or a prompt.", valueName: "-"))
     var totpUri: String?
 
-    func run() throws {
-        let request = Request(
+    /// The parsed command line as plain values: what AddFastPath builds
+    /// without argument-parser for the forms it handles (FastPathDriftTests
+    /// compares the two).
+    var request: Request {
+        Request(
             name: name, type: type, fields: fields, secrets: secrets, tags: tags, source: source, url: url,
             expires: expires, localOnly: localOnly, requirements: requirements, force: force, generate: generate,
             generateField: generateField, generation: generation.spec, totpUri: totpUri)
+    }
+
+    func run() throws {
         try Self.execute(request, passphraseOnStdin: options.passphraseFd == 0) { () throws(CofferError) in
             try options.unlockForWriting()
         }

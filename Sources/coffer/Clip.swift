@@ -28,7 +28,11 @@ struct Clip: ParsableCommand {
     var field: String?
 
     @Option(help: ArgumentHelp("Clear the clipboard after this long: 45s, 2m, 0 for never (at most 24h).", valueName: "span"))
-    var clearAfter = "45s"
+    var clearAfter = Clip.defaultClearAfter
+
+    /// The default of `--clear-after`, which the fast path (FastPath.swift)
+    /// uses too.
+    static let defaultClearAfter = "45s"
 
     func run() throws {
         let seconds = try Clip.parseDelay(clearAfter)

@@ -2,11 +2,18 @@ import CofferKit
 
 /// `coffer get NAME` with a shell session is what scripts run most, and
 /// argument-parser's start-up (building the command tree by reflection)
-/// costs more than everything else the command does. This handles exactly
-/// that form — two arguments, `get` and a name not starting with `-`, with
-/// COFFER_SESSION set — through the same code as `Get.run` with no options,
-/// and leaves every other command line to argument-parser.
-/// See docs/benchmarks-sessions.md.
+/// costs more than everything else the command does. With COFFER_SESSION
+/// set, this handles the daily verbs' option-less forms — `get`, `show`,
+/// `otp`, `clip` NAME, `ls`, `ls --tree`, `ls PREFIX`, `find TERM` —, the
+/// common forms of `add` (AddFastPath.swift) and the detached clipboard
+/// clearer (ClipClear), through the same code as the parsed commands, and
+/// leaves every other command line to argument-parser.
+///
+/// The rule that keeps the two from drifting: a form is handled here only
+/// with the values argument-parser would give it, and every default comes
+/// from the command's own declaration (`Clip.defaultClearAfter`,
+/// `Otp.defaultField`); FastPathDriftTests parses each form both ways and
+/// compares. See docs/benchmarks-sessions.md.
 enum FastPath {
     /// Runs the command and returns true when it applies; false otherwise.
     static func run(_ args: [String]) throws -> Bool {
@@ -38,7 +45,7 @@ enum FastPath {
         if args[0] == "clip" {
             // Checks for a clipboard tool before unlocking, as Clip.run does.
             let tool = try ClipboardTool.detect()
-            try Clip.execute(name: name, field: nil, tool: tool, seconds: 45, startEarly: true) { () throws(CofferError) in
+            try Clip.execute(name: name, field: nil, tool: tool, seconds: try Clip.parseDelay(Clip.defaultClearAfter), startEarly: true) { () throws(CofferError) in
                 try unlock()
             }
             return true
@@ -46,7 +53,7 @@ enum FastPath {
         let vault = try unlock()
         switch args[0] {
         case "show": try Show.execute(vault: vault, name: name, reveal: false, json: false)
-        case "otp": try Otp.execute(vault: vault, name: name, field: "totp", at: nil, json: false)
+        case "otp": try Otp.execute(vault: vault, name: name, field: Otp.defaultField, at: nil, json: false)
         default: try Get.show(vault: vault, name: name, field: nil, json: false)
         }
         return true

@@ -20,7 +20,10 @@ struct Otp: ParsableCommand {
     var name: String
 
     @Option(help: "The field holding the otpauth URI or base32 secret.", completion: .custom(Completion.fieldNames))
-    var field = "totp"
+    var field = Otp.defaultField
+
+    /// The default of `--field`, which the fast path (FastPath.swift) uses too.
+    static let defaultField = "totp"
 
     @Option(help: ArgumentHelp("Compute the code for this time (seconds since 1970) instead of now.", valueName: "unix-time"))
     var at: String?

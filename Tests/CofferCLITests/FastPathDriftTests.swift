@@ -1,0 +1,70 @@
+import ArgumentParser
+import CofferKit
+import Testing
+
+@testable import coffer
+
+/// The parser-free paths (FastPath, AddFastPath) against argument-parser's
+/// own definitions: every form a fast path takes is parsed by
+/// argument-parser too, and must give the command and the values the fast
+/// path assumes. A new option default, a renamed option or a changed type
+/// fails here instead of drifting.
+@Suite("fast paths against argument-parser's definitions")
+struct FastPathDriftTests {
+    static func parse<T: ParsableCommand>(_ args: [String], as: T.Type) throws -> T {
+        let command = try Coffer.parseAsRoot(args)
+        guard let typed = command as? T else { throw Mismatch("\(args) parses as \(type(of: command)), not \(T.self)") }
+        return typed
+    }
+
+    struct Mismatch: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
+    }
+
+    @Test func theDailyVerbsOptionLessFormsHaveTheFastPathsValues() throws {
+        let get = try Self.parse(["get", "work/a"], as: Get.self)
+        #expect(get.name == "work/a" && get.field == nil && !get.json && get.out == nil)
+        let show = try Self.parse(["show", "work/a"], as: Show.self)
+        #expect(show.name == "work/a" && !show.reveal && !show.json)
+        let otp = try Self.parse(["otp", "work/a"], as: Otp.self)
+        #expect(otp.name == "work/a" && otp.field == Otp.defaultField && otp.at == nil && !otp.json)
+        let clip = try Self.parse(["clip", "work/a"], as: Clip.self)
+        #expect(clip.name == "work/a" && clip.field == nil && clip.clearAfter == Clip.defaultClearAfter)
+        #expect(try Clip.parseDelay(Clip.defaultClearAfter) == 45)
+        for (args, prefix, tree) in [(["ls"], nil, false), (["ls", "--tree"], nil, true), (["ls", "work/"], "work/", false)] as [([String], String?, Bool)] {
+            let ls = try Self.parse(args, as: List.self)
+            #expect(ls.prefix == prefix && ls.tree == tree && ls.tag == nil && ls.type == nil && !ls.expired && ls.expiring == nil && !ls.json, "\(args)")
+        }
+        let find = try Self.parse(["find", "term"], as: Find.self)
+        #expect(find.term == "term" && !find.json)
+    }
+
+    /// Generated `add` command lines: every one AddFastPath takes must be
+    /// the same request as argument-parser's parse of it.
+    @Test func addFastPathRequestsAreArgumentParsersRequests() throws {
+        let names = ["work/a", "a b", "x"]
+        let options: [[String]] = [
+            [], ["--type", "login"], ["--type", "custom"], ["--type", "email"], ["--source", "openai"], ["--url", "https://example.com"],
+            ["--field", "user=me"], ["--field", "a=1", "--field", "b=2"], ["--secret", "token"], ["--tag", "t1"], ["--tag", "t1", "--tag", "t2"],
+            ["--type", "login", "--field", "username=me", "--url", "https://e.com", "--tag", "t"],
+            // Forms the fast path must leave alone (argument-parser's).
+            ["--expires", "2030-01-01"], ["--local-only"], ["--generate"], ["--force"], ["--json"], ["--type"], ["--tag", "-x"],
+        ]
+        var taken = 0
+        for name in names {
+            for o in options {
+                for args in [[name] + o, o + [name]] {
+                    guard let fast = AddFastPath.request(args) else { continue }
+                    taken += 1
+                    let parsed = try Self.parse(["add"] + args, as: Add.self)
+                    #expect(parsed.request == fast, "add \(args)")
+                }
+            }
+        }
+        // The forms with options argument-parser alone knows were refused.
+        #expect(AddFastPath.request(["x", "--expires", "2030-01-01"]) == nil)
+        #expect(AddFastPath.request(["x", "--generate"]) == nil)
+        #expect(taken >= 20, "the fast path took only \(taken) forms")
+    }
+}
