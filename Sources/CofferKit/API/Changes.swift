@@ -19,11 +19,19 @@ public struct VaultChange: Sendable, Equatable {
     public var fileReplaced: Bool
     /// When the change was noticed.
     public var observedAt: Date
+    /// The vault is locked for this ``Coffer``: ``Coffer/lock()`` was
+    /// called, or the shell session it was opened with ended (locked or
+    /// expired). Its keys are wiped and every call throws
+    /// ``CofferError/Kind/locked``; ``items`` is empty, and this is the
+    /// sequence's last change (it ends after it). Open the vault again to
+    /// go on.
+    public var locked: Bool
 
-    public init(items: [String], fileReplaced: Bool = false, observedAt: Date = Date()) {
+    public init(items: [String], fileReplaced: Bool = false, observedAt: Date = Date(), locked: Bool = false) {
         self.items = items
         self.fileReplaced = fileReplaced
         self.observedAt = observedAt
+        self.locked = locked
     }
 }
 
@@ -52,6 +60,11 @@ extension Coffer {
     /// connection, which sees every commit made through any other); it
     /// stops when the loop over it ends or its task is cancelled. Changes
     /// made before the access are not reported.
+    ///
+    /// When the vault gets locked (``lock()``, or the end of the shell
+    /// session this `Coffer` was opened with, which the sequence checks at
+    /// each look), the sequence yields one change whose
+    /// ``VaultChange/locked`` is true, and ends.
     public var changes: AsyncStream<VaultChange> { changes(every: Self.defaultChangeInterval) }
 
     /// ``changes`` looking every `interval` (at least 10 ms).
@@ -61,19 +74,25 @@ extension Coffer {
     /// any other connection commits. It then compares the clear item rows
     /// (ids, update times, delete and conflict flags, name hashes) with
     /// the previous look and decrypts the names of the items that differ.
-    /// It also notices when the path names another file than before.
+    /// It also notices when the path names another file than before, and,
+    /// for a `Coffer` opened through a session, whether the session file
+    /// is still there and unexpired (one small file read per look; a look
+    /// does not count as a use of the session).
     public func changes(every interval: Duration) -> AsyncStream<VaultChange> {
         let interval = max(interval, .milliseconds(10))
         let (stream, continuation) = AsyncStream.makeStream(of: VaultChange.self, bufferingPolicy: .bufferingNewest(64))
-        let watcher = ChangeWatcher(vault: vault)
+        let watcher = ChangeWatcher(vault: vault, session: session)
         watcher.queue.sync { watcher.takeBaseline() }
         let task = Task.detached {
             while !Task.isCancelled {
                 do { try await Task.sleep(for: interval) } catch { break }
                 let change: VaultChange? = await withCheckedContinuation { c in
-                    watcher.queue.async { c.resume(returning: watcher.look()) }
+                    watcher.queue.async { c.resume(returning: watcher.lookUnlessLocked()) }
                 }
-                if let change { continuation.yield(change) }
+                if let change {
+                    continuation.yield(change)
+                    if change.locked { break }
+                }
             }
             continuation.finish()
         }
@@ -93,13 +112,30 @@ final class ChangeWatcher: @unchecked Sendable {
     }
 
     let vault: Vault
+    /// The session the `Coffer` was opened with, checked at each look.
+    let session: SessionLease?
     let queue = DispatchQueue(label: "coffer.vault.changes")
     private var store: VaultStore?
     private var file: FileIdentity?
     private var dataVersion: Int?
     private var rows: [ItemID: Fingerprint] = [:]
 
-    init(vault: Vault) { self.vault = vault }
+    init(vault: Vault, session: SessionLease? = nil) {
+        self.vault = vault
+        self.session = session
+    }
+
+    /// One look, holding the keys (a lock waits for it to decrypt the
+    /// names it needs); a locked change once the vault is locked,
+    /// including by the end of the session.
+    func lookUnlessLocked() -> VaultChange? {
+        Coffer.lockIfSessionEnded(vault, session, isUse: false)
+        do {
+            return try vault.keys.use { () throws(CofferError) -> VaultChange? in look() }
+        } catch {
+            return VaultChange(items: [], locked: true)
+        }
+    }
 
     struct FileIdentity: Equatable {
         var device: UInt64

@@ -1,0 +1,160 @@
+import CofferKit
+import CofferTestSupport
+import Foundation
+import Testing
+
+/// Reads `changes` until it ends, at most `seconds`: what it yielded, and
+/// whether it ended (false: the time ran out first).
+func drain(_ changes: AsyncStream<VaultChange>, within seconds: Double) async -> (changes: [VaultChange], ended: Bool) {
+    await withTaskGroup(of: ([VaultChange], Bool)?.self) { group in
+        group.addTask {
+            var seen: [VaultChange] = []
+            for await change in changes { seen.append(change) }
+            return (seen, true)
+        }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first ?? ([], false)
+    }
+}
+
+/// A shell session of the vault of `coffer` in this process's session
+/// folder (the one `Coffer.Unlock.session` looks in), as `coffer unlock`
+/// starts one.
+func startSession(_ coffer: Coffer, maxLifetime: Int64 = 3600) throws(CofferError) -> String {
+    try Session.start(vault: coffer.vault, idleTimeout: 900, maxLifetime: maxLifetime, directory: .resolve()).token
+}
+
+@Suite("Coffer front door: lock")
+struct LockTests {
+    @Test func lockWipesTheKeysAndEveryLaterCallThrowsLocked() async throws {
+        let box = Sandbox()
+        let c = try await box.create()
+        try await c.set("sk-test-0123456789abcdef", for: "work/openai")
+        #expect(!c.isLocked)
+        let changes = c.changes(every: .milliseconds(20))
+        await c.lock()
+        #expect(c.isLocked && c.vault.isLocked)
+        let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+
+        await expectError(.locked) { () async throws(CofferError) in try await c.string(for: "work/openai") }
+        await expectError(.locked) { () async throws(CofferError) in try await c.item(named: "work/openai") }
+        await expectError(.locked) { () async throws(CofferError) in try await c.items() }
+        await expectError(.locked) { () async throws(CofferError) in try await c.set("other-value-0123456789", for: "work/openai") }
+        await expectError(.locked) { () async throws(CofferError) in try await c.remove("work/openai") }
+        await expectError(.locked) { () async throws(CofferError) in try await c.string(forSource: "openai") }
+        await expectError(.locked) { () async throws(CofferError) in try await c.export(to: box.path("b.bundle")) }
+        // The lower-level vault is locked too: a write is refused before it
+        // touches the file, a read fails at its first decryption.
+        await expectError(.locked) { () async throws(CofferError) in try c.vault.item(named: "work/openai") }
+        await expectError(.locked) { () async throws(CofferError) in try c.vault.delete("work/openai") }
+        do {
+            _ = try await c.string(for: "work/openai")
+        } catch {
+            #expect(error.message.contains("locked") && error.hint != nil)
+            #expect(!error.message.contains("coffer ") && !(error.hint ?? "").contains("coffer "), "no command in the words: \(error)")
+        }
+        await c.lock()  // twice: nothing more happens
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before, "nothing was written")
+
+        // The change stream says so once and ends.
+        let (seen, ended) = await drain(changes, within: 60)
+        #expect(ended, "the stream ends after the locked change")
+        #expect(seen.last?.locked == true && seen.last?.items == [])
+        #expect(seen.filter(\.locked).count == 1)
+        // A stream made on a locked Coffer starts and ends that way.
+        let late = await drain(c.changes(every: .milliseconds(20)), within: 60)
+        #expect(late.ended && late.changes.map(\.locked) == [true])
+
+        // The vault itself is not locked: another unlock reads it.
+        let again = try await Coffer.open(at: box.vaultPath, passphrase: Sandbox.passphrase)
+        #expect(try await again.string(for: "work/openai") == "sk-test-0123456789abcdef")
+    }
+
+    @Test func callsInFlightFinishAndNoWriteStraddlesTheLock() async throws {
+        let box = Sandbox()
+        let c = try await box.create()
+        // Many writes racing one lock: each either commits whole (and
+        // reads back under the real key) or throws .locked.
+        let outcomes = await withTaskGroup(of: Bool?.self) { group -> [Bool?] in
+            for i in 0..<24 {
+                group.addTask { () async -> Bool? in
+                    do throws(CofferError) {
+                        try await c.set("value-\(i)-0123456789abcdef", for: "race/\(i)", kind: .note)
+                        return true
+                    } catch {
+                        return error.kind == .locked ? false : nil
+                    }
+                }
+            }
+            group.addTask { () async -> Bool? in
+                await c.lock()
+                return false
+            }
+            var all: [Bool?] = []
+            for await r in group { all.append(r) }
+            return all
+        }
+        #expect(!outcomes.contains(nil), "every call either succeeded or threw .locked")
+        let reopened = try await Coffer.open(at: box.vaultPath, passphrase: Sandbox.passphrase)
+        let stored = try await reopened.items(matching: "race/*")
+        for summary in stored {
+            let i = summary.name.dropFirst("race/".count)
+            #expect(try await reopened.string(for: summary.name) == "value-\(i)-0123456789abcdef")
+        }
+        #expect(try reopened.vault.verify().problems.isEmpty)
+    }
+
+    @Test func aSessionCofferLocksWhenTheSessionIsLocked() async throws {
+        let box = Sandbox()
+        let created = try await box.create()
+        try await created.set("sk-test-0123456789abcdef", for: "work/openai")
+        let token = try startSession(created)
+        let c = try await Coffer.open(.session(token: token), at: box.vaultPath)
+        #expect(try await c.string(for: "work/openai") == "sk-test-0123456789abcdef")
+        let changes = c.changes(every: .milliseconds(20))
+
+        // What the user types in a shell: `coffer lock` with the session's token.
+        let lock = try CofferCLI.run(["lock"], env: ["COFFER_SESSION": token])
+        #expect(lock.status == 0, "\(lock)")
+
+        let (seen, ended) = await drain(changes, within: 60)
+        #expect(ended && seen.last?.locked == true, "\(seen)")
+        #expect(c.isLocked)
+        do {
+            _ = try await c.string(for: "work/openai")
+            Issue.record("a Coffer whose session ended still serves secrets")
+        } catch {
+            #expect(error.kind == .locked)
+            #expect(error.message.contains("session ended"), "\(error)")
+        }
+        // The passphrase-opened Coffer of the same file is not affected.
+        #expect(try await created.string(for: "work/openai") == "sk-test-0123456789abcdef")
+        // Nor is opening again: the session is gone, so that is .locked too.
+        await expectError(.locked) { () async throws(CofferError) in try await Coffer.open(.session(token: token), at: box.vaultPath) }
+    }
+
+    @Test func aSessionCofferNoticesItsSessionExpiredAtTheNextCall() async throws {
+        let box = Sandbox()
+        let created = try await box.create()
+        try await created.set("a-note", for: "n", kind: .note)
+        let token = try startSession(created, maxLifetime: 1)
+        defer { _ = try? Session.end(token: token, directory: .resolve()) }
+        let c = try await Coffer.open(.session(token: token), at: box.vaultPath)
+        #expect(try await c.string(for: "n") == "a-note")
+        try await Task.sleep(for: .milliseconds(1100))
+        do {
+            _ = try await c.string(for: "n")
+            Issue.record("an expired session's Coffer still serves secrets")
+        } catch {
+            #expect(error.kind == .locked && error.message.contains("expired"), "\(error)")
+        }
+        #expect(c.isLocked)
+        // The expired session's file is wiped, as any session user does.
+        #expect(throws: CofferError.self) { try Session.check(file: VaultFile.open(path: box.vaultPath), token: token, directory: .resolve()).get() }
+    }
+}
