@@ -28,6 +28,8 @@ import Foundation
 ///
 /// ``lock()`` wipes the keys; a `Coffer` opened through the shell session
 /// locks itself when that session ends (API/Locking.swift).
+/// ``open(service:_:at:)`` keeps an app's items in a folder of its own
+/// (API/Service.swift).
 public final class Coffer: Sendable {
     /// The unlocked vault, for everything the front door does not cover.
     /// Its calls are synchronous and block the calling thread.
@@ -37,18 +39,26 @@ public final class Coffer: Sendable {
     /// The shell session this `Coffer` was opened with, watched for its
     /// end; nil when it was opened otherwise.
     let session: SessionLease?
+    /// The service whose folder (`apps/SERVICE/`) the names given to this
+    /// `Coffer` are relative to; nil: names are the vault's own.
+    public let service: String?
+    /// `apps/SERVICE/`, or "" without a service.
+    let prefix: String
 
     /// Wraps a vault unlocked some other way.
     public convenience init(vault: Vault) {
         self.init(vault: vault, session: nil)
     }
 
-    /// A `Coffer` over `vault`, watching `session` when it was opened with one.
-    init(vault: Vault, session: SessionLease?) {
+    /// A `Coffer` over `vault`; `share` is another `Coffer` of the same
+    /// vault whose queue and state this one shares (a service's view).
+    init(vault: Vault, session: SessionLease?, service: String? = nil, prefix: String = "", sharing share: Coffer? = nil) {
         self.vault = vault
-        self.io = DispatchQueue(label: "coffer.vault.io")
-        self.claimed = Locked(false)
+        self.io = share?.io ?? DispatchQueue(label: "coffer.vault.io")
+        self.claimed = share?.claimed ?? Locked(false)
         self.session = session
+        self.service = service
+        self.prefix = prefix
     }
 
     /// The vault file's path.

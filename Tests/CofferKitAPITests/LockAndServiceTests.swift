@@ -158,3 +158,83 @@ struct LockTests {
         #expect(throws: CofferError.self) { try Session.check(file: VaultFile.open(path: box.vaultPath), token: token, directory: .resolve()).get() }
     }
 }
+
+@Suite("Coffer front door: services")
+struct ServiceTests {
+    @Test func aServiceKeepsItsItemsInItsFolderWithRelativeNames() async throws {
+        let box = Sandbox()
+        let whole = try await box.create()
+        try await whole.set("outside-0123456789", for: "work/token", kind: .note)
+        let app = try await Coffer.open(service: "com.example.app", .file(try box.passphraseFile()), at: box.vaultPath)
+        #expect(app.service == "com.example.app" && whole.service == nil)
+
+        try await app.set("app-secret-0123456789", for: "token", kind: .note)
+        try await app.set("hunter2", for: "accounts/ada", kind: .login(username: "ada"))
+        // Where it lives, for everyone else.
+        #expect(try await whole.string(for: "apps/com.example.app/token") == "app-secret-0123456789")
+        #expect(try await whole.string(for: "token") == nil)
+        // Relative for the app, which sees nothing outside its folder.
+        #expect(try await app.string(for: "token") == "app-secret-0123456789")
+        #expect(try await app.item(named: "accounts/ada")?.name == "accounts/ada")
+        #expect(try await app.items().map(\.name) == ["accounts/ada", "token"])
+        #expect(try await app.items(matching: "acc*").map(\.name) == ["accounts/ada"])
+        #expect(try await app.string(for: "work/token") == nil)
+        #expect(try await app.remove("work/token") == false)
+        #expect(try await whole.string(for: "work/token") == "outside-0123456789", "untouched")
+
+        // An id reaches only the folder's items.
+        let outsideID = try #require(try await whole.item(named: "work/token")).id
+        let insideID = try #require(try await whole.item(named: "apps/com.example.app/token")).id
+        #expect(try await app.item(named: "id:" + outsideID.hex) == nil)
+        #expect(try await app.remove("id:" + outsideID.hex) == false)
+        #expect(try await app.item(named: "id:" + insideID.hex)?.name == "token")
+
+        // Another service does not see it; a view made from any Coffer does.
+        let other = try whole.scoped(toService: "org.other.tool")
+        #expect(try await other.items().isEmpty)
+        let same = try whole.scoped(toService: "com.example.app")
+        #expect(try await same.string(for: "token") == "app-secret-0123456789")
+
+        #expect(try await app.remove("token"))
+        #expect(try await whole.string(for: "apps/com.example.app/token") == nil)
+
+        // By source, too, only the folder's items.
+        try await whole.set("sk-test-0123456789abcdef", for: "shared/openai", kind: .apiKey, source: "openai")
+        #expect(try await app.candidates(for: "openai").isEmpty)
+        try await app.set("sk-test-abcdef0123456789", for: "openai", kind: .apiKey, source: "openai")
+        #expect(try await app.candidates(for: "openai").map(\.name) == ["openai"])
+        #expect(try await app.string(forSource: "openai") == "sk-test-abcdef0123456789")
+    }
+
+    @Test func badServiceNamesAreRefused() async throws {
+        let box = Sandbox()
+        let c = try await box.create()
+        for bad in ["", "a/b", "..", ".", "tab\there", "/lead"] {
+            await expectError(.usage) { () async throws(CofferError) in try c.scoped(toService: bad) }
+        }
+        await expectError(.usage) { () async throws(CofferError) in
+            try await Coffer.open(service: "x/y", .file(try! box.passphraseFile()), at: box.vaultPath)
+        }
+        let app = try c.scoped(toService: "com.example.app")
+        await expectError(.usage) { () async throws(CofferError) in try await app.set("v", for: "", kind: .note) }
+        await expectError(.usage) { () async throws(CofferError) in try await app.set("v", for: "a//b", kind: .note) }
+    }
+
+    @Test func aServiceSharesTheLockAndSeesOnlyItsChanges() async throws {
+        let box = Sandbox()
+        let whole = try await box.create()
+        let app = try whole.scoped(toService: "com.example.app")
+        let changes = app.changes(every: .milliseconds(20))
+        async let seen = firstChange(changes, within: 60) { !$0.items.isEmpty }
+        try await whole.set("elsewhere", for: "work/x", kind: .note)
+        try await app.set("mine-0123456789", for: "token", kind: .note)
+        #expect(await seen?.items == ["token"], "relative, and nothing outside the folder")
+
+        let stream = app.changes(every: .milliseconds(20))
+        await app.lock()
+        #expect(whole.isLocked, "one vault, one lock")
+        await expectError(.locked) { () async throws(CofferError) in try await whole.string(for: "work/x") }
+        let (rest, ended) = await drain(stream, within: 60)
+        #expect(ended && rest.last?.locked == true)
+    }
+}

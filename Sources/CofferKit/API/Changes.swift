@@ -11,7 +11,9 @@ import Musl
 public struct VaultChange: Sendable, Equatable {
     /// The names of the items added, changed or deleted, sorted. Empty
     /// when the change touched no item (a passphrase change, the replica
-    /// summary after a sync) or when the vault file was replaced.
+    /// summary after a sync) or when the vault file was replaced. For a
+    /// ``Coffer`` of a service (``Coffer/open(service:_:at:)``), only the
+    /// items of its folder, named relative to it.
     public var items: [String]
     /// The file at the vault's path is no longer the one this ``Coffer``
     /// has open (restored from a backup, replaced by a copy, removed):
@@ -81,7 +83,7 @@ extension Coffer {
     public func changes(every interval: Duration) -> AsyncStream<VaultChange> {
         let interval = max(interval, .milliseconds(10))
         let (stream, continuation) = AsyncStream.makeStream(of: VaultChange.self, bufferingPolicy: .bufferingNewest(64))
-        let watcher = ChangeWatcher(vault: vault, session: session)
+        let watcher = ChangeWatcher(vault: vault, session: session, prefix: prefix)
         watcher.queue.sync { watcher.takeBaseline() }
         let task = Task.detached {
             while !Task.isCancelled {
@@ -114,15 +116,19 @@ final class ChangeWatcher: @unchecked Sendable {
     let vault: Vault
     /// The session the `Coffer` was opened with, checked at each look.
     let session: SessionLease?
+    /// The service folder (`apps/SERVICE/`) names are reported relative
+    /// to, or "" for the whole vault.
+    let prefix: String
     let queue = DispatchQueue(label: "coffer.vault.changes")
     private var store: VaultStore?
     private var file: FileIdentity?
     private var dataVersion: Int?
     private var rows: [ItemID: Fingerprint] = [:]
 
-    init(vault: Vault, session: SessionLease? = nil) {
+    init(vault: Vault, session: SessionLease? = nil, prefix: String = "") {
         self.vault = vault
         self.session = session
+        self.prefix = prefix
     }
 
     /// One look, holding the keys (a lock waits for it to decrypt the
@@ -131,10 +137,19 @@ final class ChangeWatcher: @unchecked Sendable {
     func lookUnlessLocked() -> VaultChange? {
         Coffer.lockIfSessionEnded(vault, session, isUse: false)
         do {
-            return try vault.keys.use { () throws(CofferError) -> VaultChange? in look() }
+            return try vault.keys.use { () throws(CofferError) -> VaultChange? in scoped(look()) }
         } catch {
             return VaultChange(items: [], locked: true)
         }
+    }
+
+    /// `change` as a service's `Coffer` sees it: only the items of its
+    /// folder, named relative to it; nil when the change touched items
+    /// but none of them.
+    func scoped(_ change: VaultChange?) -> VaultChange? {
+        guard var change, !prefix.isEmpty, !change.items.isEmpty else { return change }
+        change.items = change.items.compactMap { Coffer.relativeName($0, prefix: prefix) }
+        return change.items.isEmpty ? nil : change
     }
 
     struct FileIdentity: Equatable {
