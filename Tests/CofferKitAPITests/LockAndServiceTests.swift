@@ -238,3 +238,51 @@ struct ServiceTests {
         #expect(ended && rest.last?.locked == true)
     }
 }
+
+@Suite("Coffer front door: an API key and its server URL")
+struct ServerURLTests {
+    @Test func keyAndURLRoundTripInOneItem() async throws {
+        let box = Sandbox()
+        let c = try await box.create()
+        let app = try c.scoped(toService: "ai.prsnl")
+        #expect(try await app.credential(for: "api") == nil)
+        let warnings = try await app.set("prsnl-0123456789abcdef", for: "api", url: "https://prsnl.example.org:8443/")
+        #expect(warnings.isEmpty, "\(warnings)")
+        let got = try #require(try await app.credential(for: "api"))
+        #expect(got.value == "prsnl-0123456789abcdef" && got.url == "https://prsnl.example.org:8443/")
+        let item = try #require(try await c.item(named: "apps/ai.prsnl/api"))
+        #expect(item.type == .apiKey)
+        #expect(item.field("key")?.isSecret == true && item.field("url")?.isSecret == false)
+        #expect(try await app.string(for: "api") == "prsnl-0123456789abcdef")
+
+        // A new key and URL replace both in one write; other fields stay.
+        _ = try c.vault.edit("apps/ai.prsnl/api", { var e = ItemEdit(); e.setFields = [Field(name: "user_id", value: "42", isSecret: false)]; return e }())
+        try await app.set("prsnl-fedcba9876543210", for: "api", url: "http://localhost:8000")
+        let updated = try #require(try await app.item(named: "api"))
+        #expect(updated.field("key")?.value == "prsnl-fedcba9876543210")
+        #expect(updated.field("url")?.value == "http://localhost:8000")
+        #expect(updated.field("user_id")?.value == "42")
+
+        // Any item: its value, and its url when it has one.
+        try await app.set("hunter2", for: "login", kind: .login(username: "ada", url: "https://example.org"))
+        #expect(try await app.credential(for: "login").map { [$0.value, $0.url] } == ["hunter2", "https://example.org"])
+        try await app.set("only-a-key-0123456789", for: "bare", kind: .apiKey)
+        #expect(try await app.credential(for: "bare").map { [$0.value, $0.url] } == ["only-a-key-0123456789", nil])
+    }
+
+    @Test func aURLThatIsNotAServersIsRefusedWithoutRepeatingIt() async throws {
+        let box = Sandbox()
+        let c = try await box.create()
+        for bad in ["", "prsnl.example.org", "ftp://example.org", "https://", "https://user:s3cr3t pass@host", "javascript:alert(1)"] {
+            do {
+                try await c.set("key-0123456789abcdef", for: "api", url: bad)
+                Issue.record("\(bad) was accepted")
+            } catch {
+                #expect(error.kind == .usage)
+                #expect(bad.isEmpty || !error.message.contains(bad), "the URL is not repeated")
+            }
+        }
+        #expect(try await c.item(named: "api") == nil, "nothing stored")
+        await expectError(.usage) { () async throws(CofferError) in try await c.set("", for: "api", url: "https://example.org") }
+    }
+}
