@@ -4,13 +4,15 @@
 // each call.
 //
 //   coffer-example demo                  # store a login and an API key, read them back
-//   coffer-example watch example/api-key # print the key, then again whenever it changes
+//   coffer-example service               # keep an API key and its server URL in the app's own folder, then lock
+//   coffer-example watch example/api-key # print the key, then again whenever it changes, until the vault is locked
 //   coffer-example SOURCE [--print]      # the API key stored for a source id
 //
 // Unlocking, like the `coffer` command: --passphrase-fd N, else the shell
 // session ($COFFER_SESSION after `eval "$(coffer unlock)"`), else
 // $COFFER_PASSPHRASE, else a prompt on the terminal. The vault is
-// $COFFER_VAULT or the default XDG path.
+// $COFFER_VAULT or the default XDG path. Opened through the session, the
+// app stops getting secrets as soon as the session ends (`coffer lock`).
 
 import CofferKit
 import Foundation
@@ -33,12 +35,37 @@ func say(_ line: String) {
 /// A value shown without revealing it: its first characters and length.
 func masked(_ value: String) -> String { "\(value.prefix(4))… (\(value.count) characters)" }
 
-/// Opens the vault the way the `coffer` command does.
-func openVault(passphraseFD: Int32?) async throws(CofferError) -> Coffer {
+/// The app's service: its items live in the vault folder apps/SERVICE/.
+let service = "com.example.keychain-app"
+
+/// Opens the vault the way the `coffer` command does; with `service`,
+/// names are relative to the app's own folder, as a Keychain service.
+func openVault(passphraseFD: Int32?, service: String? = nil) async throws(CofferError) -> Coffer {
     // Explicit and once, at start-up: no core dumps, no ptrace. CofferKit
     // never changes the process by itself.
     Coffer.hardenProcess()
-    return try await Coffer.open(.automatic(passphraseFD: passphraseFD, prompt: "Vault passphrase: "))
+    let unlock = Coffer.Unlock.automatic(passphraseFD: passphraseFD, prompt: "Vault passphrase: ")
+    if let service { return try await Coffer.open(service: service, unlock) }
+    return try await Coffer.open(unlock)
+}
+
+/// What an app talking to its own server keeps: the API key and the
+/// server's URL, together, in its own folder; then it locks the vault
+/// (a user signing out) and shows that the keys are gone.
+func serviceDemo(_ coffer: Coffer) async throws(CofferError) {
+    try await coffer.set("ex-server-0123456789abcdef", for: "api", url: "https://api.example.org")
+    guard let (key, url) = try await coffer.credential(for: "api") else {
+        throw CofferError(.itemNotFound, "the API key vanished")
+    }
+    say("api: \(masked(key)) for \(url ?? "no URL")")
+    say("items of \(coffer.service ?? "the vault"): \(try await coffer.items().map(\.name).joined(separator: ", "))")
+    await coffer.lock()
+    do {
+        _ = try await coffer.credential(for: "api")
+        say("after lock: still readable (a bug)")
+    } catch where error.kind == .locked {
+        say("after lock: refused (\(error.kind))")
+    }
 }
 
 /// Stores a login and an API key, then reads them back.
@@ -59,7 +86,8 @@ func demo(_ coffer: Coffer) async throws(CofferError) {
 }
 
 /// Prints the value of `name`, then again after each change made to it by
-/// another process (`coffer edit`, a sync…), `count` times (0: forever).
+/// another process (`coffer edit`, a sync…), `count` times (0: forever),
+/// until the vault is locked (the shell session it was opened with ended).
 func watch(_ coffer: Coffer, name: String, count: Int) async throws(CofferError) {
     guard let first = try await coffer.string(for: name) else {
         throw CofferError(.itemNotFound, "no item named '\(name)'", hint: "run `coffer-example demo` first")
@@ -67,7 +95,11 @@ func watch(_ coffer: Coffer, name: String, count: Int) async throws(CofferError)
     let changes = coffer.changes
     say("\(name): \(masked(first)); watching for changes")
     var seen = 0
-    for await change in changes where change.items.contains(name) || change.fileReplaced {
+    for await change in changes where change.items.contains(name) || change.fileReplaced || change.locked {
+        if change.locked {
+            say("\(name): the vault was locked; stopping")
+            throw CofferError(.locked, "the vault was locked", hint: "unlock it and start coffer-example again")
+        }
         if change.fileReplaced { throw CofferError(.badData, "the vault file was replaced", hint: "start coffer-example again") }
         let value = try await coffer.string(for: name)
         say("\(name) changed: \(value.map(masked) ?? "removed")")
@@ -100,7 +132,7 @@ func option(_ name: String, from args: inout [String]) -> String? {
     args.removeSubrange(i...(i + 1))
     return value
 }
-let usage = "usage: coffer-example demo | watch NAME [--count N] | SOURCE [--print]  [--passphrase-fd N]"
+let usage = "usage: coffer-example demo | service | watch NAME [--count N] | SOURCE [--print]  [--passphrase-fd N]"
 let fdText = option("--passphrase-fd", from: &args)
 let countText = option("--count", from: &args)
 let printKey = args.contains("--print")
@@ -116,8 +148,10 @@ if command == "watch" && args.count != 2 { fail(usage, 64) }
 if command != "watch" && args.count != 1 { fail(usage, 64) }
 
 do {
-    let coffer = try await openVault(passphraseFD: fdText.flatMap { Int32($0) })
+    let coffer = try await openVault(passphraseFD: fdText.flatMap { Int32($0) }, service: command == "service" ? service : nil)
     switch command {
+    case "service":
+        try await serviceDemo(coffer)
     case "demo":
         try await demo(coffer)
     case "watch":

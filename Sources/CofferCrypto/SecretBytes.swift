@@ -142,6 +142,17 @@ public final class SecretBytes: @unchecked Sendable {
         if rc != 0 { SecretMemory.recordProtectFailure(errno) }
     }
 
+    /// Overwrites the bytes with zeros now, without waiting for the last
+    /// reference to go (`sodium_free` wipes the region again then): for a
+    /// key the program must stop holding while objects that reference it
+    /// live on (a vault locked while an app keeps its `Coffer`). A use that
+    /// is under way when the wipe happens, or starts after it, reads
+    /// zeros: callers make sure nothing still uses the key (CofferKit's
+    /// `VaultKeys` waits for its users before wiping). Idempotent.
+    package func wipe() {
+        withMutableBytes { if $0.count > 0 { sodium_memzero($0.baseAddress!, $0.count) } }
+    }
+
     /// Constant-time comparison (`sodium_memcmp`).
     public func constantTimeEquals(_ other: SecretBytes) -> Bool {
         guard count == other.count else { return false }

@@ -25,17 +25,40 @@ import Foundation
 /// bundles see what an app stores, and the app sees what `coffer` writes.
 /// ``vault`` gives the whole lower-level API (history, conflicts,
 /// requirements manifests…).
+///
+/// ``lock()`` wipes the keys; a `Coffer` opened through the shell session
+/// locks itself when that session ends (API/Locking.swift).
+/// ``open(service:_:at:)`` keeps an app's items in a folder of its own
+/// (API/Service.swift).
 public final class Coffer: Sendable {
     /// The unlocked vault, for everything the front door does not cover.
     /// Its calls are synchronous and block the calling thread.
     public let vault: Vault
     let io: DispatchQueue
-    private let claimed = Locked(false)
+    private let claimed: Locked<Bool>
+    /// The shell session this `Coffer` was opened with, watched for its
+    /// end; nil when it was opened otherwise.
+    let session: SessionLease?
+    /// The service whose folder (`apps/SERVICE/`) the names given to this
+    /// `Coffer` are relative to; nil: names are the vault's own.
+    public let service: String?
+    /// `apps/SERVICE/`, or "" without a service.
+    let prefix: String
 
     /// Wraps a vault unlocked some other way.
-    public init(vault: Vault) {
+    public convenience init(vault: Vault) {
+        self.init(vault: vault, session: nil)
+    }
+
+    /// A `Coffer` over `vault`; `share` is another `Coffer` of the same
+    /// vault whose queue and state this one shares (a service's view).
+    init(vault: Vault, session: SessionLease?, service: String? = nil, prefix: String = "", sharing share: Coffer? = nil) {
         self.vault = vault
-        self.io = DispatchQueue(label: "coffer.vault.io")
+        self.io = share?.io ?? DispatchQueue(label: "coffer.vault.io")
+        self.claimed = share?.claimed ?? Locked(false)
+        self.session = session
+        self.service = service
+        self.prefix = prefix
     }
 
     /// The vault file's path.
@@ -80,10 +103,16 @@ public final class Coffer: Sendable {
     public static func open(_ unlock: Unlock = .automatic, at path: String? = nil) async throws(CofferError) -> Coffer {
         let path = VaultLocation.resolve(explicit: path)
         let environment = ProcessInfo.processInfo.environment
-        let vault = try await BlockingWork.onDedicatedThread("coffer.unlock") { () throws(CofferError) -> Vault in
-            try unlock.unlock(try VaultFile.open(path: path), environment: environment)
+        let opened = try await BlockingWork.onDedicatedThread("coffer.unlock") { () throws(CofferError) -> OpenedVault in
+            let (vault, session) = try unlock.unlock(try VaultFile.open(path: path), environment: environment)
+            return OpenedVault(vault: vault, session: session)
         }
-        return Coffer(vault: vault)
+        return Coffer(vault: opened.vault, session: opened.session)
+    }
+
+    struct OpenedVault: Sendable {
+        var vault: Vault
+        var session: SessionLease?
     }
 
     /// Opens and unlocks the vault at `path` with a passphrase the program
@@ -138,10 +167,16 @@ public final class Coffer: Sendable {
 
     // MARK: Running vault work
 
-    /// Runs `body` on the vault's I/O queue.
+    /// Runs `body` on the vault's I/O queue, holding the keys (a
+    /// ``lock()`` waits for it). Throws ``CofferError/Kind/locked`` instead
+    /// once the vault is locked or the session it was opened with has
+    /// ended (which locks it: API/Locking.swift).
     func run<T: Sendable>(_ body: @escaping @Sendable (Vault) throws(CofferError) -> T) async throws(CofferError) -> T {
-        let vault = self.vault
-        return try await BlockingWork.on(io) { () throws(CofferError) -> T in try body(vault) }
+        let vault = self.vault, session = self.session
+        return try await BlockingWork.on(io) { () throws(CofferError) -> T in
+            Coffer.lockIfSessionEnded(vault, session, isUse: true)
+            return try vault.keys.use { () throws(CofferError) -> T in try body(vault) }
+        }
     }
 
     /// Runs a write: the first one checks that this file still owns its

@@ -1862,6 +1862,9 @@ with `file:line`), 66 no vault, 73 cannot create the session folder or file, 75 
   A session therefore lends the whole vault, not one item.
 - **Both, after the session ended**: nothing from Coffer (the file is wiped when the end is
   noticed: by the next command using it, by `lock`, or by a sweep in `unlock`/`lock`/`status`).
+  A program that opened the vault through the session with CofferKit holds the master key in its
+  memory: it checks the session file at every call and in its change stream, and wipes its keys
+  (every call then throws `.locked`) once the file is gone or expired (docs/cofferkit.md, "Locking").
   If no Coffer command ran after the timeout, the file still exists and the timeout is only
   enforced by Coffer's own check — someone holding both can decrypt it by hand. On a tmpfs
   `XDG_RUNTIME_DIR` the file disappears at logout/reboot at the latest.
@@ -3332,6 +3335,12 @@ What rotation does not do:
 - Every libsodium return code is checked. The calls that fail only when misused (a sub-key or hash
   length outside 16–64 bytes, a BLAKE2b key above 64 bytes) stop the process naming the call, rather
   than hand back an untouched buffer as a key or hash.
+- A program using CofferKit can give its keys back before it exits: `Coffer.lock()` waits for the
+  calls in progress and overwrites the master key and every sub-key with zeros, and a `Coffer`
+  opened through the shell session does so by itself at its next call (or its change stream's next
+  look) after the session ended — `coffer lock`, expiry, a removed file (docs/cofferkit.md,
+  "Locking"). This serves well-behaved programs that honour the user's lock; a hostile program
+  running as the user could have copied the key, as it could read the session token.
 - The decrypted bytes of a field payload and the bytes of a parsed session token are wiped
   (`sodium_memzero`) as soon as they are decoded. What is made from them afterwards — the Swift
   `String`s of names and values that commands print, the strings of the process environment that

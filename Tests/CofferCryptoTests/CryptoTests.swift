@@ -75,6 +75,17 @@ struct AEADTests {
         #expect(throws: CryptoError.authenticationFailed) { try AEAD.openSecret(box, key: key, associatedData: [8]) }
     }
 
+    @Test func aWipedKeyReadsZerosAndOpensNothingItSealed() {
+        let k = SecretBytes.random(count: 32)
+        let box = AEAD.seal(Array("api key".utf8), key: k, associatedData: [])
+        k.wipe()
+        #expect(k.revealedBytes() == [UInt8](repeating: 0, count: 32))
+        #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(box, key: k, associatedData: []) }
+        k.wipe()  // idempotent
+        #expect(k.count == 32)
+        SecretBytes(copying: [UInt8]()).wipe()  // an empty buffer too
+    }
+
     @Test func noncesAreFresh() {
         let a = AEAD.seal([1], key: key, associatedData: [])
         let b = AEAD.seal([1], key: key, associatedData: [])

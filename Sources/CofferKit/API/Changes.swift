@@ -11,7 +11,9 @@ import Musl
 public struct VaultChange: Sendable, Equatable {
     /// The names of the items added, changed or deleted, sorted. Empty
     /// when the change touched no item (a passphrase change, the replica
-    /// summary after a sync) or when the vault file was replaced.
+    /// summary after a sync) or when the vault file was replaced. For a
+    /// ``Coffer`` of a service (``Coffer/open(service:_:at:)``), only the
+    /// items of its folder, named relative to it.
     public var items: [String]
     /// The file at the vault's path is no longer the one this ``Coffer``
     /// has open (restored from a backup, replaced by a copy, removed):
@@ -19,11 +21,19 @@ public struct VaultChange: Sendable, Equatable {
     public var fileReplaced: Bool
     /// When the change was noticed.
     public var observedAt: Date
+    /// The vault is locked for this ``Coffer``: ``Coffer/lock()`` was
+    /// called, or the shell session it was opened with ended (locked or
+    /// expired). Its keys are wiped and every call throws
+    /// ``CofferError/Kind/locked``; ``items`` is empty, and this is the
+    /// sequence's last change (it ends after it). Open the vault again to
+    /// go on.
+    public var locked: Bool
 
-    public init(items: [String], fileReplaced: Bool = false, observedAt: Date = Date()) {
+    public init(items: [String], fileReplaced: Bool = false, observedAt: Date = Date(), locked: Bool = false) {
         self.items = items
         self.fileReplaced = fileReplaced
         self.observedAt = observedAt
+        self.locked = locked
     }
 }
 
@@ -52,6 +62,11 @@ extension Coffer {
     /// connection, which sees every commit made through any other); it
     /// stops when the loop over it ends or its task is cancelled. Changes
     /// made before the access are not reported.
+    ///
+    /// When the vault gets locked (``lock()``, or the end of the shell
+    /// session this `Coffer` was opened with, which the sequence checks at
+    /// each look), the sequence yields one change whose
+    /// ``VaultChange/locked`` is true, and ends.
     public var changes: AsyncStream<VaultChange> { changes(every: Self.defaultChangeInterval) }
 
     /// ``changes`` looking every `interval` (at least 10 ms).
@@ -61,19 +76,25 @@ extension Coffer {
     /// any other connection commits. It then compares the clear item rows
     /// (ids, update times, delete and conflict flags, name hashes) with
     /// the previous look and decrypts the names of the items that differ.
-    /// It also notices when the path names another file than before.
+    /// It also notices when the path names another file than before, and,
+    /// for a `Coffer` opened through a session, whether the session file
+    /// is still there and unexpired (one small file read per look; a look
+    /// does not count as a use of the session).
     public func changes(every interval: Duration) -> AsyncStream<VaultChange> {
         let interval = max(interval, .milliseconds(10))
         let (stream, continuation) = AsyncStream.makeStream(of: VaultChange.self, bufferingPolicy: .bufferingNewest(64))
-        let watcher = ChangeWatcher(vault: vault)
+        let watcher = ChangeWatcher(vault: vault, session: session, prefix: prefix)
         watcher.queue.sync { watcher.takeBaseline() }
         let task = Task.detached {
             while !Task.isCancelled {
                 do { try await Task.sleep(for: interval) } catch { break }
                 let change: VaultChange? = await withCheckedContinuation { c in
-                    watcher.queue.async { c.resume(returning: watcher.look()) }
+                    watcher.queue.async { c.resume(returning: watcher.lookUnlessLocked()) }
                 }
-                if let change { continuation.yield(change) }
+                if let change {
+                    continuation.yield(change)
+                    if change.locked { break }
+                }
             }
             continuation.finish()
         }
@@ -93,13 +114,43 @@ final class ChangeWatcher: @unchecked Sendable {
     }
 
     let vault: Vault
+    /// The session the `Coffer` was opened with, checked at each look.
+    let session: SessionLease?
+    /// The service folder (`apps/SERVICE/`) names are reported relative
+    /// to, or "" for the whole vault.
+    let prefix: String
     let queue = DispatchQueue(label: "coffer.vault.changes")
     private var store: VaultStore?
     private var file: FileIdentity?
     private var dataVersion: Int?
     private var rows: [ItemID: Fingerprint] = [:]
 
-    init(vault: Vault) { self.vault = vault }
+    init(vault: Vault, session: SessionLease? = nil, prefix: String = "") {
+        self.vault = vault
+        self.session = session
+        self.prefix = prefix
+    }
+
+    /// One look, holding the keys (a lock waits for it to decrypt the
+    /// names it needs); a locked change once the vault is locked,
+    /// including by the end of the session.
+    func lookUnlessLocked() -> VaultChange? {
+        Coffer.lockIfSessionEnded(vault, session, isUse: false)
+        do {
+            return try vault.keys.use { () throws(CofferError) -> VaultChange? in scoped(look()) }
+        } catch {
+            return VaultChange(items: [], locked: true)
+        }
+    }
+
+    /// `change` as a service's `Coffer` sees it: only the items of its
+    /// folder, named relative to it; nil when the change touched items
+    /// but none of them.
+    func scoped(_ change: VaultChange?) -> VaultChange? {
+        guard var change, !prefix.isEmpty, !change.items.isEmpty else { return change }
+        change.items = change.items.compactMap { Coffer.relativeName($0, prefix: prefix) }
+        return change.items.isEmpty ? nil : change
+    }
 
     struct FileIdentity: Equatable {
         var device: UInt64

@@ -72,16 +72,23 @@ extension Coffer {
         _ value: String, for name: String, kind: Kind = .apiKey, source: String? = nil, expires: Day? = nil,
         policy: SyncPolicy? = nil
     ) async throws(CofferError) -> [CredentialWarning] {
+        try await store(value, for: name, type: kind.itemType, fields: kind.fields(value: value), source: source, expires: expires, policy: policy)
+    }
+
+    /// Stores `fields` (`value` among them) as the item `name` of `type`,
+    /// creating or updating it in one write (``set(_:for:kind:source:expires:policy:)``).
+    func store(
+        _ value: String, for name: String, type: ItemType, fields: [Field], source: String?, expires: Day?, policy: SyncPolicy?
+    ) async throws(CofferError) -> [CredentialWarning] {
         guard !value.isEmpty else {
             throw CofferError(.usage, "the value for '\(name)' is empty", hint: "to delete the item, call remove(_:)")
         }
         if let source, source.isEmpty { throw CofferError(.usage, "a source id cannot be empty") }
-        let normalized = try Vault.normalizeName(name)
-        let fields = kind.fields(value: value)
+        let normalized = try Vault.normalizeName(vaultName(name))
         return try await write { (vault) throws(CofferError) -> [CredentialWarning] in
             let existing = try vault.contains(normalized) ? try vault.item(named: normalized) : nil
             let effectiveSource = source ?? existing?.source
-            let check = try vault.validate(fields: fields, type: kind.itemType, source: effectiveSource)
+            let check = try vault.validate(fields: fields, type: type, source: effectiveSource)
             if !check.passes {
                 let refusal = check.refusal
                 throw CofferError(refusal.kind, refusal.message, remedy: .init(.checkValue, "check the value; the rule is in the registered requirements manifest"))
@@ -89,14 +96,14 @@ extension Coffer {
             var warnings = check.typedWarnings
             let stored: Item
             if existing != nil {
-                stored = try Coffer.update(vault, normalized, kind: kind, fields: fields, source: source, expires: expires, policy: policy)
+                stored = try Coffer.update(vault, normalized, type: type, fields: fields, source: source, expires: expires, policy: policy)
             } else {
                 do throws(CofferError) {
                     stored = try vault.add(
-                        ItemDraft(name: normalized, type: kind.itemType, fields: fields, source: source, expires: expires, policy: policy ?? .sync))
+                        ItemDraft(name: normalized, type: type, fields: fields, source: source, expires: expires, policy: policy ?? .sync))
                 } catch where error.kind == .duplicateName {
                     // Another process created it meanwhile: update it.
-                    stored = try Coffer.update(vault, normalized, kind: kind, fields: fields, source: source, expires: expires, policy: policy)
+                    stored = try Coffer.update(vault, normalized, type: type, fields: fields, source: source, expires: expires, policy: policy)
                 }
             }
             if stored.isExpired(), let day = stored.expires {
@@ -112,10 +119,10 @@ extension Coffer {
     }
 
     static func update(
-        _ vault: Vault, _ name: String, kind: Kind, fields: [Field], source: String?, expires: Day?, policy: SyncPolicy?
+        _ vault: Vault, _ name: String, type: ItemType, fields: [Field], source: String?, expires: Day?, policy: SyncPolicy?
     ) throws(CofferError) -> Item {
         var edit = ItemEdit()
-        edit.type = kind.itemType
+        edit.type = type
         edit.setFields = fields
         if let source { edit.source = .some(source) }
         if let expires { edit.expires = .some(expires) }
@@ -127,9 +134,13 @@ extension Coffer {
     /// false when there was no such item.
     @discardableResult
     public func remove(_ name: String) async throws(CofferError) -> Bool {
-        try await write { (vault) throws(CofferError) -> Bool in
+        let target = try vaultName(name)
+        let checkScope = !prefix.isEmpty && target.hasPrefix("id:")
+        return try await write { [self] (vault) throws(CofferError) -> Bool in
             do throws(CofferError) {
-                try vault.delete(name)
+                // An id names an item of any folder: delete only this service's.
+                if checkScope, !isInScope(try vault.item(named: target).name) { return false }
+                try vault.delete(target)
                 return true
             } catch where error.kind == .itemNotFound {
                 return false
@@ -152,9 +163,11 @@ extension Coffer {
 
     /// The item `name` (or `id:HEX`), decrypted; nil when there is none.
     public func item(named name: String) async throws(CofferError) -> Item? {
-        try await run { (vault) throws(CofferError) -> Item? in
-            do throws(CofferError) { return try vault.item(named: name) } catch where error.kind == .itemNotFound { return nil }
+        let target = try vaultName(name)
+        let found = try await run { (vault) throws(CofferError) -> Item? in
+            do throws(CofferError) { return try vault.item(named: target) } catch where error.kind == .itemNotFound { return nil }
         }
+        return found.flatMap { scoped($0) }
     }
 
     /// The items whose name matches `pattern`, sorted by name, without
@@ -164,7 +177,7 @@ extension Coffer {
     /// pattern without wildcards matches names that contain it. Nil or
     /// empty: every item.
     public func items(matching pattern: String? = nil) async throws(CofferError) -> [ItemSummary] {
-        let all = try await run { (vault) throws(CofferError) -> [ItemSummary] in try vault.list() }
+        let all = try await run { (vault) throws(CofferError) -> [ItemSummary] in try vault.list() }.compactMap { scoped($0) }
         guard let pattern, !pattern.isEmpty else { return all }
         return all.filter { Coffer.matches($0.name, pattern) }
     }
@@ -185,7 +198,7 @@ extension Coffer {
     /// documented at ``Vault/candidates(forSource:type:today:)`` and is the
     /// same on every replica.
     public func candidates(for sourceID: String, type: CredentialType = .apiKey) async throws(CofferError) -> [Item] {
-        try await run { (vault) throws(CofferError) -> [Item] in try vault.candidates(forSource: sourceID, type: type) }
+        try await run { (vault) throws(CofferError) -> [Item] in try vault.candidates(forSource: sourceID, type: type) }.compactMap { scoped($0) }
     }
 
     /// The credential of `type` for the source `sourceID`: the API key

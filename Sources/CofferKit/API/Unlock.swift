@@ -87,22 +87,24 @@ extension Coffer {
         public func then(_ other: Unlock) -> Unlock { Unlock(steps: steps + other.steps) }
 
         /// Unlocks `file` with the first source that is present. Blocking:
-        /// reads input and runs Argon2id.
-        func unlock(_ file: VaultFile, environment: [String: String]) throws(CofferError) -> Vault {
+        /// reads input and runs Argon2id. A vault unlocked through a
+        /// session comes with the session, which the ``Coffer`` watches.
+        func unlock(_ file: VaultFile, environment: [String: String]) throws(CofferError) -> (vault: Vault, session: SessionLease?) {
             for step in steps {
                 switch step {
                 case .session(let token):
                     guard let token = token ?? environment[Session.environmentVariable], !token.isEmpty else { continue }
-                    return try Session.unlock(file: file, token: token, directory: .resolve(environment: environment))
+                    let (vault, lease) = try Session.unlockLeased(file: file, token: token, directory: .resolve(environment: environment))
+                    return (vault, lease)
                 case .environment(let name):
                     guard let secret = SecretInput.environment(name) else { continue }
-                    return try file.unlock(passphrase: secret)
+                    return (try file.unlock(passphrase: secret), nil)
                 case .fileDescriptor(let fd):
-                    return try file.unlock(passphrase: try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(fd: fd) })
+                    return (try file.unlock(passphrase: try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(fd: fd) }), nil)
                 case .file(let path):
-                    return try file.unlock(passphrase: try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(path: path) })
+                    return (try file.unlock(passphrase: try CofferError.reading { () throws(SecretInputError) in try SecretInput.read(path: path) }), nil)
                 case .terminal(let prompt):
-                    return try file.unlock(passphrase: try CofferError.reading { () throws(SecretInputError) in try SecretInput.prompt(prompt) })
+                    return (try file.unlock(passphrase: try CofferError.reading { () throws(SecretInputError) in try SecretInput.prompt(prompt) }), nil)
                 }
             }
             throw CofferError(

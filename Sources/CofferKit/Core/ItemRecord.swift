@@ -416,6 +416,7 @@ extension VaultCore {
         }
         let plain: [UInt8]
         do { plain = try AEAD.open(sealed, key: keys.record, associatedData: ItemRecord.associatedData(vault: vaultID, item: item)) } catch {
+            if let locked = keys.lockedError { throw locked }
             throw StoreError.damaged("the integrity record of item \(item.hex.prefix(8)) fails authentication (changed, or moved from another item)")
         }
         do { return try ItemRecord(decoding: plain, withVersions: withVersions) } catch {

@@ -8,14 +8,19 @@ extension VaultCore {
 
     /// Runs `body` in one immediate write transaction with an accumulator
     /// for the vault MAC, folded into the stored MAC before commit. Every
-    /// write of the vault goes through here.
+    /// write of the vault goes through here. It holds the keys for the
+    /// whole transaction (``VaultKeys/use(_:)``): once the vault is locked
+    /// it throws ``CofferError/Kind/locked`` before touching the file, and
+    /// a lock waits for it, so nothing is ever sealed under a wiped key.
     package func write<T>(_ body: (StoreConnection, VaultMAC) throws -> T) throws -> T {
-        try store.writeImmediate { db in
-            try checkKeyEpoch(db)
-            let mac = VaultMAC(key: keys.mac)
-            let result = try body(db, mac)
-            try Queries.commitMAC(db, mac)
-            return result
+        try keys.useAny {
+            try store.writeImmediate { db in
+                try checkKeyEpoch(db)
+                let mac = VaultMAC(key: keys.mac)
+                let result = try body(db, mac)
+                try Queries.commitMAC(db, mac)
+                return result
+            }
         }
     }
 

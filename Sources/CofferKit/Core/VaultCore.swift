@@ -28,7 +28,9 @@ import Foundation
 /// file must still own its replica id before it writes.
 ///
 /// Thread-safe: SQLite access is serialized by the store and the keys
-/// never change after unlock.
+/// never change after unlock, until ``VaultKeys/lock(because:)`` wipes
+/// them (every write holds them through ``VaultKeys/use(_:)``, so none
+/// straddles the wipe).
 package final class VaultCore: Sendable {
     package let file: VaultFile
     package let keys: VaultKeys
@@ -87,6 +89,8 @@ package final class VaultCore: Sendable {
         }
         switch ids.count {
         case 0:
+            // A wiped name key finds nothing: say why.
+            if let locked = keys.lockedError { throw locked }
             // No "did you mean" here: lookups that expect a miss (an
             // existence check, a reference's NAME/FIELD split) go through
             // this too. ``suggestion(forMissing:)`` is for the error a
@@ -121,6 +125,7 @@ package final class VaultCore: Sendable {
             isTombstone: v.isTombstone)
         var plain: [UInt8]
         do { plain = try AEAD.open(v.payload, key: keys.item, associatedData: ad) } catch {
+            if let locked = keys.lockedError { throw locked }
             throw CofferError(
                 .badData, "an item's data failed authentication (it was modified or moved)",
                 hint: "restore the vault from a backup or re-import a bundle")
@@ -236,8 +241,12 @@ package final class VaultCore: Sendable {
 
 }
 
-/// The master key and the sub-keys derived from it.
+/// The master key and the sub-keys derived from it, until the vault is
+/// locked: ``lock(because:)`` waits for the key users in progress and
+/// wipes every key (Core/KeyLock.swift).
 package final class VaultKeys: Sendable {
+    /// Who is using the keys, and whether they are wiped.
+    let lockState = KeyLock()
     let master: SecretBytes
     package let item: SecretBytes
     package let nameIndex: SecretBytes

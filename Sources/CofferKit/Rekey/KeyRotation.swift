@@ -240,7 +240,9 @@ extension KeyRotation {
         let target = Vault(file: file, rekeyTarget: master)
         let previous = expected ?? keyEpoch
         return try CofferError.wrap {
-            try store.writeImmediate { db in
+            // Holds the keys (a lock waits; a locked vault is refused), as
+            // every write through ``VaultCore/write(_:)`` does.
+            try keys.useAny { try store.writeImmediate { db in
                 guard try Queries.keyEpoch(db).epoch == previous else {
                     throw CofferError(
                         .busy, "the master key of \(path) was rotated by another process meanwhile",
@@ -281,7 +283,7 @@ extension KeyRotation {
                 try Queries.setStoredMAC(db, mac)
                 beforeCommit()
                 return report
-            }
+            } }
         }
     }
 
