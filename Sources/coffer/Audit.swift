@@ -171,16 +171,9 @@ struct AuditJSON: Encodable {
     }
     struct Thresholds: Encodable {
         var minBits: Double
-        var expiringDays: Int?
-        var olderThanDays: Int?
+        @NullEncoded var expiringDays: Int?
+        @NullEncoded var olderThanDays: Int?
 
-        enum CodingKeys: String, CodingKey { case minBits, expiringDays, olderThanDays }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(minBits, forKey: .minBits)
-            try c.encode(expiringDays, forKey: .expiringDays)
-            try c.encode(olderThanDays, forKey: .olderThanDays)
-        }
     }
     struct Breach: Encodable {
         var kind: String
@@ -191,26 +184,10 @@ struct AuditJSON: Encodable {
     var itemsAudited: Int
     var secretsAudited: Int
     var thresholds: Thresholds
-    var breachSource: Breach?
+    @NullEncoded var breachSource: Breach?
     var counts: [String: Int]
     var findings: [Finding]
     var reusedGroups: [[Member]]
-
-    enum CodingKeys: String, CodingKey {
-        case ok, failOn, itemsAudited, secretsAudited, thresholds, breachSource, counts, findings, reusedGroups
-    }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(ok, forKey: .ok)
-        try c.encode(failOn, forKey: .failOn)
-        try c.encode(itemsAudited, forKey: .itemsAudited)
-        try c.encode(secretsAudited, forKey: .secretsAudited)
-        try c.encode(thresholds, forKey: .thresholds)
-        try c.encode(breachSource, forKey: .breachSource)
-        try c.encode(counts, forKey: .counts)
-        try c.encode(findings, forKey: .findings)
-        try c.encode(reusedGroups, forKey: .reusedGroups)
-    }
 
     init(report: AuditReport, failOn: Set<AuditIssue>, ok: Bool, hibpFile: String?) {
         self.ok = ok

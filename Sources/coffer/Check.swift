@@ -93,31 +93,13 @@ struct CheckJSON: Encodable {
         var required: Bool
         var status: String
         var items: [String]
-        var expires: String?
+        @NullEncoded var expires: String?
         var problems: [String]
-        var registrationURL: String?
-        var description: String?
+        @NullEncoded var registrationURL: String?
+        @NullEncoded var description: String?
         var unavailableWithout: [String]
         var manifest: String
 
-        enum CodingKeys: String, CodingKey {
-            case id, name, type, required, status, items, expires, problems, registrationURL, description, unavailableWithout, manifest
-        }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(id, forKey: .id)
-            try c.encode(name, forKey: .name)
-            try c.encode(type, forKey: .type)
-            try c.encode(required, forKey: .required)
-            try c.encode(status, forKey: .status)
-            try c.encode(items, forKey: .items)
-            try c.encode(expires, forKey: .expires)
-            try c.encode(problems, forKey: .problems)
-            try c.encode(registrationURL, forKey: .registrationURL)
-            try c.encode(description, forKey: .description)
-            try c.encode(unavailableWithout, forKey: .unavailableWithout)
-            try c.encode(manifest, forKey: .manifest)
-        }
     }
     var ok: Bool
     var manifests: [String]

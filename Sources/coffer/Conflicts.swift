@@ -78,27 +78,14 @@ struct ConflictJSON: Encodable {
     struct Side: Encodable {
         var number: Int
         var action: String
-        var value: String?
-        var field: String?
+        @NullEncoded var value: String?
+        @NullEncoded var field: String?
         var shown: Bool
         var writtenAt: Date
         var replica: String
         var counter: UInt64
-        var itemId: String?
+        @NullEncoded var itemId: String?
 
-        enum CodingKeys: String, CodingKey { case number, action, value, field, shown, writtenAt, replica, counter, itemId }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(number, forKey: .number)
-            try c.encode(action, forKey: .action)
-            try c.encode(value, forKey: .value)
-            try c.encode(field, forKey: .field)
-            try c.encode(shown, forKey: .shown)
-            try c.encode(writtenAt, forKey: .writtenAt)
-            try c.encode(replica, forKey: .replica)
-            try c.encode(counter, forKey: .counter)
-            try c.encode(itemId, forKey: .itemId)
-        }
     }
     var kind: String
     var item: String

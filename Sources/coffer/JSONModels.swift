@@ -26,8 +26,8 @@ struct ItemJSON: Encodable {
     var type: String
     var fields: [FieldJSON]
     var tags: [String]
-    var source: String?
-    var expires: String?
+    @NullEncoded var source: String?
+    @NullEncoded var expires: String?
     var expired: Bool
     var policy: String
     var createdAt: Date
@@ -59,26 +59,6 @@ struct ItemJSON: Encodable {
     }
 
     // Encode optionals as explicit nulls so every key is always present.
-    enum CodingKeys: String, CodingKey {
-        case id, name, type, fields, tags, source, expires, expired, policy, createdAt, updatedAt, vector, conflicts, deleteConflict
-    }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(name, forKey: .name)
-        try c.encode(type, forKey: .type)
-        try c.encode(fields, forKey: .fields)
-        try c.encode(tags, forKey: .tags)
-        try c.encode(source, forKey: .source)
-        try c.encode(expires, forKey: .expires)
-        try c.encode(expired, forKey: .expired)
-        try c.encode(policy, forKey: .policy)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(updatedAt, forKey: .updatedAt)
-        try c.encode(vector, forKey: .vector)
-        try c.encode(conflicts, forKey: .conflicts)
-        try c.encode(deleteConflict, forKey: .deleteConflict)
-    }
 }
 
 struct FieldValueJSON: Encodable {
@@ -93,8 +73,8 @@ struct SummaryJSON: Encodable {
     var name: String
     var type: String
     var tags: [String]
-    var source: String?
-    var expires: String?
+    @NullEncoded var source: String?
+    @NullEncoded var expires: String?
     var expired: Bool
     var policy: String
     var conflict: Bool
@@ -113,25 +93,11 @@ struct SummaryJSON: Encodable {
         updatedAt = s.updatedAt
     }
 
-    enum CodingKeys: String, CodingKey { case id, name, type, tags, source, expires, expired, policy, conflict, updatedAt }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(name, forKey: .name)
-        try c.encode(type, forKey: .type)
-        try c.encode(tags, forKey: .tags)
-        try c.encode(source, forKey: .source)
-        try c.encode(expires, forKey: .expires)
-        try c.encode(expired, forKey: .expired)
-        try c.encode(policy, forKey: .policy)
-        try c.encode(conflict, forKey: .conflict)
-        try c.encode(updatedAt, forKey: .updatedAt)
-    }
 }
 
 struct HistoryJSON: Encodable {
     var field: String
-    var value: String?
+    @NullEncoded var value: String?
     var secret: Bool
     var removed: Bool
     var current: Bool
@@ -139,16 +105,22 @@ struct HistoryJSON: Encodable {
     var replica: String
     var counter: UInt64
 
-    enum CodingKeys: String, CodingKey { case field, value, secret, removed, current, writtenAt, replica, counter }
+}
+
+/// An optional member of a `--json` model that is written as `null` when
+/// absent: the JSON Schemas in Schemas/ list such keys as required, and a
+/// synthesized `Encodable` would leave them out. With it a model is a plain
+/// `Encodable` struct, not a hand-written `encode(to:)`.
+@propertyWrapper
+struct NullEncoded<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
     func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(field, forKey: .field)
-        try c.encode(value, forKey: .value)
-        try c.encode(secret, forKey: .secret)
-        try c.encode(removed, forKey: .removed)
-        try c.encode(current, forKey: .current)
-        try c.encode(writtenAt, forKey: .writtenAt)
-        try c.encode(replica, forKey: .replica)
-        try c.encode(counter, forKey: .counter)
+        var c = encoder.singleValueContainer()
+        if let wrappedValue { try c.encode(wrappedValue) } else { try c.encodeNil() }
     }
 }

@@ -37,16 +37,8 @@ struct ReplicasJSON: Encodable {
     struct Replica: Encodable {
         var id: String
         var counter: UInt64
-        var lastImportAt: Date?
+        @NullEncoded var lastImportAt: Date?
         var local: Bool
-        enum CodingKeys: String, CodingKey { case id, counter, lastImportAt, local }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(id, forKey: .id)
-            try c.encode(counter, forKey: .counter)
-            try c.encode(lastImportAt, forKey: .lastImportAt)
-            try c.encode(local, forKey: .local)
-        }
     }
     var replicas: [Replica]
 }

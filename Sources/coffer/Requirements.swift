@@ -106,19 +106,10 @@ struct RequirementsListJSON: Encodable {
     struct Entry: Encodable {
         var name: String
         /// Source ids in manifest order; null when the stored manifest is unreadable.
-        var sources: [String]?
-        var problem: String?
+        @NullEncoded var sources: [String]?
+        @NullEncoded var problem: String?
         var updatedAt: Date
 
-        enum CodingKeys: String, CodingKey { case name, sources, problem, updatedAt }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(name, forKey: .name)
-            try c.encode(sources, forKey: .sources)
-            try c.encode(problem, forKey: .problem)
-            try c.encode(updatedAt, forKey: .updatedAt)
-        }
     }
     var manifests: [Entry]
 }

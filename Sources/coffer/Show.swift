@@ -110,19 +110,10 @@ struct Show: ParsableCommand {
 struct ShowJSON: Encodable {
     struct FieldJSON: Encodable {
         var name: String
-        var value: String?
+        @NullEncoded var value: String?
         var secret: Bool
         var attachment: Bool
         var size: Int
-        enum CodingKeys: String, CodingKey { case name, value, secret, attachment, size }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(name, forKey: .name)
-            try c.encode(value, forKey: .value)
-            try c.encode(secret, forKey: .secret)
-            try c.encode(attachment, forKey: .attachment)
-            try c.encode(size, forKey: .size)
-        }
     }
     var item: ItemJSON
     var fields: [FieldJSON]

@@ -97,35 +97,11 @@ struct StatusJSON: Encodable {
     var createdAt: Date
     var kdf: KDF
     var locked: Bool
-    var lockedReason: String?
-    var session: SessionJSON?
+    @NullEncoded var lockedReason: String?
+    @NullEncoded var session: SessionJSON?
     var activeSessions: Int
     var sessionDirectory: String
     var counter: UInt64
     var counterSeenElsewhere: UInt64
     var keyEpoch: UInt64
-
-    enum CodingKeys: String, CodingKey {
-        case vault, vaultId, replicaId, formatVersion, itemCount, createdAt, kdf, locked, lockedReason, session, activeSessions, sessionDirectory
-        case counter, counterSeenElsewhere, keyEpoch
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(vault, forKey: .vault)
-        try c.encode(vaultId, forKey: .vaultId)
-        try c.encode(replicaId, forKey: .replicaId)
-        try c.encode(formatVersion, forKey: .formatVersion)
-        try c.encode(itemCount, forKey: .itemCount)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(kdf, forKey: .kdf)
-        try c.encode(locked, forKey: .locked)
-        try c.encode(lockedReason, forKey: .lockedReason)
-        try c.encode(session, forKey: .session)
-        try c.encode(activeSessions, forKey: .activeSessions)
-        try c.encode(sessionDirectory, forKey: .sessionDirectory)
-        try c.encode(counter, forKey: .counter)
-        try c.encode(counterSeenElsewhere, forKey: .counterSeenElsewhere)
-        try c.encode(keyEpoch, forKey: .keyEpoch)
-    }
 }

@@ -48,17 +48,9 @@ struct Verify: ParsableCommand {
 struct VerifyJSON: Encodable {
     struct Problem: Encodable {
         var check: String
-        var item: String?
+        @NullEncoded var item: String?
         var message: String
 
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(check, forKey: .check)
-            try c.encode(item, forKey: .item)
-            try c.encode(message, forKey: .message)
-        }
-
-        enum CodingKeys: String, CodingKey { case check, item, message }
     }
 
     var sound: Bool
