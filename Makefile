@@ -76,7 +76,7 @@ release-check: release
 	$(SWIFT) build --product coffer
 	@bash scripts/release-check.sh "$$($(SWIFT) build -c release $(RELEASE_FLAGS) --show-bin-path)/coffer" "$$($(SWIFT) build --show-bin-path)/coffer"
 
-test: deps check-layers
+test: deps check-layers format-check
 	$(SWIFT) build
 	$(SWIFT) test
 
@@ -107,8 +107,12 @@ format:
 	$(SWIFT) format format -i -r --parallel $(FORMAT_PATHS)
 
 format-check:
-	@$(SWIFT) format lint --strict -r --parallel $(FORMAT_PATHS) \
-	  || { echo "format-check: run 'make format' and commit the result (CONTRIBUTING.md)" >&2; exit 1; }
+	@if ! $(SWIFT) format --version >/dev/null 2>&1; then \
+	  echo "format-check: this Swift toolchain has no swift-format (it ships with Swift 6); not checked" >&2; \
+	else \
+	  $(SWIFT) format lint --strict -r --parallel $(FORMAT_PATHS) \
+	    || { echo "format-check: run 'make format' and commit the result (CONTRIBUTING.md)" >&2; exit 1; }; \
+	fi
 
 # The texts of `coffer help TOPIC`, from docs/ (HelpTopicCLITests fails
 # when they are stale).

@@ -63,7 +63,7 @@ func serviceDemo(_ coffer: Coffer) async throws(CofferError) {
     do {
         _ = try await coffer.credential(for: "api")
         say("after lock: still readable (a bug)")
-    } catch where error.kind == .locked {
+    } catch  where error.kind == .locked {
         say("after lock: refused (\(error.kind))")
     }
 }

@@ -18,7 +18,11 @@ extension Vault {
                     let now = Clock.nowMillis()
                     let value = "sk-" + Hex.encode(Random.bytes(20))
                     apply(
-                        [Change(register: registerID(field: field, item: id), payload: FieldPayload(name: field, value: Array(value.utf8), isSecret: true), tombstone: false)],
+                        [
+                            Change(
+                                register: registerID(field: field, item: id), payload: FieldPayload(name: field, value: Array(value.utf8), isSecret: true),
+                                tombstone: false)
+                        ],
                         to: &state, dot: try identity.nextDot(db, mac), at: now)
                     let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
                     try save(db, row: row, old: old, new: state, now: now, mac: mac)

@@ -35,7 +35,8 @@ public enum BitwardenJSON {
             var prefix: String?
             if let fid = try item.string("folderId") { prefix = folders[fid] }
             if prefix == nil, let cid = try item.strings("collectionIds").first { prefix = collections[cid] }
-            let name = [prefix, title.isEmpty ? "untitled" : title.replacingOccurrences(of: "/", with: "∕")].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: "/")
+            let name = [prefix, title.isEmpty ? "untitled" : title.replacingOccurrences(of: "/", with: "∕")].compactMap { $0 }.filter { !$0.isEmpty }.joined(
+                separator: "/")
             let itemPlace = "\(place) ('\(name)')"
             var e = InterchangeEntry(name: name, type: .login, origin: "\(file): \(itemPlace)")
             guard let type = try item.int("type") else { throw ImportError.bad(file, itemPlace, "the item has no \"type\"") }
@@ -55,8 +56,10 @@ public enum BitwardenJSON {
             case 3:
                 e.type = .custom
                 if let card = try item.object("card") {
-                    for (k, f, s) in [("cardholderName", "cardholder", false), ("brand", "brand", false), ("number", "number", true),
-                                      ("expMonth", "exp-month", false), ("expYear", "exp-year", false), ("code", "code", true)] {
+                    for (k, f, s) in [
+                        ("cardholderName", "cardholder", false), ("brand", "brand", false), ("number", "number", true),
+                        ("expMonth", "exp-month", false), ("expYear", "exp-year", false), ("code", "code", true),
+                    ] {
                         e.append(f, try card.string(k) ?? "", secret: s)
                     }
                 }
@@ -105,8 +108,15 @@ public enum BitwardenJSON {
             let attached = try item.array("attachments")
             if !attached.isEmpty {
                 let names = attached.compactMap { ($0 as? [String: Any])?["fileName"] as? String }.filter { !$0.isEmpty }.map { "'\($0)'" }
-                let what = attached.count == 1 ? "its attachment\(names.first.map { " \($0)" } ?? "") is" : "its \(attached.count) attachments\(names.isEmpty ? "" : " (\(names.joined(separator: ", ")))") are"
-                out.warnings.append(InterchangeWarning(entry: name, "\(what) not in Bitwarden's export: download \(attached.count == 1 ? "it" : "them") from Bitwarden and add \(attached.count == 1 ? "it" : "each") with `coffer attach`"))
+                let what =
+                    attached.count == 1
+                    ? "its attachment\(names.first.map { " \($0)" } ?? "") is"
+                    : "its \(attached.count) attachments\(names.isEmpty ? "" : " (\(names.joined(separator: ", ")))") are"
+                out.warnings.append(
+                    InterchangeWarning(
+                        entry: name,
+                        "\(what) not in Bitwarden's export: download \(attached.count == 1 ? "it" : "them") from Bitwarden and add \(attached.count == 1 ? "it" : "each") with `coffer attach`"
+                    ))
             }
             // Password history: the item as it was with each old password.
             var olds: [(Date?, String)] = []

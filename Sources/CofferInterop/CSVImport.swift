@@ -26,7 +26,10 @@ public enum CSV {
         var it = text.unicodeScalars.makeIterator()
         var pending: Unicode.Scalar? = nil
         func next() -> Unicode.Scalar? {
-            if let p = pending { pending = nil; return p }
+            if let p = pending {
+                pending = nil
+                return p
+            }
             return it.next()
         }
         func endRow() {
@@ -41,9 +44,16 @@ public enum CSV {
             if quoted {
                 if c == "\"" {
                     if let n = next() {
-                        if n == "\"" { field.unicodeScalars.append("\"") } else { quoted = false; afterQuote = true; pending = n }
+                        if n == "\"" {
+                            field.unicodeScalars.append("\"")
+                        } else {
+                            quoted = false
+                            afterQuote = true
+                            pending = n
+                        }
                     } else {
-                        quoted = false; afterQuote = true
+                        quoted = false
+                        afterQuote = true
                     }
                 } else {
                     if c == "\n" { line += 1 }
@@ -59,9 +69,13 @@ public enum CSV {
                 afterQuote = false
             case "\r":
                 if let n = next(), n != "\n" { pending = n }
-                endRow(); line += 1; rowLine = line
+                endRow()
+                line += 1
+                rowLine = line
             case "\n":
-                endRow(); line += 1; rowLine = line
+                endRow()
+                line += 1
+                rowLine = line
             case "\"" where atFieldStart:
                 quoted = true
                 quoteLine = line
@@ -155,7 +169,9 @@ public enum CSVImport {
         let rows = try CSV.parse(try ImportError.text(data, file: file), file: file)
         guard var header = rows.first else { throw ImportError.bad(file, nil, "the file is empty (a CSV export starts with a header row)") }
         let layout: Layout
-        if columns != nil { layout = .columns } else {
+        if columns != nil {
+            layout = .columns
+        } else {
             guard let d = detect(header.values) else {
                 throw ImportError.bad(
                     file, "line 1", "unknown CSV layout (columns: \(header.values.joined(separator: ", ")))",
@@ -181,7 +197,8 @@ public enum CSVImport {
         for var row in rows.dropFirst() {
             if layout == .coffer { row.values = row.values.map(CSV.unneutralised) }
             guard row.values.count == header.values.count else {
-                throw ImportError.bad(file, "line \(row.line)", "\(row.values.count) column\(row.values.count == 1 ? "" : "s"), but the header has \(header.values.count)")
+                throw ImportError.bad(
+                    file, "line \(row.line)", "\(row.values.count) column\(row.values.count == 1 ? "" : "s"), but the header has \(header.values.count)")
             }
             func col(_ name: String) -> String {
                 guard let i = index[name] else { return "" }
@@ -255,10 +272,12 @@ public enum CSVImport {
                     switch c.field {
                     case "name": e.name = [e.name, slash(v)].filter { !$0.isEmpty }.joined(separator: "/")
                     case "folder": e.name = [v, e.name].filter { !$0.isEmpty }.joined(separator: "/")
-                    case "tags": e.tags += v.split(whereSeparator: { $0 == ";" || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                    case "tags":
+                        e.tags += v.split(whereSeparator: { $0 == ";" || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                     case "type":
                         guard let t = ItemType(rawValue: v) else {
-                            throw ImportError.bad(file, "line \(row.line)", "unknown item type '\(v)' (known: \(ItemType.allCases.map(\.rawValue).joined(separator: ", ")))")
+                            throw ImportError.bad(
+                                file, "line \(row.line)", "unknown item type '\(v)' (known: \(ItemType.allCases.map(\.rawValue).joined(separator: ", ")))")
                         }
                         e.type = t
                     default: e.append(c.field, v, secret: ItemType.login.defaultSecrecy(of: c.field) || c.field == "totp")

@@ -108,32 +108,36 @@ public enum CofferJSON {
     public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
         let root = try JSONObject(JSONObject.parse(data, file: file), file: file, place: "top level")
         guard try root.string("format") == formatName else {
-            throw ImportError.bad(file, nil, "not a Coffer JSON export (\"format\" is not \"coffer-json\")", hint: "write one with `coffer export --format json --plaintext --out FILE`")
+            throw ImportError.bad(
+                file, nil, "not a Coffer JSON export (\"format\" is not \"coffer-json\")",
+                hint: "write one with `coffer export --format json --plaintext --out FILE`")
         }
         guard let v = try root.int("version"), (1...version).contains(v) else {
             let given = try root.int("version").map(String.init) ?? "missing"
-            throw ImportError.bad(file, nil, "Coffer JSON version \(given) is not supported (this coffer reads versions 1 to \(version))", hint: "a newer coffer wrote it: upgrade coffer")
+            throw ImportError.bad(
+                file, nil, "Coffer JSON version \(given) is not supported (this coffer reads versions 1 to \(version))",
+                hint: "a newer coffer wrote it: upgrade coffer")
         }
         var out = ImportedFile()
         for (i, item) in try root.objects("items").enumerated() {
             let place = "items[\(i)]"
             guard let name = try item.string("name") else { throw ImportError.bad(file, place, "the item has no \"name\"") }
-            let where_ = "\(place) ('\(name)')"
+            let itemPlace = "\(place) ('\(name)')"
             guard let type = ItemType(rawValue: try item.string("type") ?? "") else {
-                throw ImportError.bad(file, where_, "unknown type '\(try item.string("type") ?? "")'")
+                throw ImportError.bad(file, itemPlace, "unknown type '\(try item.string("type") ?? "")'")
             }
             func fields(_ list: [JSONObject]) throws(CofferError) -> [Field] {
                 var out: [Field] = []
                 for f in list {
-                    guard let n = try f.string("name") else { throw ImportError.bad(file, where_, "a field needs \"name\"") }
+                    guard let n = try f.string("name") else { throw ImportError.bad(file, itemPlace, "a field needs \"name\"") }
                     let secret = try f.bool("secret") ?? type.defaultSecrecy(of: n)
                     if try f.bool("file") == true {
-                        guard v >= 2 else { throw ImportError.bad(file, where_, "field '\(n)': attachments need Coffer JSON version 2") }
+                        guard v >= 2 else { throw ImportError.bad(file, itemPlace, "field '\(n)': attachments need Coffer JSON version 2") }
                         out.append(Field(name: n, bytes: try attachment(f, field: n), isSecret: secret, isFile: true))
                         continue
                     }
-                    guard !f.has("base64") else { throw ImportError.bad(file, where_, "field '\(n)' has \"base64\" but not \"file\": true") }
-                    guard let value = try f.string("value") else { throw ImportError.bad(file, where_, "field '\(n)' needs a \"value\"") }
+                    guard !f.has("base64") else { throw ImportError.bad(file, itemPlace, "field '\(n)' has \"base64\" but not \"file\": true") }
+                    guard let value = try f.string("value") else { throw ImportError.bad(file, itemPlace, "field '\(n)' needs a \"value\"") }
                     out.append(Field(name: n, value: value, isSecret: secret))
                 }
                 return out
@@ -141,24 +145,26 @@ public enum CofferJSON {
             /// An attachment's bytes: strict base64 (RFC 4648, padded), at
             /// most ``Field/maxValueBytes`` decoded.
             func attachment(_ f: JSONObject, field n: String) throws(CofferError) -> [UInt8] {
-                guard !f.has("value") else { throw ImportError.bad(file, where_, "attachment '\(n)' has a \"value\"; its bytes belong in \"base64\"") }
-                guard let text = try f.string("base64") else { throw ImportError.bad(file, where_, "attachment '\(n)' has no \"base64\"") }
+                guard !f.has("value") else { throw ImportError.bad(file, itemPlace, "attachment '\(n)' has a \"value\"; its bytes belong in \"base64\"") }
+                guard let text = try f.string("base64") else { throw ImportError.bad(file, itemPlace, "attachment '\(n)' has no \"base64\"") }
                 guard text.utf8.count <= (Field.maxValueBytes + 2) / 3 * 4 else {
-                    throw ImportError.bad(file, where_, "attachment '\(n)' is larger than 16 MiB, the most a field may hold")
+                    throw ImportError.bad(file, itemPlace, "attachment '\(n)' is larger than 16 MiB, the most a field may hold")
                 }
-                guard let data = Data(base64Encoded: text) else { throw ImportError.bad(file, where_, "attachment '\(n)': \"base64\" is not valid base64") }
+                guard let data = Data(base64Encoded: text) else { throw ImportError.bad(file, itemPlace, "attachment '\(n)': \"base64\" is not valid base64") }
                 return [UInt8](data)
             }
-            var e = InterchangeEntry(name: name, type: type, origin: "\(file): \(where_)")
+            var e = InterchangeEntry(name: name, type: type, origin: "\(file): \(itemPlace)")
             e.fields = try fields(try item.objects("fields"))
             e.tags = try item.strings("tags")
             e.source = try item.string("source")
             if let x = try item.string("expires") {
-                guard let d = Day(x) else { throw ImportError.bad(file, where_, "expires '\(x)' is not a date YYYY-MM-DD") }
+                guard let d = Day(x) else { throw ImportError.bad(file, itemPlace, "expires '\(x)' is not a date YYYY-MM-DD") }
                 e.expires = d
             }
             if let p = try item.string("policy") {
-                guard let policy = Swift.type(of: e.policy).init(rawValue: p) else { throw ImportError.bad(file, where_, "unknown policy '\(p)' (sync or local-only)") }
+                guard let policy = Swift.type(of: e.policy).init(rawValue: p) else {
+                    throw ImportError.bad(file, itemPlace, "unknown policy '\(p)' (sync or local-only)")
+                }
                 e.policy = policy
             }
             if let env = try item.object("env") {
@@ -168,7 +174,8 @@ public enum CofferJSON {
                 }
             }
             for version in try item.objects("history") {
-                e.history.append(InterchangeVersion(fields: try fields(try version.objects("fields")), writtenAt: VendorDate.parse(try version.string("writtenAt"))))
+                e.history.append(
+                    InterchangeVersion(fields: try fields(try version.objects("fields")), writtenAt: VendorDate.parse(try version.string("writtenAt"))))
             }
             out.entries.append(e)
         }

@@ -47,8 +47,8 @@ public struct ImportedFile: Sendable {
 
 /// Errors every reader uses: exit 65 naming the file and where in it.
 enum ImportError {
-    static func bad(_ file: String, _ where_: String?, _ why: String, hint: String? = nil) -> CofferError {
-        let place = where_.map { "\(file): \($0)" } ?? file
+    static func bad(_ file: String, _ place: String?, _ why: String, hint: String? = nil) -> CofferError {
+        let place = place.map { "\(file): \($0)" } ?? file
         return CofferError(.badData, "\(place): \(why)", hint: hint ?? "fix the file or export it again; nothing was imported")
     }
 

@@ -58,7 +58,8 @@ public enum Importer {
             return try KeePassXML.read(path: path)
         case .kdbx:
             guard let ask = options.sourcePassword else {
-                throw CofferError(.usage, "--from kdbx needs the database password", hint: "give it with --source-passphrase-fd N or --source-passphrase-file F")
+                throw CofferError(
+                    .usage, "--from kdbx needs the database password", hint: "give it with --source-passphrase-fd N or --source-passphrase-file F")
             }
             return try KDBX.read(path: path, password: try ask(), keyFile: options.keyFile)
         case .bitwardenJSON:
@@ -92,7 +93,9 @@ public struct ExportedFile: Sendable {
 
 /// Writes the plaintext export formats.
 public enum Exporter {
-    public static func write(_ format: ExportFormat, entries: [InterchangeEntry], history: Bool, csvFormulasAsIs: Bool = false) throws(CofferError) -> ExportedFile {
+    public static func write(_ format: ExportFormat, entries: [InterchangeEntry], history: Bool, csvFormulasAsIs: Bool = false) throws(CofferError)
+        -> ExportedFile
+    {
         switch format {
         case .json: return ExportedFile(data: try CofferJSON.write(entries, history: history))
         case .csv: return CSVImport.write(entries, formulasAsIs: csvFormulasAsIs)

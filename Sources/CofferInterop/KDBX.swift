@@ -9,7 +9,8 @@ import Foundation
 /// input (never argv, never a file); the XML is then read as
 /// ``KeePassXML`` (docs/import-export.md#kdbx).
 public enum KDBX {
-    public static func read(path: String, password: SecretBytes, keyFile: String? = nil, program: String = "keepassxc-cli") throws(CofferError) -> ImportedFile {
+    public static func read(path: String, password: SecretBytes, keyFile: String? = nil, program: String = "keepassxc-cli") throws(CofferError) -> ImportedFile
+    {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else {
             throw CofferError(.fileNotFound, "no KeePass database at \(path)", hint: "check the path")
@@ -36,12 +37,18 @@ public enum KDBX {
         }
         guard result.termination.exitCode == 0 else {
             let stderr = String(decoding: result.stderr, as: UTF8.self)
-            let said = stderr.split(separator: "\n").map { $0.replacingOccurrences(of: "Enter password to unlock \(path): ", with: "") }
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("Enter password") }.first ?? "exit status \(result.termination.status)"
+            let said =
+                stderr.split(separator: "\n").map { $0.replacingOccurrences(of: "Enter password to unlock \(path): ", with: "") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("Enter password") }.first
+                ?? "exit status \(result.termination.status)"
             if stderr.localizedCaseInsensitiveContains("invalid credentials") || stderr.localizedCaseInsensitiveContains("wrong key") {
-                throw CofferError(.wrongPassphrase, "the password does not open \(path)", hint: "give the database's password with --source-passphrase-fd N, --source-passphrase-file F, or at the prompt")
+                throw CofferError(
+                    .wrongPassphrase, "the password does not open \(path)",
+                    hint: "give the database's password with --source-passphrase-fd N, --source-passphrase-file F, or at the prompt")
             }
-            throw CofferError(.badData, "keepassxc-cli cannot read \(path): \(said)", hint: "check that `keepassxc-cli export --format xml \(path)` works; nothing was imported")
+            throw CofferError(
+                .badData, "keepassxc-cli cannot read \(path): \(said)",
+                hint: "check that `keepassxc-cli export --format xml \(path)` works; nothing was imported")
         }
         return try KeePassXML.read(Data(result.stdout), file: path)
     }

@@ -72,23 +72,41 @@ struct DTDEntityUses: Sendable {
         var names = Set<[UInt8]>()
         var i = 0
         while i < b.count {
-            guard b[i] == lt else { i += 1; continue }
-            if hasPrefix(b, i, "<?") { i = skip(b, from: i + 2, past: "?>"); continue }
-            if hasPrefix(b, i, "<!--") { i = skip(b, from: i + 4, past: "-->"); continue }
+            guard b[i] == lt else {
+                i += 1
+                continue
+            }
+            if hasPrefix(b, i, "<?") {
+                i = skip(b, from: i + 2, past: "?>")
+                continue
+            }
+            if hasPrefix(b, i, "<!--") {
+                i = skip(b, from: i + 4, past: "-->")
+                continue
+            }
             guard hasPrefix(b, i, "<!DOCTYPE") else { return (names, i) }
             var k = i + 9
             // To the internal subset's `[`, or the declaration's end.
             while k < b.count, b[k] != UInt8(ascii: "["), b[k] != gt { k = skipQuoted(b, k) }
-            guard k < b.count, b[k] == UInt8(ascii: "[") else { i = k + 1; continue }
+            guard k < b.count, b[k] == UInt8(ascii: "[") else {
+                i = k + 1
+                continue
+            }
             k += 1
             while k < b.count, b[k] != UInt8(ascii: "]") {
-                if hasPrefix(b, k, "<!--") { k = skip(b, from: k + 4, past: "-->"); continue }
+                if hasPrefix(b, k, "<!--") {
+                    k = skip(b, from: k + 4, past: "-->")
+                    continue
+                }
                 if hasPrefix(b, k, "<!ENTITY") {
                     var m = k + 8
                     while m < b.count, isSpace(b[m]) { m += 1 }
                     if m < b.count, b[m] != UInt8(ascii: "%") {
                         var name: [UInt8] = []
-                        while m < b.count, !isSpace(b[m]), b[m] != gt, name.count < 256 { name.append(b[m]); m += 1 }
+                        while m < b.count, !isSpace(b[m]), b[m] != gt, name.count < 256 {
+                            name.append(b[m])
+                            m += 1
+                        }
                         if !name.isEmpty { names.insert(name) }
                     }
                     k = m
@@ -118,8 +136,14 @@ struct DTDEntityUses: Sendable {
         while i < b.count {
             let c = b[i]
             if c == lt {
-                if hasPrefix(b, i, "<!--") { i = skip(b, from: i + 4, past: "-->"); continue }
-                if hasPrefix(b, i, "<![CDATA[") { i = skip(b, from: i + 9, past: "]]>"); continue }
+                if hasPrefix(b, i, "<!--") {
+                    i = skip(b, from: i + 4, past: "-->")
+                    continue
+                }
+                if hasPrefix(b, i, "<![CDATA[") {
+                    i = skip(b, from: i + 9, past: "]]>")
+                    continue
+                }
                 if hasPrefix(b, i, "<Entry"), i + 6 < b.count, b[i + 6] == gt || b[i + 6] == UInt8(ascii: "/") || isSpace(b[i + 6]) {
                     var k = i + 6
                     while k < b.count, b[k] != gt { k = skipQuoted(b, k) }
@@ -140,7 +164,10 @@ struct DTDEntityUses: Sendable {
             if c == amp {
                 var name: [UInt8] = []
                 var k = i + 1
-                while k < b.count, b[k] != semicolon, !isSpace(b[k]), b[k] != lt, b[k] != amp, name.count < 256 { name.append(b[k]); k += 1 }
+                while k < b.count, b[k] != semicolon, !isSpace(b[k]), b[k] != lt, b[k] != amp, name.count < 256 {
+                    name.append(b[k])
+                    k += 1
+                }
                 if k < b.count, b[k] == semicolon, names.contains(name) {
                     let text = String(decoding: name, as: UTF8.self)
                     if let entry = open.last {

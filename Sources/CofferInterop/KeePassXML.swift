@@ -22,8 +22,16 @@ public final class StreamedRead: Sendable {
     final class Box: @unchecked Sendable {
         private let lock = NSLock()
         private var warnings: [InterchangeWarning] = []
-        func set(_ w: [InterchangeWarning]) { lock.lock(); warnings = w; lock.unlock() }
-        func get() -> [InterchangeWarning] { lock.lock(); defer { lock.unlock() }; return warnings }
+        func set(_ w: [InterchangeWarning]) {
+            lock.lock()
+            warnings = w
+            lock.unlock()
+        }
+        func get() -> [InterchangeWarning] {
+            lock.lock()
+            defer { lock.unlock() }
+            return warnings
+        }
     }
 }
 
@@ -85,10 +93,15 @@ public enum KeePassXML {
                 guard let hit = memchr(base + i, Int32(UInt8(ascii: "<")), n - i - tag.count) else { break }
                 let at = base.distance(to: UnsafeRawPointer(hit))
                 var match = true
-                for k in 1..<tag.count where raw[at + k] != tag[k] { match = false; break }
+                for k in 1..<tag.count where raw[at + k] != tag[k] {
+                    match = false
+                    break
+                }
                 if match {
                     let after = raw[at + tag.count]
-                    if after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x09 || after == 0x0A || after == 0x0D { count += 1 }
+                    if after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x09 || after == 0x0A || after == 0x0D {
+                        count += 1
+                    }
                 }
                 i = at + 1
             }
@@ -98,7 +111,9 @@ public enum KeePassXML {
 
     /// `entities`: where the file uses entities of its own DTD, which the
     /// parser drops (``DTDEntityUses``).
-    static func read(stream: InputStream, file: String, entities: DTDEntityUses = .none, sink: ((InterchangeEntry) -> Bool)? = nil) throws(CofferError) -> ImportedFile {
+    static func read(stream: InputStream, file: String, entities: DTDEntityUses = .none, sink: ((InterchangeEntry) -> Bool)? = nil) throws(CofferError)
+        -> ImportedFile
+    {
         // Fed to libxml2 in chunks (a stream): a whole buffer of more than
         // about 10 MB in one piece trips its "huge input" limit.
         let parser = XMLParser(stream: stream)
@@ -115,7 +130,8 @@ public enum KeePassXML {
             let why = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "not a KeePass XML file"
             let line = parser.lineNumber
             if !reader.sawKeePassFile || (ok && parser.parserError == nil && reader.closed) {
-                throw ImportError.bad(file, nil, "not a KeePass XML file (no <KeePassFile><Root>)", hint: "export the database with `keepassxc-cli export --format xml`")
+                throw ImportError.bad(
+                    file, nil, "not a KeePass XML file (no <KeePassFile><Root>)", hint: "export the database with `keepassxc-cli export --format xml`")
             }
             if ok && parser.parserError == nil { throw ImportError.bad(file, "line \(line)", "the XML ends before </KeePassFile> (truncated file?)") }
             throw ImportError.bad(file, "line \(line)", "malformed XML (\(why))")
@@ -284,7 +300,10 @@ public enum KeePassXML {
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            defer { path.removeLast(); text = "" }
+            defer {
+                path.removeLast()
+                text = ""
+            }
             let parent = path.count >= 2 ? path[path.count - 2] : ""
             switch name {
             case "KeePassFile" where path.count == 1:
@@ -310,7 +329,9 @@ public enum KeePassXML {
                 value = text
             case "String" where !entries.isEmpty && parent == "Entry":
                 entries.last!.strings.append((key, value, valueProtected))
-                key = ""; value = ""; valueProtected = false
+                key = ""
+                value = ""
+                valueProtected = false
             case "Binary" where parent == "Binaries":
                 if let id = binaryID { pool[id] = KeePassXML.decodeBinary(text, compressed: binaryCompressed, overflowed: binaryOverflow) }
                 binaryID = nil
@@ -322,9 +343,13 @@ public enum KeePassXML {
                 if let e = entries.last {
                     e.binaries.append((key, binaryRef.map { .pool($0) } ?? .inline(binaryInline ?? .bytes([]))))
                 }
-                key = ""; binaryRef = nil; binaryInline = nil
+                key = ""
+                binaryRef = nil
+                binaryInline = nil
             case "Tags" where parent == "Entry" && !entries.isEmpty:
-                entries.last!.tags = text.split(whereSeparator: { $0 == ";" || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                entries.last!.tags = text.split(whereSeparator: { $0 == ";" || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
             case "Expires" where parent == "Times" && !entries.isEmpty:
                 entries.last!.expires = text.lowercased() == "true"
             case "ExpiryTime" where parent == "Times" && !entries.isEmpty:
@@ -346,7 +371,8 @@ public enum KeePassXML {
                 if stopped { parser.abortParsing() }
             case "Root":
                 if skippedInBin > 0 {
-                    result.warnings.append(InterchangeWarning(entry: "", "\(skippedInBin) entr\(skippedInBin == 1 ? "y" : "ies") in the recycle bin were not imported"))
+                    result.warnings.append(
+                        InterchangeWarning(entry: "", "\(skippedInBin) entr\(skippedInBin == 1 ? "y" : "ies") in the recycle bin were not imported"))
                 }
             default: break
             }
@@ -393,7 +419,8 @@ public enum KeePassXML {
                 let why: String
                 switch data {
                 case .malformed(let reason):
-                    throw ImportError.bad(file, "line \(e.line) (entry '\(name)')", "attachment '\(key)': \(reason)", hint: "export the database again; nothing was imported")
+                    throw ImportError.bad(
+                        file, "line \(e.line) (entry '\(name)')", "attachment '\(key)': \(reason)", hint: "export the database again; nothing was imported")
                 case .tooLarge:
                     why = "it is larger than 16 MiB, the most a Coffer field holds"
                 case .bytes(let bytes):
@@ -432,7 +459,10 @@ public enum KeePassXML {
             }
             entry.fields = try fields(of: e, name: name)
             let names = Set(entry.fields.map(\.name))
-            if names.isSubset(of: ["notes"]) && !names.isEmpty { entry.type = .note; entry.fields = entry.fields.map { Field(name: $0.name, value: $0.value, isSecret: true) } }
+            if names.isSubset(of: ["notes"]) && !names.isEmpty {
+                entry.type = .note
+                entry.fields = entry.fields.map { Field(name: $0.name, value: $0.value, isSecret: true) }
+            }
             entry.tags = e.tags
             if e.expires, let t = e.expiryTime, let d = KeePassXML.date(t) { entry.expires = Day(d) }
             for h in e.history {
@@ -487,7 +517,9 @@ public enum KeePassXML {
             let parts = e.name.split(separator: "/").map(String.init)
             var g = root
             for p in parts.dropLast() {
-                if let next = g.groups[p] { g = next } else {
+                if let next = g.groups[p] {
+                    g = next
+                } else {
                     let n = Group(p)
                     g.groups[p] = n
                     g.order.append(p)
@@ -542,7 +574,8 @@ public enum KeePassXML {
                     out += "\(pad)\t\t</String>\n"
                 }
                 for f in e.fields where f.isFile {
-                    out += "\(pad)\t\t<Binary>\n\(pad)\t\t\t<Key>\(escape(f.name))</Key>\n\(pad)\t\t\t<Value Ref=\"\(binaryID(f.bytes))\"/>\n\(pad)\t\t</Binary>\n"
+                    out +=
+                        "\(pad)\t\t<Binary>\n\(pad)\t\t\t<Key>\(escape(f.name))</Key>\n\(pad)\t\t\t<Value Ref=\"\(binaryID(f.bytes))\"/>\n\(pad)\t\t</Binary>\n"
                 }
                 out += "\(pad)\t</Entry>\n"
             }
@@ -555,7 +588,10 @@ public enum KeePassXML {
         let base64Size = binaries.reduce(0) { $0 + ($1.count + 2) / 3 * 4 + 64 }
         var data = Data(capacity: 512 + base64Size + out.utf8.count)
         data.append(contentsOf: "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<KeePassFile>\n".utf8)
-        data.append(contentsOf: "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n".utf8)
+        data.append(
+            contentsOf:
+                "\t<Meta>\n\t\t<Generator>Coffer</Generator>\n\t\t<DatabaseName>Coffer export</DatabaseName>\n\t\t<RecycleBinEnabled>False</RecycleBinEnabled>\n"
+                .utf8)
         if !binaries.isEmpty {
             data.append(contentsOf: "\t\t<Binaries>\n".utf8)
             for (id, bytes) in binaries.enumerated() {

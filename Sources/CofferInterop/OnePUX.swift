@@ -27,7 +27,8 @@ public enum OnePUX {
             throw ImportError.bad(path, nil, "not a zip archive, so not a 1PUX export", hint: "export from 1Password with File > Export > 1PUX")
         }
         guard let entry = archive["export.data"] else {
-            throw ImportError.bad(path, nil, "the zip holds no export.data, so it is not a 1PUX export", hint: "export from 1Password with File > Export > 1PUX")
+            throw ImportError.bad(
+                path, nil, "the zip holds no export.data, so it is not a 1PUX export", hint: "export from 1Password with File > Export > 1PUX")
         }
         guard entry.uncompressedSize < 1 << 30 else {
             throw ImportError.bad(path, "export.data", "larger than 1 GiB")
@@ -154,7 +155,8 @@ public enum OnePUX {
         let overview = try item.object("overview") ?? JSONObject(emptyIn: file, place: place)
         let details = try item.object("details") ?? JSONObject(emptyIn: file, place: place)
         let title = try overview.string("title") ?? ""
-        let name = (prefix + [title.isEmpty ? "untitled" : title.replacingOccurrences(of: "/", with: "∕")]).map { $0.replacingOccurrences(of: "/", with: "∕") }.joined(separator: "/")
+        let name = (prefix + [title.isEmpty ? "untitled" : title.replacingOccurrences(of: "/", with: "∕")]).map { $0.replacingOccurrences(of: "/", with: "∕") }
+            .joined(separator: "/")
         let category = try item.string("categoryUuid") ?? "001"
         var e = InterchangeEntry(name: name, type: .custom, origin: "\(file): \(place) ('\(name)')")
         var attachments: [(Reference, String)] = []
@@ -197,7 +199,9 @@ public enum OnePUX {
                 case "string", "url", "phone", "creditCardType", "menu", "gender", "reference", "monthYear":
                     e.append(label, try value.string(kind) ?? "", secret: false)
                 case "email":
-                    if let s = raw as? String { e.append(label, s, secret: false) } else {
+                    if let s = raw as? String {
+                        e.append(label, s, secret: false)
+                    } else {
                         e.append(label, try value.object(kind)?.string("email_address") ?? "", secret: false)
                     }
                 case "date":
@@ -213,14 +217,18 @@ public enum OnePUX {
                         e.append(label, parts.joined(separator: "\n"), secret: false)
                     }
                 case "sshKey":
-                    if let s = raw as? String { e.append(label, s, secret: true) } else {
+                    if let s = raw as? String {
+                        e.append(label, s, secret: true)
+                    } else {
                         e.append("private-key", try value.object(kind)?.string("privateKey") ?? "", secret: true)
                     }
                 case "file":
                     let ref = try reference(raw, what: "file field '\(label)'", file: file, place: "\(place) ('\(name)')")
                     attachments.append((ref, "attached file"))
                 default:
-                    if let s = raw as? String { e.append(label, s, secret: false) } else {
+                    if let s = raw as? String {
+                        e.append(label, s, secret: false)
+                    } else {
                         warnings.append(InterchangeWarning(entry: name, "field '\(label)' of kind '\(kind)' was not imported"))
                     }
                 }
@@ -239,7 +247,10 @@ public enum OnePUX {
         for (ref, what) in attachments {
             let shown = "\(what) '\(ref.fileName)'"
             func tooLarge(_ size: Int?) -> InterchangeWarning {
-                InterchangeWarning(entry: name, "\(shown) was not imported: it is larger than the 16 MiB a field may hold\(size.map { " (\(Attachments.size($0)))" } ?? "") (keep it elsewhere)")
+                InterchangeWarning(
+                    entry: name,
+                    "\(shown) was not imported: it is larger than the 16 MiB a field may hold\(size.map { " (\(Attachments.size($0)))" } ?? "") (keep it elsewhere)"
+                )
             }
             if let size = ref.size, size > Field.maxValueBytes {
                 warnings.append(tooLarge(size))
@@ -247,17 +258,26 @@ public enum OnePUX {
             }
             let member: Member
             do { member = try files.read(documentId: ref.documentId, fileName: ref.fileName) } catch {
-                throw ImportError.bad(file, "\(place) ('\(name)')", "\(shown): \(error.message)", hint: "the archive is damaged: export it from 1Password again; nothing was imported")
+                throw ImportError.bad(
+                    file, "\(place) ('\(name)')", "\(shown): \(error.message)",
+                    hint: "the archive is damaged: export it from 1Password again; nothing was imported")
             }
             switch member {
             case .missing:
-                warnings.append(InterchangeWarning(entry: name, "\(shown) was not imported: the archive holds no \(ref.member) (export again from 1Password with its files, or add it with `coffer attach`)"))
+                warnings.append(
+                    InterchangeWarning(
+                        entry: name,
+                        "\(shown) was not imported: the archive holds no \(ref.member) (export again from 1Password with its files, or add it with `coffer attach`)"
+                    ))
             case .tooLarge(let size):
                 warnings.append(tooLarge(size))
             case .bytes(let bytes):
                 let total = e.fields.reduce(0) { $0 + $1.bytes.count } + bytes.count
                 guard total <= Field.maxItemBytes else {
-                    warnings.append(InterchangeWarning(entry: name, "\(shown) was not imported: the item's values would total \(Attachments.size(total)), more than the 28 MiB an item may hold"))
+                    warnings.append(
+                        InterchangeWarning(
+                            entry: name,
+                            "\(shown) was not imported: the item's values would total \(Attachments.size(total)), more than the 28 MiB an item may hold"))
                     continue
                 }
                 e.appendAttachment(ref.fileName, bytes)

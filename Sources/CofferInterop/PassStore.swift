@@ -109,14 +109,20 @@ public enum PassStore {
                 throw CofferError(.internalError, "cannot start gpg: \(error)")
             }
             guard result.termination.exitCode == 0 else {
-                let said = String(decoding: result.stderr, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "exit status \(result.termination.status)"
-                throw CofferError(.badData, "cannot decrypt \(file): gpg: \(said.hasPrefix("gpg: ") ? String(said.dropFirst(5)) : said)", hint: "check that `gpg --decrypt \(file)` works (the secret key and its agent); nothing was imported")
+                let said =
+                    String(decoding: result.stderr, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "exit status \(result.termination.status)"
+                throw CofferError(
+                    .badData, "cannot decrypt \(file): gpg: \(said.hasPrefix("gpg: ") ? String(said.dropFirst(5)) : said)",
+                    hint: "check that `gpg --decrypt \(file)` works (the secret key and its agent); nothing was imported")
             }
             guard let text = String(validating: result.stdout, as: UTF8.self) else {
                 // A binary entry (a key file, an image put in with gpg or
                 // `pass insert -m < FILE`): one attachment named like the entry.
                 guard result.stdout.count <= Field.maxValueBytes else {
-                    out.warnings.append(InterchangeWarning(entry: name, "it holds \(Attachments.size(result.stdout.count)) of binary data, more than the 16 MiB a field may hold; it was not imported"))
+                    out.warnings.append(
+                        InterchangeWarning(
+                            entry: name,
+                            "it holds \(Attachments.size(result.stdout.count)) of binary data, more than the 16 MiB a field may hold; it was not imported"))
                     continue
                 }
                 var e = InterchangeEntry(name: name, type: .custom, origin: "\(file) ('\(name)')")

@@ -172,7 +172,8 @@ public final class Coffer: Sendable {
     /// once the vault is locked or the session it was opened with has
     /// ended (which locks it: API/Locking.swift).
     func run<T: Sendable>(_ body: @escaping @Sendable (Vault) throws(CofferError) -> T) async throws(CofferError) -> T {
-        let vault = self.vault, session = self.session
+        let vault = self.vault
+        let session = self.session
         return try await BlockingWork.on(io) { () throws(CofferError) -> T in
             Coffer.lockIfSessionEnded(vault, session, isUse: true)
             return try vault.keys.use { () throws(CofferError) -> T in try body(vault) }

@@ -144,7 +144,7 @@ public final class VaultMAC: @unchecked Sendable {
     public var isZero: Bool { delta.allSatisfy { $0 == 0 } && areaDelta.allSatisfy { $0 == 0 } }
 
     /// The MAC of one area (its bytes of ``areaDelta``).
-    public func area(_ a: Area) -> [UInt8] { Array(areaDelta[a.rawValue * Self.length ..< (a.rawValue + 1) * Self.length]) }
+    public func area(_ a: Area) -> [UInt8] { Array(areaDelta[a.rawValue * Self.length..<(a.rawValue + 1) * Self.length]) }
 
     /// Runs `body` with the key kept readable (bulk work: no `mprotect`
     /// pair per term).

@@ -25,19 +25,21 @@ extension Queries {
         if since == nil || since!.isEmpty {
             // Every version of every `sync` item: count items, not versions
             // (no scan of the version table, no DISTINCT).
-            let n = try Int64.fetchOne(
-                db,
-                sql: """
-                    SELECT count(*) FROM item i
-                    WHERE i.policy = 'sync' AND EXISTS (SELECT 1 FROM fieldVersion fv WHERE fv.itemId = i.itemId)
-                    """) ?? 0
+            let n =
+                try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM item i
+                        WHERE i.policy = 'sync' AND EXISTS (SELECT 1 FROM fieldVersion fv WHERE fv.itemId = i.itemId)
+                        """) ?? 0
             return UInt64(n)
         }
         let f = exportFilter(since: since)
-        let n = try Int64.fetchOne(
-            db,
-            sql: "SELECT count(DISTINCT fv.itemId) FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId WHERE \(f.sql)",
-            arguments: f.args) ?? 0
+        let n =
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT count(DISTINCT fv.itemId) FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId WHERE \(f.sql)",
+                arguments: f.args) ?? 0
         return UInt64(n)
     }
 

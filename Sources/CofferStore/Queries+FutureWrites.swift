@@ -10,9 +10,10 @@ extension Queries {
     /// seek in the `fieldVersion_dot` index and one in the table: what every
     /// write pays to notice that the clock ran fast since its last write.
     public static func newestWriteTime(_ db: Database, replica: ReplicaID) throws -> Int64? {
-        guard let row = try Row.fetchOne(
-            db, sql: "SELECT writtenAt FROM fieldVersion WHERE replicaId = ? ORDER BY counter DESC LIMIT 1",
-            arguments: [Data(replica.bytes)])
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT writtenAt FROM fieldVersion WHERE replicaId = ? ORDER BY counter DESC LIMIT 1",
+                arguments: [Data(replica.bytes)])
         else { return nil }
         return try row.int64("writtenAt", table: "fieldVersion")
     }

@@ -68,7 +68,9 @@ extension Queries {
                 problems.append("a view '\(o.name)', which coffer never creates")
             default:
                 guard let w = wanted[key(o)] else {
-                    problems.append("\(o.type == "index" ? "an index" : "a \(o.type)") '\(o.name)'\(o.type == "index" ? " on table '\(o.table)'" : ""), which coffer never creates")
+                    problems.append(
+                        "\(o.type == "index" ? "an index" : "a \(o.type)") '\(o.name)'\(o.type == "index" ? " on table '\(o.table)'" : ""), which coffer never creates"
+                    )
                     continue
                 }
                 if !o.name.hasPrefix("grdb_"), text(o.sql) != text(w.sql) {
@@ -80,7 +82,9 @@ extension Queries {
             problems.append("the \(w.type) '\(w.name)' of a Coffer vault is missing")
         }
         if let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode"), mode.lowercased() != "delete" {
-            problems.append("the vault is in \(mode.uppercased()) journal mode, not coffer's rollback journal (DELETE): set it back with `sqlite3 VAULT 'PRAGMA journal_mode=DELETE'`")
+            problems.append(
+                "the vault is in \(mode.uppercased()) journal mode, not coffer's rollback journal (DELETE): set it back with `sqlite3 VAULT 'PRAGMA journal_mode=DELETE'`"
+            )
         }
         return problems
     }

@@ -16,7 +16,7 @@ public enum Queries {
         }
         let k = StoredLimits.kdfParameter
         return VaultHeader(
-            formatVersion: Int(try row.int64("formatVersion", table: t, in: 1 ... 1_000_000)), vaultID: id,
+            formatVersion: Int(try row.int64("formatVersion", table: t, in: 1...1_000_000)), vaultID: id,
             kdfMemoryKiB: try row.uint32("kdfMemoryKiB", table: t, in: k),
             kdfIterations: try row.uint32("kdfIterations", table: t, in: k),
             kdfParallelism: try row.uint32("kdfParallelism", table: t, in: k),

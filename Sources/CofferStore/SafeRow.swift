@@ -32,17 +32,17 @@ extension Row {
     }
 
     func uint32(_ column: String, table: String, in range: ClosedRange<UInt32>) throws(StoreError) -> UInt32 {
-        let v = try int64(column, table: table, in: Int64(range.lowerBound) ... Int64(range.upperBound))
+        let v = try int64(column, table: table, in: Int64(range.lowerBound)...Int64(range.upperBound))
         return UInt32(v)
     }
 
     /// A counter: 0 ... 2^53 (docs/sync.md bounds every counter).
     func counter(_ column: String, table: String, minimum: Int64 = 0) throws(StoreError) -> UInt64 {
-        UInt64(try int64(column, table: table, in: minimum ... StoredLimits.maxCounter))
+        UInt64(try int64(column, table: table, in: minimum...StoredLimits.maxCounter))
     }
 
     func bool(_ column: String, table: String) throws(StoreError) -> Bool {
-        try int64(column, table: table, in: 0 ... 1) == 1
+        try int64(column, table: table, in: 0...1) == 1
     }
 
     func blob(_ column: String, table: String, length: Int? = nil) throws(StoreError) -> Data {
@@ -75,11 +75,11 @@ extension Row {
     }
 
     func counter(at index: Int, name: String, minimum: Int64 = 0) throws(StoreError) -> UInt64 {
-        UInt64(try int64(at: index, name: name, in: minimum ... StoredLimits.maxCounter))
+        UInt64(try int64(at: index, name: name, in: minimum...StoredLimits.maxCounter))
     }
 
     func bool(at index: Int, name: String) throws(StoreError) -> Bool {
-        try int64(at: index, name: name, in: 0 ... 1) == 1
+        try int64(at: index, name: name, in: 0...1) == 1
     }
 
     func blob(at index: Int, name: String, length: Int? = nil) throws(StoreError) -> Data {
@@ -111,5 +111,5 @@ public enum StoredLimits {
     public static let maxCounter: Int64 = 1 << 53
     /// KDF parameters: positive and within libargon2's 32-bit arguments
     /// (``KDFParameters/validate()`` applies the tighter limits).
-    public static let kdfParameter: ClosedRange<UInt32> = 1 ... UInt32.max
+    public static let kdfParameter: ClosedRange<UInt32> = 1...UInt32.max
 }

@@ -210,7 +210,8 @@ public final class VaultStore: Sendable {
         switch e.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
             return .notAVault(path: path, reason: "not a Coffer vault (SQLite reports: \(e.message ?? "file is not a database"))")
-        case .SQLITE_ERROR where (e.message ?? "").hasPrefix("no such column") || (e.message ?? "").hasPrefix("no such table")
+        case .SQLITE_ERROR
+        where (e.message ?? "").hasPrefix("no such column") || (e.message ?? "").hasPrefix("no such table")
             || (e.message ?? "").contains("malformed"):
             // A query names a table or column the file lacks: renamed or
             // dropped outside coffer.

@@ -258,7 +258,7 @@ extension BundleHeader {
         }
         guard start.count == BundleFormat.prefixLength else { throw .truncated(part: "header") }
         let version = UInt16(start[8]) << 8 | UInt16(start[9])
-        guard (BundleFormat.oldestReadable ... BundleFormat.version).contains(version) else { throw .unsupportedVersion(version) }
+        guard (BundleFormat.oldestReadable...BundleFormat.version).contains(version) else { throw .unsupportedVersion(version) }
         let length = Int(UInt32(start[10]) << 24 | UInt32(start[11]) << 16 | UInt32(start[12]) << 8 | UInt32(start[13]))
         guard length <= BundleFormat.maxHeaderLength else {
             throw .malformedHeader("header length \(length) exceeds \(BundleFormat.maxHeaderLength)")

@@ -18,7 +18,7 @@ public enum BundleRecord {
     public static func encodeItem(_ state: ItemState, into w: inout ByteWriter) {
         let start = w.count
         w.u8(BundleFormat.recordItem)
-        w.u32(0)  // body length, set below
+        w.u32(0) // body length, set below
         w.id(state.id)
         let rids = state.registers.keys.sorted()
         var n: UInt32 = 0

@@ -98,7 +98,7 @@ public enum BundleValidation {
 
     /// Checks one decoded item record against the header.
     public static func check(record state: ItemState, header h: BundleHeader) throws(BundleError) {
-        var item: Substring { state.id.hex.prefix(8) }  // only for messages
+        var item: Substring { state.id.hex.prefix(8) } // only for messages
         for (rid, versions) in state.registers {
             for v in versions {
                 let dot = v.dot
@@ -180,28 +180,28 @@ public enum BundleValidation {
         payload p: FieldPayload, version v: FieldVersion, register rid: RegisterID, item: ItemID, fieldIDKey: SecretBytes
     ) throws(BundleError) {
         // Built only for an error: formatting ids costs more than the checks.
-        func where_() -> String { "item \(item.hex.prefix(8))…, version \(v.dot)" }
+        func place() -> String { "item \(item.hex.prefix(8))…, version \(v.dot)" }
         if rid.isMetadata {
             guard let expected = metadataNames[rid] else {
-                throw .ruleBroken(.registerName, "\(where_()) uses the unknown metadata register \(rid.low)")
+                throw .ruleBroken(.registerName, "\(place()) uses the unknown metadata register \(rid.low)")
             }
             guard p.name == expected else {
-                throw .ruleBroken(.registerName, "\(where_()): metadata register \(rid.low) holds a payload named \(p.name.debugDescription)")
+                throw .ruleBroken(.registerName, "\(place()): metadata register \(rid.low) holds a payload named \(p.name.debugDescription)")
             }
         } else if KeyHierarchy.registerID(field: p.name, item: item, fieldIDKey: fieldIDKey) != rid {
-            throw .ruleBroken(.registerName, "\(where_()): the register id is not the one of the field name in the payload")
+            throw .ruleBroken(.registerName, "\(place()): the register id is not the one of the field name in the payload")
         }
         if v.isTombstone && !p.value.isEmpty {
-            throw .ruleBroken(.emptyTombstone, "\(where_()) is a tombstone with a \(p.value.count)-byte value")
+            throw .ruleBroken(.emptyTombstone, "\(place()) is a tombstone with a \(p.value.count)-byte value")
         }
         if p.isFile {
             // An attachment (flag bit 2) holds a file's bytes; metadata never does.
             guard !rid.isMetadata else {
-                throw .ruleBroken(.textValue, "\(where_()): metadata register \(rid.low) is marked as an attachment")
+                throw .ruleBroken(.textValue, "\(place()): metadata register \(rid.low) is marked as an attachment")
             }
         } else {
             guard String(validating: p.value, as: UTF8.self) != nil else {
-                throw .ruleBroken(.textValue, "\(where_()) holds a value that is not UTF-8")
+                throw .ruleBroken(.textValue, "\(place()) holds a value that is not UTF-8")
             }
         }
     }

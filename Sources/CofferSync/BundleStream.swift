@@ -66,9 +66,9 @@ public final class BundleWriter {
         lastItem = id
         let start = buffer.count
         buffer.u8(BundleFormat.recordItem)
-        buffer.u32(0)  // body length, set by endItem
+        buffer.u32(0) // body length, set by endItem
         buffer.id(id)
-        buffer.u32(0)  // version count, set by endItem
+        buffer.u32(0) // version count, set by endItem
         openItem = (start, 0)
     }
 

@@ -11,7 +11,10 @@ public struct ByteWriter: Sendable {
     public init(capacity: Int) { data.reserveCapacity(capacity) }
 
     public mutating func u8(_ v: UInt8) { data.append(v) }
-    public mutating func u16(_ v: UInt16) { data.append(UInt8(v >> 8)); data.append(UInt8(v & 0xff)) }
+    public mutating func u16(_ v: UInt16) {
+        data.append(UInt8(v >> 8))
+        data.append(UInt8(v & 0xff))
+    }
     // One append of the big-endian bytes (not one per byte): the vault
     // MAC's terms and bundle records are mostly ids and counters.
     public mutating func u32(_ v: UInt32) {
@@ -43,9 +46,15 @@ public struct ByteWriter: Sendable {
         withUnsafeBytes(of: (v.high.bigEndian, v.low.bigEndian)) { data.append(contentsOf: $0) }
     }
     /// `u32 length || bytes`.
-    public mutating func blob32(_ b: some Collection<UInt8>) { u32(UInt32(b.count)); data.append(contentsOf: b) }
+    public mutating func blob32(_ b: some Collection<UInt8>) {
+        u32(UInt32(b.count))
+        data.append(contentsOf: b)
+    }
     /// `u16 length || bytes`.
-    public mutating func blob16(_ b: some Collection<UInt8>) { u16(UInt16(b.count)); data.append(contentsOf: b) }
+    public mutating func blob16(_ b: some Collection<UInt8>) {
+        u16(UInt16(b.count))
+        data.append(contentsOf: b)
+    }
 }
 
 /// Reads what ``ByteWriter`` writes, failing cleanly on short input.

@@ -53,7 +53,8 @@ enum Halves {
     @inlinable
     static func load(_ bytes: some Collection<UInt8>) -> (UInt64, UInt64)? {
         guard bytes.count == 16 else { return nil }
-        var h: UInt64 = 0, l: UInt64 = 0
+        var h: UInt64 = 0
+        var l: UInt64 = 0
         var i = 0
         for b in bytes {
             if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }

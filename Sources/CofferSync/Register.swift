@@ -86,7 +86,7 @@ public struct FieldVersion: Hashable, Sendable {
         vault: VaultID, item: ItemID, register: RegisterID,
         dot: Dot, vector: VersionVector, writtenAt: Int64, isTombstone: Bool
     ) -> [UInt8] {
-        var w = ByteWriter(capacity: 114 + 24 * vector.count)  // exact size
+        var w = ByteWriter(capacity: 114 + 24 * vector.count) // exact size
         w.bytes(associatedDataLabel)
         w.id(vault)
         w.id(item)

@@ -61,7 +61,8 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// The counter for `replica` (0 when absent).
     public subscript(replica: ReplicaID) -> UInt64 {
         get {
-            var lo = 0, hi = entries.count
+            var lo = 0
+            var hi = entries.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if entries[mid].replica == replica { return entries[mid].counter }
@@ -85,17 +86,23 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// Pointwise maximum (least upper bound).
     public func merged(with other: VersionVector) -> VersionVector {
         var out = VersionVector()
-        var i = 0, j = 0
-        let a = entries, b = other.entries
+        var i = 0
+        var j = 0
+        let a = entries
+        let b = other.entries
         var result: [(replica: ReplicaID, counter: UInt64)] = []
         result.reserveCapacity(max(a.count, b.count))
         while i < a.count || j < b.count {
             if j == b.count || (i < a.count && a[i].replica < b[j].replica) {
-                result.append(a[i]); i += 1
+                result.append(a[i])
+                i += 1
             } else if i == a.count || b[j].replica < a[i].replica {
-                result.append(b[j]); j += 1
+                result.append(b[j])
+                j += 1
             } else {
-                result.append((a[i].replica, max(a[i].counter, b[j].counter))); i += 1; j += 1
+                result.append((a[i].replica, max(a[i].counter, b[j].counter)))
+                i += 1
+                j += 1
             }
         }
         out.entries = result

@@ -46,7 +46,9 @@ public enum AtomicFile {
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
-            throw FileWriteFailure(path: path, message: "cannot create \(path): \(String(cString: strerror(code)))", hint: "check that the folder \(dir) exists and is writable", errno: code)
+            throw FileWriteFailure(
+                path: path, message: "cannot create \(path): \(String(cString: strerror(code)))", hint: "check that the folder \(dir) exists and is writable",
+                errno: code)
         }
         TempFiles.lock(fd: fd)
         // The umask may have cleared bits, never added them; make sure.
@@ -70,7 +72,10 @@ public enum AtomicFile {
         }
         // Make the rename itself durable.
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        if dfd >= 0 {
+            fsync(dfd)
+            close(dfd)
+        }
     }
 
     /// The file `path` names once every symbolic link is followed, walked
@@ -91,7 +96,7 @@ public enum AtomicFile {
         }
         // Components still to walk, first at the end (popLast is O(1)).
         var pending = Array(absolute.split(separator: "/", omittingEmptySubsequences: true).map(String.init).reversed())
-        var resolved = ""  // a folder with no link in it; "" is the root
+        var resolved = "" // a folder with no link in it; "" is the root
         var hops = 0
         while let component = pending.popLast() {
             if component == "." { continue }
@@ -110,13 +115,18 @@ public enum AtomicFile {
             let kind = st.st_mode & S_IFMT
             if kind == S_IFLNK {
                 if let why = ProtectedSymlinks.refusal(link: candidate) {
-                    throw FileWriteFailure(path: path, message: "refusing to write through \(why)", hint: "someone else may have planted the link; remove it or choose another path", errno: EACCES)
+                    throw FileWriteFailure(
+                        path: path, message: "refusing to write through \(why)",
+                        hint: "someone else may have planted the link; remove it or choose another path", errno: EACCES)
                 }
                 hops += 1
                 var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
                 let n = readlink(candidate, &buffer, buffer.count - 1)
                 guard hops <= 40, n > 0 else {
-                    throw FileWriteFailure(path: path, message: "cannot follow the symbolic link \(candidate): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))", hint: "fix the link or choose another path")
+                    throw FileWriteFailure(
+                        path: path,
+                        message: "cannot follow the symbolic link \(candidate): \(hops > 40 ? "too many levels of links" : String(cString: strerror(errno)))",
+                        hint: "fix the link or choose another path")
                 }
                 let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if target.hasPrefix("/") { resolved = "" }
@@ -125,7 +135,8 @@ public enum AtomicFile {
             }
             if isLast {
                 guard kind == S_IFREG || (allowingStreams && (kind == S_IFCHR || kind == S_IFIFO)) else {
-                    throw FileWriteFailure(path: path, message: "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
+                    throw FileWriteFailure(
+                        path: path, message: "\(path) exists and is not a regular file", hint: "choose the path of a file to write, or remove what is there")
                 }
                 return candidate
             }

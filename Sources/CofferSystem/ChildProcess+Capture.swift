@@ -1,4 +1,5 @@
 import CofferCrypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -26,14 +27,20 @@ extension ChildProcess {
         _ arguments: [String], environment: [String], input: SecretBytes? = nil
     ) throws(ChildProcessError) -> CapturedOutput {
         guard let program = arguments.first else { throw .notFound("") }
-        var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1], inPipe: [Int32] = [-1, -1]
+        var outPipe: [Int32] = [-1, -1]
+        var errPipe: [Int32] = [-1, -1]
+        var inPipe: [Int32] = [-1, -1]
         guard makePipe(&outPipe, nonblocking: false) else { throw .spawnFailed(program, "cannot create a pipe: \(errnoText())") }
         guard makePipe(&errPipe, nonblocking: false) else {
-            close(outPipe[0]); close(outPipe[1])
+            close(outPipe[0])
+            close(outPipe[1])
             throw .spawnFailed(program, "cannot create a pipe: \(errnoText())")
         }
         if input != nil, !makePipe(&inPipe, nonblocking: false) {
-            close(outPipe[0]); close(outPipe[1]); close(errPipe[0]); close(errPipe[1])
+            close(outPipe[0])
+            close(outPipe[1])
+            close(errPipe[0])
+            close(errPipe[1])
             throw .spawnFailed(program, "cannot create a pipe: \(errnoText())")
         }
         // A child that exits before reading its input must not kill us
@@ -68,10 +75,12 @@ extension ChildProcess {
         let rc = posix_spawnp(&pid, program, &actions, &attr, argv, envp)
         for p in argv { free(p) }
         for p in envp { free(p) }
-        close(outPipe[1]); close(errPipe[1])
+        close(outPipe[1])
+        close(errPipe[1])
         if input != nil { close(inPipe[0]) }
         guard rc == 0 else {
-            close(outPipe[0]); close(errPipe[0])
+            close(outPipe[0])
+            close(errPipe[0])
             if input != nil { close(inPipe[1]) }
             switch rc {
             case ENOENT: throw .notFound(program)
@@ -88,7 +97,8 @@ extension ChildProcess {
             }
             close(inPipe[1])
         }
-        var stdout: [UInt8] = [], stderr: [UInt8] = []
+        var stdout: [UInt8] = []
+        var stderr: [UInt8] = []
         var open: [(fd: Int32, isOut: Bool)] = [(outPipe[0], true), (errPipe[0], false)]
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !open.isEmpty {
@@ -119,7 +129,8 @@ extension ChildProcess {
         while true {
             let r = waitpid(pid, &status, 0)
             if r == pid {
-                result = status & 0x7f == 0 ? ChildTermination(exitCode: (status >> 8) & 0xff, signal: nil) : ChildTermination(exitCode: nil, signal: status & 0x7f)
+                result =
+                    status & 0x7f == 0 ? ChildTermination(exitCode: (status >> 8) & 0xff, signal: nil) : ChildTermination(exitCode: nil, signal: status & 0x7f)
                 break
             }
             if r < 0 && errno != EINTR { break }

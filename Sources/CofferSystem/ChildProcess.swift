@@ -1,4 +1,5 @@
 import CofferCrypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -57,7 +58,10 @@ public enum ChildProcess {
         guard makePipe(&sp, nonblocking: true) else {
             throw .spawnFailed(arguments[0], "cannot create a pipe: \(errnoText())")
         }
-        defer { close(sp[0]); close(sp[1]) }
+        defer {
+            close(sp[0])
+            close(sp[1])
+        }
         signalPipeWriteFD = sp[1]
 
         // Signals ignored now were ignored by whoever started us (`nohup`,
@@ -143,7 +147,10 @@ public enum ChildProcess {
             close(errPipe[1])
         }
         guard rc == 0 else {
-            if filter != nil { close(outPipe[0]); close(errPipe[0]) }
+            if filter != nil {
+                close(outPipe[0])
+                close(errPipe[0])
+            }
             switch rc {
             case ENOENT: throw .notFound(arguments[0])
             case EACCES, ENOEXEC, EISDIR, EPERM: throw .notExecutable(arguments[0], String(cString: strerror(rc)))
@@ -213,7 +220,10 @@ public enum ChildProcess {
                     let got = buffer.withUnsafeMutableBytes { read(streams[i].from, $0.baseAddress, $0.count) }
                     if got > 0 {
                         let out = filter!(streams[i].to, Array(buffer[0..<got]))
-                        if !writeAll(streams[i].to, out) { close(streams[i].from); streams.remove(at: i) }
+                        if !writeAll(streams[i].to, out) {
+                            close(streams[i].from)
+                            streams.remove(at: i)
+                        }
                     } else if got == 0 || (errno != EINTR && errno != EAGAIN) {
                         endStream(i)
                     }
@@ -229,7 +239,8 @@ public enum ChildProcess {
             var status: Int32 = 0
             let r = waitpid(pid, &status, 0)
             if r == pid {
-                result = status & 0x7f == 0 ? ChildTermination(exitCode: (status >> 8) & 0xff, signal: nil) : ChildTermination(exitCode: nil, signal: status & 0x7f)
+                result =
+                    status & 0x7f == 0 ? ChildTermination(exitCode: (status >> 8) & 0xff, signal: nil) : ChildTermination(exitCode: nil, signal: status & 0x7f)
             } else if r < 0 && errno != EINTR {
                 result = ChildTermination(exitCode: nil, signal: nil)
             }

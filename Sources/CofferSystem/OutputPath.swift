@@ -28,7 +28,9 @@ public enum OutputDestination: Equatable, Sendable {
     public static func of(_ path: String) throws(FileWriteFailure) -> OutputDestination {
         if let fd = descriptorAlias(path) {
             guard fcntl(fd, F_GETFD) >= 0 else {
-                throw FileWriteFailure(path: path, message: "cannot write \(displayName(path)): file descriptor \(fd) is not open", hint: "open it in the shell, or write to a file")
+                throw FileWriteFailure(
+                    path: path, message: "cannot write \(displayName(path)): file descriptor \(fd) is not open",
+                    hint: "open it in the shell, or write to a file")
             }
             return .descriptor(fd)
         }
@@ -44,7 +46,9 @@ public enum OutputDestination: Equatable, Sendable {
             case S_IFDIR:
                 throw FileWriteFailure(path: path, message: "\(path) is a folder", hint: "give the path of a file to write in it")
             default:
-                throw FileWriteFailure(path: path, message: "\(path) exists and is not a regular file, a device or a FIFO", hint: "choose the path of a file to write, or remove what is there")
+                throw FileWriteFailure(
+                    path: path, message: "\(path) exists and is not a regular file, a device or a FIFO",
+                    hint: "choose the path of a file to write, or remove what is there")
             }
         }
         return .file(resolvedPath: try AtomicFile.resolve(path))

@@ -222,7 +222,8 @@ public enum PipedProcess {
                 pause = min(pause * 2, 500)
             }
         }
-        let termination = status & 0x7f == 0
+        let termination =
+            status & 0x7f == 0
             ? ChildTermination(exitCode: (status >> 8) & 0xff, signal: nil)
             : ChildTermination(exitCode: nil, signal: status & 0x7f)
         return (termination, timedOut)
@@ -299,7 +300,8 @@ public enum PipedProcess {
         // nil: this process's own environment, passed as it is (no copy).
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup($0) } + [nil] }
         var pid: pid_t = 0
-        let rc = envp.map { posix_spawn(&pid, arguments[0], &actions, &attr, argv, $0) }
+        let rc =
+            envp.map { posix_spawn(&pid, arguments[0], &actions, &attr, argv, $0) }
             ?? posix_spawn(&pid, arguments[0], &actions, &attr, argv, environ)
         for p in argv { free(p) }
         for p in envp ?? [] {

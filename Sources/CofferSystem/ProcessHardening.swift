@@ -1,4 +1,5 @@
 internal import CCofferSys
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

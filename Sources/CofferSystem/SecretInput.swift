@@ -1,5 +1,6 @@
 internal import CCofferSys
 import CofferCrypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -122,7 +123,10 @@ public enum SecretInput {
                 let n = Glibc.read(fd, &byte, 1)
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
-                if byte == UInt8(ascii: "\n") { sawNewline = true; break }
+                if byte == UInt8(ascii: "\n") {
+                    sawNewline = true
+                    break
+                }
                 buf[total] = byte
                 total += 1
             }
@@ -146,14 +150,17 @@ private enum TerminalRestore {
         Self.fd = fd
         Self.saved = saved
         previous = signals.map { sig in
-            (sig, signal(sig) { sig in
-                if TerminalRestore.fd >= 0 {
-                    _ = tcsetattr(TerminalRestore.fd, TCSAFLUSH, &TerminalRestore.saved)
-                    _ = write(TerminalRestore.fd, "\n", 1)
+            (
+                sig,
+                signal(sig) { sig in
+                    if TerminalRestore.fd >= 0 {
+                        _ = tcsetattr(TerminalRestore.fd, TCSAFLUSH, &TerminalRestore.saved)
+                        _ = write(TerminalRestore.fd, "\n", 1)
+                    }
+                    signal(sig, SIG_DFL)
+                    raise(sig)
                 }
-                signal(sig, SIG_DFL)
-                raise(sig)
-            })
+            )
         }
     }
 

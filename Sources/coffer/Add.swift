@@ -27,7 +27,8 @@ struct Add: ParsableCommand {
     @Option(help: "Credential type: api-key, email, api-key-with-email, login, note, custom.")
     var type: ItemType = .apiKey
 
-    @Option(name: .customLong("field"), help: ArgumentHelp("Set a field (repeatable). Secret values here are visible to other processes.", valueName: "key=value"))
+    @Option(
+        name: .customLong("field"), help: ArgumentHelp("Set a field (repeatable). Secret values here are visible to other processes.", valueName: "key=value"))
     var fields: [String] = []
 
     @Option(name: .customLong("secret"), help: ArgumentHelp("Read this field's value from stdin or a no-echo prompt (repeatable).", valueName: "key"))
@@ -105,7 +106,9 @@ struct Add: ParsableCommand {
     /// the passphrase is read from descriptor 0 (`--passphrase-fd 0`), so a
     /// value cannot be; `unlockForWriting` opens and unlocks the vault.
     static func execute(_ r: Request, passphraseOnStdin: Bool, unlockForWriting: () throws(CofferError) -> Vault) throws(CofferError) {
-        let name = r.name, type = r.type, source = r.source
+        let name = r.name
+        let type = r.type
+        let source = r.source
         var draft = ItemDraft(name: name, type: type, tags: r.tags, source: source, policy: r.localOnly ? .localOnly : .sync)
         if let expires = r.expires {
             guard let day = Day.parseExpiry(expires) else {
@@ -137,7 +140,8 @@ struct Add: ParsableCommand {
         let manifest = try CredentialGate.loadManifest(r.requirements)
         let vault = try unlockForWriting()
         if try vault.contains(name) {
-            throw CofferError(.duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
+            throw CofferError(
+                .duplicateName, "an item named '\(try Vault.normalizeName(name))' already exists", hint: "choose another name, or change it with `coffer edit`")
         }
         var stdinUsed = passphraseOnStdin
         for key in generated {

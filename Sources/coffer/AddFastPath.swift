@@ -35,7 +35,9 @@ enum AddFastPath {
         var type: ItemType?
         var source: String?
         var url: String?
-        var fields: [String] = [], secrets: [String] = [], tags: [String] = []
+        var fields: [String] = []
+        var secrets: [String] = []
+        var tags: [String] = []
         var i = 0
         while i < args.count {
             let arg = args[i]

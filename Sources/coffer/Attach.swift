@@ -54,7 +54,9 @@ struct Attach: ParsableCommand {
             throw CofferError(.usage, "\(path) is not a regular file", hint: "attach a file, not a folder, device or pipe")
         }
         guard st.st_size <= Field.maxValueBytes else {
-            throw CofferError(.usage, "\(path) is \(Show.byteCount(Int(st.st_size))); an attachment may be at most 16 MiB", hint: "keep large files elsewhere and their key in coffer")
+            throw CofferError(
+                .usage, "\(path) is \(Show.byteCount(Int(st.st_size))); an attachment may be at most 16 MiB",
+                hint: "keep large files elsewhere and their key in coffer")
         }
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
         var got = 0

@@ -23,7 +23,9 @@ struct Audit: ParsableCommand {
     @Argument(help: ArgumentHelp("Audit only items with this name or under it (e.g. work).", valueName: "name-prefix"))
     var namePrefix: String?
 
-    @Option(help: ArgumentHelp("Exit 1 when one of these issues is found: weak, reused, expired, expiring, old, breached, or all (every issue checked).", valueName: "issues"))
+    @Option(
+        help: ArgumentHelp(
+            "Exit 1 when one of these issues is found: weak, reused, expired, expiring, old, breached, or all (every issue checked).", valueName: "issues"))
     var failOn: String?
 
     @Option(help: ArgumentHelp("A Have I Been Pwned Pwned Passwords SHA-1 file (HASH:COUNT, sorted by hash).", valueName: "file"))
@@ -68,7 +70,7 @@ struct Audit: ParsableCommand {
             o.olderThanDays = d
         }
         if hibpFile == nil && failOn?.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "all" }) == true {
-            failSet.remove(.breached)  // "all": every issue that is checked
+            failSet.remove(.breached) // "all": every issue that is checked
         }
         if failSet.contains(.breached) && hibpFile == nil {
             throw CofferError(.usage, "--fail-on breached needs a breach source", hint: "pass --hibp-file FILE (a Pwned Passwords SHA-1 file)")
@@ -92,9 +94,13 @@ struct Audit: ParsableCommand {
         }
         let items = Set(report.findings.map(\.item)).count
         if report.findings.isEmpty {
-            Output.note("no issues in \(report.secretsAudited) secret\(report.secretsAudited == 1 ? "" : "s") of \(report.itemsAudited) item\(report.itemsAudited == 1 ? "" : "s")")
+            Output.note(
+                "no issues in \(report.secretsAudited) secret\(report.secretsAudited == 1 ? "" : "s") of \(report.itemsAudited) item\(report.itemsAudited == 1 ? "" : "s")"
+            )
         } else {
-            Output.note("\(report.findings.count) issue\(report.findings.count == 1 ? "" : "s") in \(items) of \(report.itemsAudited) item\(report.itemsAudited == 1 ? "" : "s") (\(counts.joined(separator: ", ")))")
+            Output.note(
+                "\(report.findings.count) issue\(report.findings.count == 1 ? "" : "s") in \(items) of \(report.itemsAudited) item\(report.itemsAudited == 1 ? "" : "s") (\(counts.joined(separator: ", ")))"
+            )
         }
         if o.breachSource == nil && !json {
             Output.note("breached passwords not checked: pass --hibp-file FILE")
@@ -107,7 +113,10 @@ struct Audit: ParsableCommand {
         var out = Set<AuditIssue>()
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let p = part.trimmingCharacters(in: .whitespaces).lowercased()
-            if p == "all" { out.formUnion(AuditIssue.allCases); continue }
+            if p == "all" {
+                out.formUnion(AuditIssue.allCases)
+                continue
+            }
             guard let i = AuditIssue(rawValue: p) else {
                 throw CofferError(
                     .usage, "unknown issue '\(p)' in --fail-on",

@@ -43,7 +43,8 @@ struct Check: ParsableCommand {
                 }
             }
             guard !manifests.isEmpty else {
-                throw CofferError(.usage, "no requirements manifest to check", hint: "pass --requirements FILE, or register one with `coffer requirements add FILE`")
+                throw CofferError(
+                    .usage, "no requirements manifest to check", hint: "pass --requirements FILE, or register one with `coffer requirements add FILE`")
             }
         }
         var rows: [(manifest: String, status: SourceStatus)] = []

@@ -65,7 +65,9 @@ struct Clip: ParsableCommand {
             chosen = try Get.choose(item, field)
             itemName = item.name
             if chosen.isFile {
-                throw CofferError(.usage, "'\(chosen.name)' of '\(item.name)' is an attachment; it is not copied to the clipboard", hint: "save it with `coffer get \(item.name) --field \(chosen.name) --out FILE`")
+                throw CofferError(
+                    .usage, "'\(chosen.name)' of '\(item.name)' is an attachment; it is not copied to the clipboard",
+                    hint: "save it with `coffer get \(item.name) --field \(chosen.name) --out FILE`")
             }
         } catch {
             early?.cancel()
@@ -99,7 +101,8 @@ struct Clip: ParsableCommand {
             scale = u
         }
         guard let n = Int(number), n >= 0, n <= 86400 / scale else {
-            throw CofferError(.usage, "invalid --clear-after '\(text.prefix(32))'", hint: "use a span such as 45s, 2m or 1h (at most 24h), or 0 to keep the value")
+            throw CofferError(
+                .usage, "invalid --clear-after '\(text.prefix(32))'", hint: "use a span such as 45s, 2m or 1h (at most 24h), or 0 to keep the value")
         }
         return n * scale
     }
@@ -130,10 +133,13 @@ struct ClipboardTool {
         }
         if env("DISPLAY").map({ !$0.isEmpty }) ?? false {
             if let x = PipedProcess.which("xclip", path: path) {
-                return ClipboardTool(name: "xclip", path: x, copyArgs: ["-selection", "clipboard", "-in"], pasteArgs: [x, "-selection", "clipboard", "-out"], clearArgs: nil)
+                return ClipboardTool(
+                    name: "xclip", path: x, copyArgs: ["-selection", "clipboard", "-in"], pasteArgs: [x, "-selection", "clipboard", "-out"], clearArgs: nil)
             }
             if let x = PipedProcess.which("xsel", path: path) {
-                return ClipboardTool(name: "xsel", path: x, copyArgs: ["--clipboard", "--input"], pasteArgs: [x, "--clipboard", "--output"], clearArgs: ["--clipboard", "--clear"])
+                return ClipboardTool(
+                    name: "xsel", path: x, copyArgs: ["--clipboard", "--input"], pasteArgs: [x, "--clipboard", "--output"],
+                    clearArgs: ["--clipboard", "--clear"])
             }
         }
         let session = (env("WAYLAND_DISPLAY").map { !$0.isEmpty } ?? false) || (env("DISPLAY").map { !$0.isEmpty } ?? false)
@@ -160,7 +166,9 @@ struct ClipboardTool {
     func copy(_ value: [UInt8], through started: PipedProcess.Started) throws(CofferError) {
         let r = started.finish(input: value)
         guard r.termination.exitCode == 0, !r.timedOut else {
-            throw CofferError(.internalError, "\(name) failed (exit \(r.termination.status)); the clipboard was not set", hint: "check that the display \(ClipboardTool.env("DISPLAY") ?? ClipboardTool.env("WAYLAND_DISPLAY") ?? "") is reachable")
+            throw CofferError(
+                .internalError, "\(name) failed (exit \(r.termination.status)); the clipboard was not set",
+                hint: "check that the display \(ClipboardTool.env("DISPLAY") ?? ClipboardTool.env("WAYLAND_DISPLAY") ?? "") is reachable")
         }
     }
 
@@ -188,7 +196,8 @@ struct ClipboardTool {
         do {
             return try PipedProcess.spawnDetached([me, "clip-clear", "--tool", name, "--after", String(seconds)], environment: nil)
         } catch {
-            throw CofferError(.internalError, "cannot start the clipboard clearer: \(error)", hint: "nothing was copied; use --clear-after 0 to copy without clearing")
+            throw CofferError(
+                .internalError, "cannot start the clipboard clearer: \(error)", hint: "nothing was copied; use --clear-after 0 to copy without clearing")
         }
     }
 
@@ -208,7 +217,8 @@ struct ClipboardTool {
 /// only a keyed hash of it, waits, and clears the clipboard if it still
 /// holds the value.
 struct ClipClear: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "clip-clear", abstract: "Internal: clears the clipboard for `coffer clip`.", shouldDisplay: false)
+    static let configuration = CommandConfiguration(
+        commandName: "clip-clear", abstract: "Internal: clears the clipboard for `coffer clip`.", shouldDisplay: false)
 
     @Option var tool: String
     @Option var after: Int

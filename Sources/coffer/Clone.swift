@@ -42,7 +42,9 @@ struct Clone: ParsableCommand {
             // A bundle on standard input: it can be read only once, so the
             // clone itself checks it.
             if FileManager.default.fileExists(atPath: path) {
-                throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
+                throw CofferError(
+                    .vaultExists, "a file already exists at \(path)",
+                    hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
             }
             let passphrase = try options.passphrase()
             defer { Progress.clear() }
@@ -60,7 +62,9 @@ struct Clone: ParsableCommand {
             if Vault.isFolder(s) {
                 let found = try Vault.bundlesInFolder(s)
                 if found.isEmpty {
-                    throw CofferError(.fileNotFound, "\(s) holds no Coffer bundle", hint: "on a machine that has the vault, run `coffer sync \(s)` first (it writes its bundle there)")
+                    throw CofferError(
+                        .fileNotFound, "\(s) holds no Coffer bundle",
+                        hint: "on a machine that has the vault, run `coffer sync \(s)` first (it writes its bundle there)")
                 }
                 bundles += found
             } else {
@@ -74,15 +78,21 @@ struct Clone: ParsableCommand {
                 hint: "give the bundles of one vault; `coffer inspect FILE` shows a bundle's vault id")
         }
         guard let base = Vault.newestFullBundle(bundles) else {
-            throw CofferError(.badData, "\(bundles.count == 1 ? "\(bundles[0].path) is a delta bundle" : "no full bundle among \(sources.joined(separator: " "))"); a clone needs a full bundle", hint: "on a machine that has the vault run `coffer sync DIR` or `coffer export --out FILE` (without --since)")
+            throw CofferError(
+                .badData,
+                "\(bundles.count == 1 ? "\(bundles[0].path) is a delta bundle" : "no full bundle among \(sources.joined(separator: " "))"); a clone needs a full bundle",
+                hint: "on a machine that has the vault run `coffer sync DIR` or `coffer export --out FILE` (without --since)")
         }
         if !allowExpensiveKdf { try Vault.checkCloneKDF(base.header.kdf, path: base.path) }
         if FileManager.default.fileExists(atPath: path) {
-            throw CofferError(.vaultExists, "a file already exists at \(path)", hint: "choose another --vault path, or merge the bundles into that vault with `coffer sync` or `coffer import`")
+            throw CofferError(
+                .vaultExists, "a file already exists at \(path)",
+                hint: "choose another --vault path, or merge the bundles into that vault with `coffer sync` or `coffer import`")
         }
         let passphrase = try options.passphrase()
         defer { Progress.clear() }
-        let r = try Vault.clone(bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path))
+        let r = try Vault.clone(
+            bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path))
         Progress.clear()
         let file = try VaultFile.open(path: path)
         let n = r.listedItems ?? r.added
@@ -106,7 +116,9 @@ struct Clone: ParsableCommand {
         let info = try file.info()
         Output.note("vault id \(info.vaultID.hex), replica id \(info.replicaID.hex)")
         if failed > 0 {
-            throw CofferError(.badData, "\(failed) bundle\(failed == 1 ? "" : "s") could not be merged (see the warnings above); the vault was created from the others", hint: "run `coffer sync DIR` later to merge what is missing")
+            throw CofferError(
+                .badData, "\(failed) bundle\(failed == 1 ? "" : "s") could not be merged (see the warnings above); the vault was created from the others",
+                hint: "run `coffer sync DIR` later to merge what is missing")
         }
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CofferCrypto
-import CofferSystem
 import CofferKit
+import CofferSystem
 import Foundation
 
 #if canImport(Glibc)

@@ -55,7 +55,10 @@ enum Completion {
         var item: String?
         while i < words.count {
             let w = words[i]
-            if i == index { i += 1; continue }
+            if i == index {
+                i += 1
+                continue
+            }
             if w.hasPrefix("-") {
                 i += valued.contains(w) ? 2 : 1
                 continue
@@ -71,12 +74,22 @@ enum Completion {
     /// backslash escapes.
     static func unquote(_ w: String) -> String {
         var s = w
-        if s.count >= 2, let f = s.first, f == s.last, f == "'" || f == "\"" { s = String(s.dropFirst().dropLast()) }
-        else if let f = s.first, f == "'" || f == "\"" { s = String(s.dropFirst()) }
+        if s.count >= 2, let f = s.first, f == s.last, f == "'" || f == "\"" {
+            s = String(s.dropFirst().dropLast())
+        } else if let f = s.first, f == "'" || f == "\"" {
+            s = String(s.dropFirst())
+        }
         var out = ""
         var escaped = false
         for c in s {
-            if escaped { out.append(c); escaped = false } else if c == "\\" { escaped = true } else { out.append(c) }
+            if escaped {
+                out.append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else {
+                out.append(c)
+            }
         }
         return out
     }

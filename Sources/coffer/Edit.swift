@@ -69,13 +69,19 @@ struct Edit: ParsableCommand {
     @Option(help: "URL (sets the url field).")
     var url: String?
 
-    @Option(name: .customLong("env-var"), help: ArgumentHelp("Name the variable `coffer env` uses for a field; VAR '-' leaves the field out (repeatable).", valueName: "field=VAR"))
+    @Option(
+        name: .customLong("env-var"),
+        help: ArgumentHelp("Name the variable `coffer env` uses for a field; VAR '-' leaves the field out (repeatable).", valueName: "field=VAR"))
     var envVars: [String] = []
 
     @Option(name: .customLong("no-env-var"), help: ArgumentHelp("Go back to the default variable name for a field (repeatable).", valueName: "field"))
     var noEnvVars: [String] = []
 
-    @Option(name: .customLong("allow-env-var"), help: ArgumentHelp("Let `coffer env` set this guarded variable (GIT_PAGER, HTTPS_PROXY, LD_*…; docs/references.md) from this item (repeatable; stored in the item, it syncs).", valueName: "VAR"))
+    @Option(
+        name: .customLong("allow-env-var"),
+        help: ArgumentHelp(
+            "Let `coffer env` set this guarded variable (GIT_PAGER, HTTPS_PROXY, LD_*…; docs/references.md) from this item (repeatable; stored in the item, it syncs).",
+            valueName: "VAR"))
     var allowEnvVars: [String] = []
 
     @Option(name: .customLong("no-allow-env-var"), help: ArgumentHelp("Take back an --allow-env-var (repeatable).", valueName: "VAR"))
@@ -105,7 +111,8 @@ struct Edit: ParsableCommand {
     var changesNothing: Bool {
         rename == nil && fields.isEmpty && secrets.isEmpty && unset.isEmpty && tags.isEmpty && untags.isEmpty
             && source == nil && !noSource && expires == nil && !noExpires && type == nil && policy == nil && url == nil
-            && envVars.isEmpty && noEnvVars.isEmpty && allowEnvVars.isEmpty && noAllowEnvVars.isEmpty && !generate && generateField.isEmpty && !totp && !generation.isUsed
+            && envVars.isEmpty && noEnvVars.isEmpty && allowEnvVars.isEmpty && noAllowEnvVars.isEmpty && !generate && generateField.isEmpty && !totp
+            && !generation.isUsed
     }
 
     func run() throws {
@@ -122,7 +129,9 @@ struct Edit: ParsableCommand {
             guard let eq = a.firstIndex(of: "="), eq != a.startIndex, EnvNaming.isValidOverride(String(a[a.index(after: eq)...])),
                 !a.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
-                throw CofferError(.usage, "invalid --env-var '\(a)'", hint: "write FIELD=VAR with VAR made of letters, digits and '_' (not starting with a digit), or FIELD=- to leave the field out")
+                throw CofferError(
+                    .usage, "invalid --env-var '\(a)'",
+                    hint: "write FIELD=VAR with VAR made of letters, digits and '_' (not starting with a digit), or FIELD=- to leave the field out")
             }
             envChanges.append((String(a[..<eq]), String(a[a.index(after: eq)...])))
         }
@@ -198,15 +207,17 @@ struct Edit: ParsableCommand {
 
         // Check what is written; all values when the source changes.
         let newSource: String? = edit.source ?? current.source
-        let toCheck = edit.source != nil
+        let toCheck =
+            edit.source != nil
             ? current.fields.filter { f in !unset.contains(f.name) && !set.contains { $0.name == f.name } } + set : set
         try CredentialGate.run(vault: vault, fields: toCheck, type: type ?? current.type, source: newSource, manifest: manifest, force: force)
         let item = try vault.edit(name, edit)
         Output.note("updated \(item.name)")
         if let p = policy, p != current.policy {
-            Output.note(p == .localOnly
-                ? "'\(item.name)' is now local-only: it stays on this machine and leaves future bundles (copies already synced elsewhere are not removed)"
-                : "'\(item.name)' now syncs: it enters the next bundle")
+            Output.note(
+                p == .localOnly
+                    ? "'\(item.name)' is now local-only: it stays on this machine and leaves future bundles (copies already synced elsewhere are not removed)"
+                    : "'\(item.name)' now syncs: it enters the next bundle")
         }
     }
 }

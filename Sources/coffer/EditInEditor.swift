@@ -79,7 +79,8 @@ enum EditInEditor {
         }
         guard unsafeTmp else {
             throw CofferError(
-                .usage, "no private runtime folder: $XDG_RUNTIME_DIR is not set or not a 0700 folder of yours, and the item's secrets would be written to a shared temporary folder",
+                .usage,
+                "no private runtime folder: $XDG_RUNTIME_DIR is not set or not a 0700 folder of yours, and the item's secrets would be written to a shared temporary folder",
                 hint: "log in with a session that sets XDG_RUNTIME_DIR, or accept the risk with --unsafe-tmp")
         }
         var tmp = env["TMPDIR"] ?? "/tmp"

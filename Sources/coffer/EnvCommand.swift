@@ -53,7 +53,9 @@ struct Env: ParsableCommand {
         for item in items { ItemWarnings.emit(for: item) }
         let vars = try EnvNaming.variables(for: items, allowDangerous: allowDangerousNames)
         for v in vars where v.value.utf8.contains(0) {
-            throw CofferError(.badData, "'\(v.item)' field '\(v.field)' contains a NUL byte, which a variable cannot hold", hint: "leave it out with `coffer edit \(v.item) --env-var \(v.field)=-`")
+            throw CofferError(
+                .badData, "'\(v.item)' field '\(v.field)' contains a NUL byte, which a variable cannot hold",
+                hint: "leave it out with `coffer edit \(v.item) --env-var \(v.field)=-`")
         }
         switch format {
         case .json:

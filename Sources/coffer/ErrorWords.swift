@@ -46,7 +46,10 @@ enum ErrorWords {
     /// The message and hint for remedy `r` of an error whose message is
     /// `message`; nil to keep CofferKit's words.
     static func words(for r: CofferError.Remedy, message: String) -> (message: String, hint: String?)? {
-        let item = r.item ?? "NAME", field = r.field ?? "FIELD", path = r.path ?? "PATH", name = r.name ?? "NAME"
+        let item = r.item ?? "NAME"
+        let field = r.field ?? "FIELD"
+        let path = r.path ?? "PATH"
+        let name = r.name ?? "NAME"
         func hint(_ text: String) -> (message: String, hint: String?) { (message, text) }
         switch r.action {
         // Items
@@ -81,7 +84,8 @@ enum ErrorWords {
             let rotated = message.replacingOccurrences(of: " was rotated (key epoch ", with: " was rotated (`coffer rekey`, key epoch ")
             return ("\(rotated); run eval \"$(coffer unlock\(r.path.map { " --vault \($0)" } ?? ""))\"", nil)
         case .importWithPassphrase:
-            return hint("run `coffer import` or `coffer sync` with the passphrase (terminal, --passphrase-fd, --passphrase-file or COFFER_PASSPHRASE), not a session")
+            return hint(
+                "run `coffer import` or `coffer sync` with the passphrase (terminal, --passphrase-fd, --passphrase-file or COFFER_PASSPHRASE), not a session")
         // The vault file
         case .createVault: return hint("create one with `coffer init`, or pass --vault PATH")
         case .checkVaultPath: return hint("check the --vault path")
@@ -96,7 +100,9 @@ enum ErrorWords {
         case .giveBundleOrStandardInput: return hint("give the path of a bundle written by `coffer export` (or `-` for standard input)")
         case .giveSyncFolder: return hint("give the folder that holds the bundles, not a bundle; `coffer import FILE` merges one file")
         case .cloneOrUseAnotherFolder:
-            return hint("to make this machine a replica of that vault, move \(r.vaultPath ?? "the vault") aside and run `coffer clone \(path)`; to sync this vault, use another folder")
+            return hint(
+                "to make this machine a replica of that vault, move \(r.vaultPath ?? "the vault") aside and run `coffer clone \(path)`; to sync this vault, use another folder"
+            )
         case .importIntoReplica: return hint("import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
         case .importEarlierBundles: return hint("import the bundles it depends on first, or ask for a full bundle (`coffer export` without --since)")
         case .exportFullBundle: return hint("on the exporting machine run `coffer export --out FILE` without --since")
@@ -105,9 +111,12 @@ enum ErrorWords {
         case .allowExpensiveKDF: return hint("if you made the vault with these parameters, run `coffer clone --allow-expensive-kdf`")
         case .adoptKey: return hint("if that rekey was yours, run `coffer sync --adopt-key DIR` to adopt it; if not, remove the file")
         case .adoptKeyWithoutDryRun:
-            return hint("a dry run cannot show its changes before the new key is adopted; run the import without --dry-run to adopt it (the passphrase is asked once)")
+            return hint(
+                "a dry run cannot show its changes before the new key is adopted; run the import without --dry-run to adopt it (the passphrase is asked once)")
         case .adoptNewerEpochFirst:
-            return hint("the replica that wrote it must first import a bundle of epoch \(name) (`coffer sync` or `coffer import`): it adopts the new key and writes its edits again under it")
+            return hint(
+                "the replica that wrote it must first import a bundle of epoch \(name) (`coffer sync` or `coffer import`): it adopts the new key and writes its edits again under it"
+            )
         case .cloneSyncRepository: return hint("clone your sync repository first (git clone URL \(path)), or sync without --git")
         case .addGitRemote: return hint("add it with `git -C \(path) remote add \(name) URL`, or name another with --remote")
         case .syncAgain: return hint("run `coffer sync \(path) --git` again; the vault and its bundle are committed locally")

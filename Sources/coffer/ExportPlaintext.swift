@@ -6,9 +6,11 @@ import Foundation
 
 /// `coffer export --format json|csv|keepass-xml --plaintext` options.
 struct PlaintextExportOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "Write a PLAINTEXT export instead of a bundle: json (Coffer's lossless format), csv or keepass-xml (for `keepassxc-cli import`). Needs --plaintext.",
-        valueName: "format"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write a PLAINTEXT export instead of a bundle: json (Coffer's lossless format), csv or keepass-xml (for `keepassxc-cli import`). Needs --plaintext.",
+            valueName: "format"))
     var format: String?
 
     @Flag(name: .long, help: "Confirm that the export holds every secret unencrypted.")
@@ -23,7 +25,11 @@ struct PlaintextExportOptions: ParsableArguments {
     @Flag(name: .long, help: "Allow a plaintext export to a terminal (--out - on a terminal).")
     var force = false
 
-    @Flag(name: .long, help: "--format csv: write cells that start with = + - @, tab or CR unchanged (by default they get a leading ' so that a spreadsheet does not run them as formulas).")
+    @Flag(
+        name: .long,
+        help:
+            "--format csv: write cells that start with = + - @, tab or CR unchanged (by default they get a leading ' so that a spreadsheet does not run them as formulas)."
+    )
     var csvFormulasAsIs = false
 }
 
@@ -34,16 +40,21 @@ enum PlaintextExportCommand {
     static func checkUsage(_ o: PlaintextExportOptions, since: String?) throws(CofferError) {
         guard let f = o.format else {
             if o.plaintext || o.includeLocalOnly || o.history || o.force || o.csvFormulasAsIs {
-                throw CofferError(.usage, "--plaintext, --include-local-only, --history, --force and --csv-formulas-as-is apply only with --format json|csv|keepass-xml", hint: "see `coffer export --help`")
+                throw CofferError(
+                    .usage, "--plaintext, --include-local-only, --history, --force and --csv-formulas-as-is apply only with --format json|csv|keepass-xml",
+                    hint: "see `coffer export --help`")
             }
             return
         }
         guard let format = ExportFormat(rawValue: f) else {
-            throw CofferError(.usage, "unknown format '\(f)'; use json, csv or keepass-xml (a bundle is written without --format)", hint: "see `coffer export --help`")
+            throw CofferError(
+                .usage, "unknown format '\(f)'; use json, csv or keepass-xml (a bundle is written without --format)", hint: "see `coffer export --help`")
         }
         if since != nil { throw CofferError(.usage, "--since applies to bundles, not to --format \(f)", hint: "see `coffer export --help`") }
         if o.history && format != .json { throw CofferError(.usage, "--history applies only to --format json", hint: "see `coffer export --help`") }
-        if o.csvFormulasAsIs && format != .csv { throw CofferError(.usage, "--csv-formulas-as-is applies only to --format csv", hint: "see `coffer export --help`") }
+        if o.csvFormulasAsIs && format != .csv {
+            throw CofferError(.usage, "--csv-formulas-as-is applies only to --format csv", hint: "see `coffer export --help`")
+        }
     }
 
     static func run(_ o: PlaintextExportOptions, vaultOptions: VaultOptions, out: String) throws {
@@ -75,10 +86,14 @@ enum PlaintextExportCommand {
         let n = selection.entries.count
         Output.note("wrote \(n) item\(n == 1 ? "" : "s") to \(toStdout ? "standard output" : out) as \(format.rawValue)")
         if !selection.leftOutLocalOnly.isEmpty {
-            Output.note("left out \(selection.leftOutLocalOnly.count) local-only item\(selection.leftOutLocalOnly.count == 1 ? "" : "s") (add --include-local-only): \(selection.leftOutLocalOnly.joined(separator: ", "))")
+            Output.note(
+                "left out \(selection.leftOutLocalOnly.count) local-only item\(selection.leftOutLocalOnly.count == 1 ? "" : "s") (add --include-local-only): \(selection.leftOutLocalOnly.joined(separator: ", "))"
+            )
         }
         if !selection.conflicted.isEmpty {
-            Output.warn("\(selection.conflicted.joined(separator: ", ")) \(selection.conflicted.count == 1 ? "has" : "have") unresolved conflicts; the shown values were exported (see `coffer conflicts`)")
+            Output.warn(
+                "\(selection.conflicted.joined(separator: ", ")) \(selection.conflicted.count == 1 ? "has" : "have") unresolved conflicts; the shown values were exported (see `coffer conflicts`)"
+            )
         }
         for w in exported.warnings { Output.warn(w.description) }
         if !exported.warnings.isEmpty {
@@ -91,7 +106,9 @@ enum PlaintextExportCommand {
         if exported.neutralisedCells > 0 {
             // A count, never a value.
             let k = exported.neutralisedCells
-            Output.note("\(k) cell\(k == 1 ? "" : "s") that a spreadsheet would run as formulas \(k == 1 ? "was" : "were") written with a leading ' (--csv-formulas-as-is writes them unchanged)")
+            Output.note(
+                "\(k) cell\(k == 1 ? "" : "s") that a spreadsheet would run as formulas \(k == 1 ? "was" : "were") written with a leading ' (--csv-formulas-as-is writes them unchanged)"
+            )
         }
         Output.warn("\(toStdout ? "the output" : out) holds your secrets unencrypted: keep it safe and delete it (e.g. `shred -u`) when done")
     }

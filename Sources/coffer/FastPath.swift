@@ -45,7 +45,8 @@ enum FastPath {
         if args[0] == "clip" {
             // Checks for a clipboard tool before unlocking, as Clip.run does.
             let tool = try ClipboardTool.detect()
-            try Clip.execute(name: name, field: nil, tool: tool, seconds: try Clip.parseDelay(Clip.defaultClearAfter), startEarly: true) { () throws(CofferError) in
+            try Clip.execute(name: name, field: nil, tool: tool, seconds: try Clip.parseDelay(Clip.defaultClearAfter), startEarly: true) {
+                () throws(CofferError) in
                 try unlock()
             }
             return true

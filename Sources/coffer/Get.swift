@@ -24,7 +24,9 @@ struct Get: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    @Option(help: ArgumentHelp("Write the value (an attachment's bytes, exactly) to this file, mode 0600, instead of printing it.", valueName: "file"), completion: .file())
+    @Option(
+        help: ArgumentHelp("Write the value (an attachment's bytes, exactly) to this file, mode 0600, instead of printing it.", valueName: "file"),
+        completion: .file())
     var out: String?
 
     func run() throws {
@@ -59,7 +61,9 @@ struct Get: ParsableCommand {
                 throw CofferError(.usage, "'\(chosen.name)' of '\(item.name)' is an attachment, which JSON cannot carry", hint: "save it with --out FILE")
             }
             if Output.stdoutIsTerminal {
-                throw CofferError(.usage, "'\(chosen.name)' of '\(item.name)' is an attachment; it is not printed to a terminal", hint: "save it with --out FILE, or redirect the output")
+                throw CofferError(
+                    .usage, "'\(chosen.name)' of '\(item.name)' is an attachment; it is not printed to a terminal",
+                    hint: "save it with --out FILE, or redirect the output")
             }
             Output.stdout(Data(chosen.bytes))
             return
@@ -76,7 +80,8 @@ struct Get: ParsableCommand {
         let chosen: Field
         if let field {
             guard let f = item.field(field) else {
-                throw CofferError(.itemNotFound, "item '\(item.name)' has no field '\(field)'",
+                throw CofferError(
+                    .itemNotFound, "item '\(item.name)' has no field '\(field)'",
                     hint: item.fields.isEmpty ? "it has no fields" : "its fields are: \(item.fields.map(\.name).joined(separator: ", "))")
             }
             chosen = f
@@ -93,7 +98,7 @@ struct Get: ParsableCommand {
 /// Warnings printed on stderr whenever a credential is read.
 enum ItemWarnings {
     static func emit(for item: Item) {
-        if let e = item.expires, item.isExpired() {  // no calendar work for items without expiry (hot path)
+        if let e = item.expires, item.isExpired() { // no calendar work for items without expiry (hot path)
             Output.warn("'\(item.name)' expired on \(e); renew it and run `coffer edit \(item.name) --expires …`")
         }
         for c in item.conflicts {

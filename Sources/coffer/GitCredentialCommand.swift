@@ -46,7 +46,9 @@ struct GitCredentialCommand: ParsableCommand {
         case "get":
             guard let match = try vault.gitCredential(for: request) else { return }
             guard !match.username.contains("\n"), !match.password.contains("\n") else {
-                throw CofferError(.badData, "item '\(match.itemName)' has a username or password with a line break, which git cannot take", hint: "fix it with `coffer edit \(match.itemName)`")
+                throw CofferError(
+                    .badData, "item '\(match.itemName)' has a username or password with a line break, which git cannot take",
+                    hint: "fix it with `coffer edit \(match.itemName)`")
             }
             var out = ""
             if !match.username.isEmpty { out += "username=\(match.username)\n" }

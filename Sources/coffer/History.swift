@@ -22,12 +22,13 @@ struct History: ParsableCommand {
         let vault = try options.unlock()
         let entries = try vault.history(name)
         if json {
-            try Output.json(entries.map {
-                HistoryJSON(
-                    field: $0.field, value: ($0.isSecret && !showSecrets) ? nil : $0.value, secret: $0.isSecret,
-                    removed: $0.removed, current: $0.isCurrent, writtenAt: $0.writtenAt, replica: $0.replica.hex,
-                    counter: $0.counter)
-            })
+            try Output.json(
+                entries.map {
+                    HistoryJSON(
+                        field: $0.field, value: ($0.isSecret && !showSecrets) ? nil : $0.value, secret: $0.isSecret,
+                        removed: $0.removed, current: $0.isCurrent, writtenAt: $0.writtenAt, replica: $0.replica.hex,
+                        counter: $0.counter)
+                })
             return
         }
         for e in entries {

@@ -84,7 +84,8 @@ struct Import: ParsableCommand {
                 // ones before this one stay imported.
                 guard !done.isEmpty else { throw error }
                 var e = error
-                e.hint = "nothing of \(file) was imported; \(done.joined(separator: ", ")) \(done.count == 1 ? "was" : "were") imported before it and stay\(done.count == 1 ? "s" : "")"
+                e.hint =
+                    "nothing of \(file) was imported; \(done.joined(separator: ", ")) \(done.count == 1 ? "was" : "were") imported before it and stay\(done.count == 1 ? "s" : "")"
                 throw e
             }
             done.append(file)

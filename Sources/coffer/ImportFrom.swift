@@ -7,15 +7,18 @@ import Foundation
 
 /// `coffer import --from FORMAT …` options (docs/import-export.md).
 struct InterchangeImportOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "Import another tool's export instead of bundles: \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")).",
-        valueName: "format"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Import another tool's export instead of bundles: \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")).",
+            valueName: "format"))
     var from: String?
 
     @Option(name: .long, help: ArgumentHelp("Put imported items under this name prefix (dotenv: the item's name).", valueName: "prefix"))
     var prefix: String?
 
-    @Option(name: .long, help: ArgumentHelp("When a name is taken by a different item: skip, overwrite or keep-both (stored as 'NAME (2)').", valueName: "policy"))
+    @Option(
+        name: .long, help: ArgumentHelp("When a name is taken by a different item: skip, overwrite or keep-both (stored as 'NAME (2)').", valueName: "policy"))
     var onConflict: String = ImportConflictPolicy.keepBoth.rawValue
 
     @Option(name: .long, help: ArgumentHelp("CSV column mapping FIELD=COLUMN,… (e.g. name=title,password=pass).", valueName: "mapping"))
@@ -39,8 +42,11 @@ struct InterchangeImportOptions: ParsableArguments {
 enum InterchangeImportCommand {
     static func checkUsage(_ o: InterchangeImportOptions, files: [String]) throws(CofferError) {
         guard let from = o.from else {
-            if o.prefix != nil || o.columns != nil || o.json || o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil || o.sourceKeyFile != nil || o.onConflict != ImportConflictPolicy.keepBoth.rawValue {
-                throw CofferError(.usage, "--prefix, --on-conflict, --columns, --json and --source-* apply only with --from FORMAT", hint: "see `coffer import --help`")
+            if o.prefix != nil || o.columns != nil || o.json || o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil || o.sourceKeyFile != nil
+                || o.onConflict != ImportConflictPolicy.keepBoth.rawValue
+            {
+                throw CofferError(
+                    .usage, "--prefix, --on-conflict, --columns, --json and --source-* apply only with --from FORMAT", hint: "see `coffer import --help`")
             }
             return
         }
@@ -71,13 +77,16 @@ enum InterchangeImportCommand {
         readOptions.dotenvName = o.prefix
         readOptions.keyFile = o.sourceKeyFile
         if format == .kdbx {
-            let fd = o.sourcePassphraseFd, file = o.sourcePassphraseFile
+            let fd = o.sourcePassphraseFd
+            let file = o.sourcePassphraseFile
             readOptions.sourcePassword = { () throws(CofferError) -> SecretBytes in
                 do throws(CofferError) {
                     return try PassphraseSource.read(fd: fd, file: file, environment: nil, prompt: "Password for \(path): ", confirm: false)
                 } catch {
                     guard error.kind == .locked else { throw error }
-                    throw CofferError(.locked, "\(path) needs its database password and there is no terminal to ask on", hint: "give it with --source-passphrase-fd N or --source-passphrase-file F")
+                    throw CofferError(
+                        .locked, "\(path) needs its database password and there is no terminal to ask on",
+                        hint: "give it with --source-passphrase-fd N or --source-passphrase-file F")
                 }
             }
         }
@@ -123,7 +132,9 @@ enum InterchangeImportCommand {
             print(report, format: format, path: path, warnings: read.warnings)
         }
         if format != .pass && format != .kdbx {
-            Output.note("\(path) still holds your secrets in plaintext; coffer does not delete it: remove it yourself (e.g. `shred -u \(path)`) when you no longer need it")
+            Output.note(
+                "\(path) still holds your secrets in plaintext; coffer does not delete it: remove it yourself (e.g. `shred -u \(path)`) when you no longer need it"
+            )
         }
     }
 
@@ -138,7 +149,9 @@ enum InterchangeImportCommand {
             case .overwritten:
                 report.dryRun ? Output.out("would overwrite \(line.name)") : Output.note("overwrote \(line.name) (the old values are in `coffer history`)")
             case .skipped:
-                report.dryRun ? Output.out("would skip \(line.name) (a different item has the name)") : Output.note("skipped \(line.entry): a different item has the name (--on-conflict skip)")
+                report.dryRun
+                    ? Output.out("would skip \(line.name) (a different item has the name)")
+                    : Output.note("skipped \(line.entry): a different item has the name (--on-conflict skip)")
             case .identical:
                 if report.dryRun { Output.out("would skip \(line.name) (identical item already there)") }
             default: break
@@ -147,14 +160,17 @@ enum InterchangeImportCommand {
         let identical = report.lines.filter { $0.action == .identical }.map(\.name)
         if !report.dryRun && !identical.isEmpty {
             let shown = identical.prefix(50).joined(separator: ", ")
-            Output.note("already in the vault, identical (skipped): \(shown)\(identical.count > 50 ? " and \(identical.count - 50) more (--json lists all)" : "")")
+            Output.note(
+                "already in the vault, identical (skipped): \(shown)\(identical.count > 50 ? " and \(identical.count - 50) more (--json lists all)" : "")")
         }
         for w in warnings { Output.warn(w.description) }
-        let counts = "\(report.count(.added)) added, \(report.count(.overwritten)) overwritten, \(report.count(.identical)) identical (skipped), \(report.count(.skipped)) skipped (name taken)"
+        let counts =
+            "\(report.count(.added)) added, \(report.count(.overwritten)) overwritten, \(report.count(.identical)) identical (skipped), \(report.count(.skipped)) skipped (name taken)"
         if report.dryRun {
             Output.note("dry run of \(path) (\(format.rawValue)): \(counts); nothing was changed")
         } else {
-            Output.note("imported \(path) (\(format.rawValue)): \(counts)\(warnings.isEmpty ? "" : ", \(warnings.count) warning\(warnings.count == 1 ? "" : "s")")")
+            Output.note(
+                "imported \(path) (\(format.rawValue)): \(counts)\(warnings.isEmpty ? "" : ", \(warnings.count) warning\(warnings.count == 1 ? "" : "s")")")
         }
     }
 }

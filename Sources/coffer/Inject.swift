@@ -25,11 +25,12 @@ struct Inject: ParsableCommand {
     @Option(name: [.customShort("i"), .customLong("in-file")], help: ArgumentHelp("Template file (default: stdin).", valueName: "file"))
     var input: String?
 
-    @Option(name: [.customShort("o"), .customLong("out-file")], help: ArgumentHelp("Output file, created with mode 0600 (default: stdout).", valueName: "file"))
+    @Option(
+        name: [.customShort("o"), .customLong("out-file")], help: ArgumentHelp("Output file, created with mode 0600 (default: stdout).", valueName: "file"))
     var output: String?
 
     func run() throws {
-        let input = self.input == "-" ? nil : self.input  // `-i -`: standard input
+        let input = self.input == "-" ? nil : self.input // `-i -`: standard input
         let source = input ?? "<stdin>"
         let text: String
         if let input {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CofferCrypto
-import CofferSystem
 import CofferKit
+import CofferSystem
 import Foundation
 
 /// Turns `--field`, `--secret` and `--url` options into fields, reading
@@ -19,7 +19,9 @@ enum ItemInput {
             let value = String(a[a.index(after: eq)...])
             let secret = type.defaultSecrecy(of: key)
             if secret {
-                Output.warn("'\(key)' is a secret field and its value was given on the command line, where other processes and shell history can see it; prefer --secret \(key)")
+                Output.warn(
+                    "'\(key)' is a secret field and its value was given on the command line, where other processes and shell history can see it; prefer --secret \(key)"
+                )
             }
             out.append(Field(name: key, value: value, isSecret: secret))
         }
@@ -33,7 +35,9 @@ enum ItemInput {
         do {
             if !Output.stdinIsTerminal {
                 guard !stdinUsed else {
-                    throw CofferError(.usage, "only one secret value can be read from standard input", hint: "run the command on a terminal to be prompted for each, or add the other fields with `coffer edit`")
+                    throw CofferError(
+                        .usage, "only one secret value can be read from standard input",
+                        hint: "run the command on a terminal to be prompted for each, or add the other fields with `coffer edit`")
                 }
                 stdinUsed = true
                 bytes = try SecretInput.read(fd: 0)

@@ -51,9 +51,13 @@ struct ItemJSON: Encodable {
         updatedAt = item.updatedAt
         vector = Dictionary(uniqueKeysWithValues: item.vector.entries.map { ($0.replica.hex, $0.counter) })
         conflicts = item.conflicts.map { c in
-            ConflictJSON(field: c.field, sides: c.sides.map {
-                .init(number: $0.number, value: (c.isSecret && !showSecrets) ? nil : $0.value, shown: $0.isShown, writtenAt: $0.writtenAt, replica: $0.replica.hex)
-            })
+            ConflictJSON(
+                field: c.field,
+                sides: c.sides.map {
+                    .init(
+                        number: $0.number, value: (c.isSecret && !showSecrets) ? nil : $0.value, shown: $0.isShown, writtenAt: $0.writtenAt,
+                        replica: $0.replica.hex)
+                })
         }
         deleteConflict = item.hasDeleteConflict
     }
@@ -111,10 +115,13 @@ struct HistoryJSON: Encodable {
 /// absent: the JSON Schemas in Schemas/ list such keys as required, and a
 /// synthesized `Encodable` would leave them out. With it a model is a plain
 /// `Encodable` struct, not a hand-written `encode(to:)`.
+// swift-format-ignore: UseSynthesizedInitializer
 @propertyWrapper
 struct NullEncoded<Value: Encodable>: Encodable {
     var wrappedValue: Value?
 
+    // The containing models' memberwise initializers take a plain optional
+    // only through an explicit init(wrappedValue:) (hence the ignore above).
     init(wrappedValue: Value?) {
         self.wrappedValue = wrappedValue
     }

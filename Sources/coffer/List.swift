@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import CofferKit
+import Foundation
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -97,7 +97,10 @@ struct List: ParsableCommand {
             pad(18 - s.type.rawValue.utf8.count)
             var first = true
             func mark(_ text: String) {
-                if !first { out.append(0x20); out.append(0x20) }
+                if !first {
+                    out.append(0x20)
+                    out.append(0x20)
+                }
                 first = false
                 out.append(contentsOf: text.utf8)
             }
@@ -128,7 +131,10 @@ struct List: ParsableCommand {
         var copy = s
         let ascii = copy.withUTF8 { bytes in
             var ascii = true
-            for b in bytes where b >= 0x80 { ascii = false; break }
+            for b in bytes where b >= 0x80 {
+                ascii = false
+                break
+            }
             return ascii
         }
         return ascii ? s.utf8.count : s.count
@@ -164,8 +170,10 @@ struct List: ParsableCommand {
         var out: [UInt8] = []
         out.reserveCapacity(names.count * 32)
         var indent: [UInt8] = []
-        let branch = Array("├── ".utf8), lastBranch = Array("└── ".utf8)
-        let bar = Array("│   ".utf8), blank = Array("    ".utf8)
+        let branch = Array("├── ".utf8)
+        let lastBranch = Array("└── ".utf8)
+        let bar = Array("│   ".utf8)
+        let blank = Array("    ".utf8)
         func walk(_ node: Node) {
             let keys = node.children.keys.sorted()
             for (i, key) in keys.enumerated() {

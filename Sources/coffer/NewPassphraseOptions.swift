@@ -45,7 +45,8 @@ struct NewPassphraseOptions: ParsableArguments {
     /// strength (`--force` accepts a weak one).
     func newPassphrase() throws(CofferError) -> SecretBytes {
         if !givesNewPassphrase, !SecretInput.hasTerminal {
-            throw CofferError(.usage, "a new passphrase is needed and there is no terminal to ask on", hint: "use --new-passphrase-fd N or --new-passphrase-file F")
+            throw CofferError(
+                .usage, "a new passphrase is needed and there is no terminal to ask on", hint: "use --new-passphrase-fd N or --new-passphrase-file F")
         }
         let new = try PassphraseSource.read(
             fd: newPassphraseFd, file: newPassphraseFile, environment: nil, prompt: "New passphrase: ", confirm: true)

@@ -48,7 +48,8 @@ struct Otp: ParsableCommand {
         let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
         guard let f = item.field(field) else {
-            throw CofferError(.itemNotFound, "item '\(item.name)' has no field '\(field)'",
+            throw CofferError(
+                .itemNotFound, "item '\(item.name)' has no field '\(field)'",
                 hint: "store a TOTP secret with `coffer edit \(item.name) --totp` (the otpauth:// URI or base32 secret on stdin)")
         }
         let totp: TOTP
@@ -60,7 +61,10 @@ struct Otp: ParsableCommand {
         let code = totp.code(at: time)
         let remaining = totp.secondsRemaining(at: time)
         if json {
-            try Output.json(OtpJSON(name: item.name, code: code, digits: totp.digits, period: totp.period, algorithm: totp.algorithm.rawValue, remaining: remaining, time: time))
+            try Output.json(
+                OtpJSON(
+                    name: item.name, code: code, digits: totp.digits, period: totp.period, algorithm: totp.algorithm.rawValue, remaining: remaining, time: time)
+            )
         } else {
             Output.out(code)
         }

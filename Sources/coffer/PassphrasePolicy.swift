@@ -22,7 +22,9 @@ enum PassphrasePolicy {
                 hint: "choose several random words (`coffer generate --words 6`), or pass --force to accept it anyway")
         }
         if estimate.bits < PasswordStrength.weakThreshold {
-            Output.warn("the passphrase is weak (about \(bits) bits, below \(Int(PasswordStrength.weakThreshold)): \(estimate.reason)); anyone with the vault file can guess it more easily — consider `coffer passwd` with several random words")
+            Output.warn(
+                "the passphrase is weak (about \(bits) bits, below \(Int(PasswordStrength.weakThreshold)): \(estimate.reason)); anyone with the vault file can guess it more easily — consider `coffer passwd` with several random words"
+            )
         }
     }
 }

@@ -44,7 +44,9 @@ struct Rekey: ParsableCommand {
         Output.note(
             "rotated the master key of \(file.path) (key epoch \(report.previous.number) → \(report.epoch.number)): \(report.items) item\(report.items == 1 ? "" : "s"), \(report.versions) field version\(report.versions == 1 ? "" : "s") and \(report.historyVersions) history version\(report.historyVersions == 1 ? "" : "s") re-encrypted"
                 + (passphrase === current ? "" : "; the passphrase changed"))
-        Output.note("\(ended) session\(ended == 1 ? "" : "s") ended; other replicas adopt the new key on their next sync or import (the passphrase is asked once there)")
+        Output.note(
+            "\(ended) session\(ended == 1 ? "" : "s") ended; other replicas adopt the new key on their next sync or import (the passphrase is asked once there)"
+        )
     }
 }
 
@@ -74,6 +76,7 @@ enum KeyAdoption {
         let sessions = report.sessionsEnded
         let who = report.epoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica"
         let when = Date(timeIntervalSince1970: Double(report.epoch.rekeyedAt) / 1000).ISO8601Format()
-        return "adopted the new master key made on \(who) at \(when) (key epoch \(report.previous.number) → \(report.epoch.number)): \(report.items) item\(report.items == 1 ? "" : "s") re-encrypted, \(sessions) session\(sessions == 1 ? "" : "s") ended"
+        return
+            "adopted the new master key made on \(who) at \(when) (key epoch \(report.previous.number) → \(report.epoch.number)): \(report.items) item\(report.items == 1 ? "" : "s") re-encrypted, \(sessions) session\(sessions == 1 ? "" : "s") ended"
     }
 }

@@ -21,9 +21,11 @@ struct Replicas: ParsableCommand {
         let vault = try options.unlock()
         let all = try vault.replicas()
         if json {
-            try Output.json(ReplicasJSON(replicas: all.map {
-                ReplicasJSON.Replica(id: $0.id.hex, counter: $0.counter, lastImportAt: $0.lastImportAt, local: $0.isLocal)
-            }))
+            try Output.json(
+                ReplicasJSON(
+                    replicas: all.map {
+                        ReplicasJSON.Replica(id: $0.id.hex, counter: $0.counter, lastImportAt: $0.lastImportAt, local: $0.isLocal)
+                    }))
             return
         }
         for r in all {

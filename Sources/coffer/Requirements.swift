@@ -37,7 +37,8 @@ struct RequirementsAdd: ParsableCommand {
         let chosen = name ?? manifest.name ?? base
         let vault = try options.unlock()
         let replaced = try vault.registerRequirements(data, name: chosen, file: file)
-        Output.note("\(replaced ? "replaced" : "registered") requirements '\(chosen)' (\(manifest.sources.count) source\(manifest.sources.count == 1 ? "" : "s"))")
+        Output.note(
+            "\(replaced ? "replaced" : "registered") requirements '\(chosen)' (\(manifest.sources.count) source\(manifest.sources.count == 1 ? "" : "s"))")
     }
 }
 
@@ -54,9 +55,11 @@ struct RequirementsList: ParsableCommand {
         let vault = try options.unlock()
         let registered = try vault.registeredRequirements()
         if json {
-            try Output.json(RequirementsListJSON(manifests: registered.map {
-                .init(name: $0.name, sources: $0.manifest?.sources.map(\.id), problem: $0.problem, updatedAt: $0.updatedAt)
-            }))
+            try Output.json(
+                RequirementsListJSON(
+                    manifests: registered.map {
+                        .init(name: $0.name, sources: $0.manifest?.sources.map(\.id), problem: $0.problem, updatedAt: $0.updatedAt)
+                    }))
             return
         }
         for r in registered {

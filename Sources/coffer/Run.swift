@@ -1,7 +1,7 @@
 import ArgumentParser
 import CofferCrypto
-import CofferSystem
 import CofferKit
+import CofferSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -38,7 +38,11 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("env"), help: ArgumentHelp("Set a variable, usually to a reference (repeatable; wins over --env-file).", valueName: "NAME=REF"))
     var envs: [String] = []
 
-    @Flag(inversion: .prefixedNo, help: "Replace resolved secrets in CMD's stdout and stderr with <concealed> (default: on when stdout or stderr is a terminal; --no-mask for a program that needs the terminal itself).")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Replace resolved secrets in CMD's stdout and stderr with <concealed> (default: on when stdout or stderr is a terminal; --no-mask for a program that needs the terminal itself)."
+    )
     var mask: Bool?
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "CMD"))
@@ -76,7 +80,9 @@ struct Run: ParsableCommand {
         }
         for assignment in envs {
             guard let eq = assignment.firstIndex(of: "="), Dotenv.isValidName(assignment[..<eq]) else {
-                throw CofferError(.usage, "invalid --env '\(assignment.prefix(40))': expected NAME=REF with NAME made of letters, digits and '_'", hint: "e.g. --env OPENAI_API_KEY=coffer://work/openai")
+                throw CofferError(
+                    .usage, "invalid --env '\(assignment.prefix(40))': expected NAME=REF with NAME made of letters, digits and '_'",
+                    hint: "e.g. --env OPENAI_API_KEY=coffer://work/openai")
             }
             let name = String(assignment[..<eq])
             env[name] = String(assignment[assignment.index(after: eq)...])
@@ -105,7 +111,8 @@ struct Run: ParsableCommand {
         for name in names {
             let value = resolved[refOf[name]!]!.value
             guard !value.utf8.contains(0) else {
-                throw CofferError(.badData, "cannot set \(name): the value of \(refOf[name]!.text) contains a NUL byte, which an environment variable cannot hold")
+                throw CofferError(
+                    .badData, "cannot set \(name): the value of \(refOf[name]!.text) contains a NUL byte, which an environment variable cannot hold")
             }
             env[name] = value
             secrets.append(value)

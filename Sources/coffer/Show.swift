@@ -102,7 +102,7 @@ struct Show: ParsableCommand {
     static func byteCount(_ n: Int) -> String {
         if n < 1024 { return "\(n) bytes" }
         if n < 1024 * 1024 { return String(format: "%.1f KiB", Double(n) / 1024) }
-        return String(format: "%.1f MiB", Double(n) / 1048576)
+        return String(format: "%.1f MiB", Double(n) / 1_048_576)
     }
 }
 

@@ -44,7 +44,9 @@ struct Status: ParsableCommand {
                     kdf: .init(algorithm: "argon2id", memoryKiB: info.kdf.memoryKiB, iterations: info.kdf.iterations, parallelism: info.kdf.parallelism),
                     locked: session == nil, lockedReason: reason,
                     session: session.map {
-                        .init(id: $0.id, expiresAt: $0.expiresAt, lifetimeEndsAt: $0.lifetimeEndsAt, lastUsedAt: $0.lastUsedAt, idleTimeoutSeconds: $0.idleTimeout)
+                        .init(
+                            id: $0.id, expiresAt: $0.expiresAt, lifetimeEndsAt: $0.lifetimeEndsAt, lastUsedAt: $0.lastUsedAt, idleTimeoutSeconds: $0.idleTimeout
+                        )
                     },
                     activeSessions: others, sessionDirectory: directory.path,
                     counter: info.counter, counterSeenElsewhere: info.counterSeenElsewhere, keyEpoch: file.keyEpoch.number))
@@ -55,13 +57,18 @@ struct Status: ParsableCommand {
             "vault id:       \(info.vaultID.hex)",
             "replica id:     \(info.replicaID.hex)",
             "format version: \(info.formatVersion)",
-            "key epoch:      \(file.keyEpoch.number)" + (file.keyEpoch.rekeyedBy.map { " (master key rotated on \($0.hex.prefix(8)) at \(ISO8601.string(Date(timeIntervalSince1970: Double(file.keyEpoch.rekeyedAt) / 1000))))" } ?? ""),
+            "key epoch:      \(file.keyEpoch.number)"
+                + (file.keyEpoch.rekeyedBy.map {
+                    " (master key rotated on \($0.hex.prefix(8)) at \(ISO8601.string(Date(timeIntervalSince1970: Double(file.keyEpoch.rekeyedAt) / 1000))))"
+                } ?? ""),
             "items:          \(info.itemCount)",
             "kdf:            argon2id, \(info.kdf.memoryKiB / 1024) MiB, \(info.kdf.iterations) iterations, \(info.kdf.parallelism) lanes",
         ]
         if let s = session {
             lines.append("state:          unlocked by this shell's session")
-            lines.append("session ends:   \(ISO8601.string(s.expiresAt)) if unused (idle timeout \(SessionDuration.format(s.idleTimeout))), \(ISO8601.string(s.lifetimeEndsAt)) at the latest")
+            lines.append(
+                "session ends:   \(ISO8601.string(s.expiresAt)) if unused (idle timeout \(SessionDuration.format(s.idleTimeout))), \(ISO8601.string(s.lifetimeEndsAt)) at the latest"
+            )
         } else {
             lines.append("state:          locked: \(reason ?? "")")
         }
@@ -69,7 +76,8 @@ struct Status: ParsableCommand {
         lines.append("writes:         counter \(info.counter), highest known \(info.counterSeenElsewhere)")
         if info.counterSeenElsewhere > info.counter {
             Output.warn(
-                "this vault file is older than what other replicas saw from it (they saw counter \(info.counterSeenElsewhere), the file is at \(info.counter)): it was restored or rolled back; its next write takes a new replica id")
+                "this vault file is older than what other replicas saw from it (they saw counter \(info.counterSeenElsewhere), the file is at \(info.counter)): it was restored or rolled back; its next write takes a new replica id"
+            )
         }
         Output.out(lines.joined(separator: "\n"))
     }

@@ -38,7 +38,10 @@ struct Sync: ParsableCommand {
     @Flag(help: "DIR is a git work tree: commit this replica's bundle, pull --rebase, merge, push (retried when another machine pushed first).")
     var git = false
 
-    @Flag(help: "Adopt a newer master key (another machine's `coffer rekey`) even when its Argon2id parameters exceed this vault's own: without it such a key is not tried, since anyone who can write to DIR can drop a header that asks for them.")
+    @Flag(
+        help:
+            "Adopt a newer master key (another machine's `coffer rekey`) even when its Argon2id parameters exceed this vault's own: without it such a key is not tried, since anyone who can write to DIR can drop a header that asks for them."
+    )
     var adoptKey = false
 
     @Option(help: ArgumentHelp("With --git: the remote to pull from and push to (default: the branch's upstream, else origin).", valueName: "name"))
@@ -48,7 +51,10 @@ struct Sync: ParsableCommand {
     /// ``run()`` so that they fail like every other usage error
     /// (`coffer: error:` and exit 64, docs/exit-codes.md).
     func checkUsage() throws(CofferError) {
-        if git && dryRun { throw CofferError(.usage, "--dry-run cannot be combined with --git (a dry run changes nothing, a git sync commits and pushes)", hint: "see `coffer sync --help`") }
+        if git && dryRun {
+            throw CofferError(
+                .usage, "--dry-run cannot be combined with --git (a dry run changes nothing, a git sync commits and pushes)", hint: "see `coffer sync --help`")
+        }
         if remote != nil && !git { throw CofferError(.usage, "--remote needs --git", hint: "see `coffer sync --help`") }
     }
 
@@ -80,11 +86,15 @@ struct Sync: ParsableCommand {
             Output.note(KeyAdoption.message(adopted))
         }
         if dryRun, let pending = report.keyEpochPending {
-            Output.out("would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)")
+            Output.out(
+                "would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)"
+            )
         }
         let olderEpoch = report.skipped.filter { $0.reason == .olderKeyEpoch }
         for s in olderEpoch {
-            Output.note("skipped \((s.path as NSString).lastPathComponent): written under an older master key; its replica writes it again once it has adopted the new one")
+            Output.note(
+                "skipped \((s.path as NSString).lastPathComponent): written under an older master key; its replica writes it again once it has adopted the new one"
+            )
         }
         let base = { (p: String) in (p as NSString).lastPathComponent }
         for f in report.failed {
@@ -132,7 +142,8 @@ struct Sync: ParsableCommand {
             } else {
                 hint = "remove or replace the damaged file; its replica writes a fresh bundle on its next sync"
             }
-            throw CofferError(.badData, "\(n) file\(n == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced",
+            throw CofferError(
+                .badData, "\(n) file\(n == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced",
                 hint: hint)
         }
     }
@@ -149,7 +160,8 @@ extension Sync {
             return f
         case .failure(var e):
             if e.kind == .vaultNotFound, Vault.isFolder(dir), let first = (try? Vault.bundlesInFolder(dir))?.first {
-                e.hint = "\(dir) holds bundles of a vault (vault id \(first.header.vaultID.hex.prefix(8))…): make this machine one of its replicas with `coffer clone \(dir)`, not `coffer init`"
+                e.hint =
+                    "\(dir) holds bundles of a vault (vault id \(first.header.vaultID.hex.prefix(8))…): make this machine one of its replicas with `coffer clone \(dir)`, not `coffer init`"
             }
             throw e
         }
@@ -159,9 +171,11 @@ extension Sync {
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
         let vault = try options.unlock(file)
-        let report = try vault.syncGit(dir: dir, remote: remote, note: { Output.note($0) }, adoptAboveOwnKDF: adoptKey) { (epoch, path, attempt) throws(CofferError) in
-            try KeyAdoption.passphrases(for: path)(epoch, attempt)
-        }
+        let report = try vault.syncGit(
+            dir: dir, remote: remote, note: { Output.note($0) }, adoptAboveOwnKDF: adoptKey,
+            adoptKey: { (epoch, path, attempt) throws(CofferError) in
+                try KeyAdoption.passphrases(for: path)(epoch, attempt)
+            })
         let base = { (p: String) in (p as NSString).lastPathComponent }
         var failed: [String: CofferError] = [:]
         for round in report.rounds {
@@ -178,13 +192,16 @@ extension Sync {
         }
         if report.rounds.contains(where: { !$0.newConflicts.isEmpty }) { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
         let own = base(report.rounds.last?.ownBundle ?? "")
-        Output.note(report.commits > 0 ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))" : "nothing to commit; \(own) is current")
+        Output.note(
+            report.commits > 0 ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))" : "nothing to commit; \(own) is current")
         Output.note("pushed to \(report.remote)/\(report.branch)" + (report.attempts > 1 ? " after \(report.attempts) attempts" : ""))
         for (path, e) in failed.sorted(by: { $0.key < $1.key }) {
             Output.warn("skipped \(base(path)): \(ErrorWords.message(e))")
         }
         if !failed.isEmpty {
-            throw CofferError(.badData, "\(failed.count) file\(failed.count == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced and pushed",
+            throw CofferError(
+                .badData,
+                "\(failed.count) file\(failed.count == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced and pushed",
                 hint: "remove or replace the damaged file; its replica writes a fresh bundle on its next sync")
         }
     }

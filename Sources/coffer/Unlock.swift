@@ -67,7 +67,8 @@ struct Unlock: ParsableCommand {
             Output.warn("the session was printed, not set; run it as  eval \"$(coffer unlock)\"  (and `coffer lock` this one)")
         }
         SessionFolderWarnings.report(.resolve())
-        Output.note("session started for \(file.path): ends after \(SessionDuration.format(idle)) unused, at \(ISO8601.string(info.lifetimeEndsAt)) at the latest")
+        Output.note(
+            "session started for \(file.path): ends after \(SessionDuration.format(idle)) unused, at \(ISO8601.string(info.lifetimeEndsAt)) at the latest")
     }
 
     func duration(_ text: String?, option: String) throws(CofferError) -> Int64? {

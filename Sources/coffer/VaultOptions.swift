@@ -1,7 +1,7 @@
 import ArgumentParser
 import CofferCrypto
-import CofferSystem
 import CofferKit
+import CofferSystem
 import Foundation
 
 /// Options every command that opens a vault shares.
@@ -189,11 +189,14 @@ enum PassphraseSource {
     static func translate(_ e: SecretInputError) -> CofferError {
         switch e {
         case .unreadableDescriptor(let fd, let why):
-            return CofferError(.usage, "cannot read the passphrase from file descriptor \(fd): \(why)", hint: "open the descriptor, e.g. `coffer … --passphrase-fd 3 3<file`")
+            return CofferError(
+                .usage, "cannot read the passphrase from file descriptor \(fd): \(why)", hint: "open the descriptor, e.g. `coffer … --passphrase-fd 3 3<file`")
         case .unreadableFile(let path, let why):
             return CofferError(.fileNotFound, "cannot read the passphrase file \(path): \(why)", hint: "check the --passphrase-file path")
         case .noTerminal:
-            return CofferError(.locked, "a passphrase is needed and there is no terminal to ask on", hint: "use --passphrase-fd N, --passphrase-file F or COFFER_PASSPHRASE, or unlock a session")
+            return CofferError(
+                .locked, "a passphrase is needed and there is no terminal to ask on",
+                hint: "use --passphrase-fd N, --passphrase-file F or COFFER_PASSPHRASE, or unlock a session")
         case .tooLong:
             return CofferError(.usage, "the passphrase or value is longer than 64 KiB")
         case .interrupted:

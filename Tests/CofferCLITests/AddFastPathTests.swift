@@ -37,7 +37,9 @@ struct AddFastPathTests {
         Case(args: ["add", "a/one"], stdin: "sk-one-1234567890\n", status: 0),
         Case(args: ["add", "a/one"], stdin: "sk-again\n", status: 73),
         Case(args: ["add", "A/One"], stdin: "sk-again\n", status: 0),
-        Case(args: ["add", "--type", "login", "a/two", "--field", "username=me", "--url", "https://example.com", "--tag", "t1", "--tag", "t2"], stdin: "hunter2\n", status: 0),
+        Case(
+            args: ["add", "--type", "login", "a/two", "--field", "username=me", "--url", "https://example.com", "--tag", "t1", "--tag", "t2"],
+            stdin: "hunter2\n", status: 0),
         Case(args: ["add", "a/three", "--type", "note"], stdin: "", status: 64),
         Case(args: ["add", "a/four", "--type", "custom", "--field", "user=u", "--secret", "token", "--secret", "pin"], stdin: "tok\n", status: 64),
         Case(args: ["add", "a/five", "--type", "custom", "--field", "user=u", "--secret", "token"], stdin: "tok-5\n", status: 0),
@@ -45,7 +47,9 @@ struct AddFastPathTests {
         Case(args: ["add", "a/six", "--field", "novalue"], stdin: "x\n", status: 64),
         Case(args: ["add", "a/seven", "--field", "key=sk-on-the-command-line"], stdin: "", status: 0),
         Case(args: ["add", "a/eight", "--source", "openai"], stdin: "not-an-openai-key\n", status: 0),
-        Case(args: ["add", "a/nine", "--source", "openai", "--type", "api-key-with-email", "--field", "email=me@example.com"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ\n", status: 0),
+        Case(
+            args: ["add", "a/nine", "--source", "openai", "--type", "api-key-with-email", "--field", "email=me@example.com"],
+            stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ\n", status: 0),
         Case(args: ["add", "a/ten", "--type", "bogus"], stdin: "x\n", status: 64),
         Case(args: ["add", "a/eleven", "--type", "login", "--type", "note"], stdin: "x\n", status: 0),
         Case(args: ["add"], stdin: "x\n", status: 64),
@@ -78,14 +82,18 @@ struct AddFastPathTests {
             #expect(fast.stdout == parsed.stdout, "\(c)\nfast: \(fast)\nparsed: \(parsed)")
             // Usage text names the binary the same way on both paths; the
             // vault path differs only where a message names it.
-            #expect(fast.stderr == parsed.stderr.replacingOccurrences(of: parsedHome.vaultPath, with: fastHome.vaultPath), "\(c)\nfast: \(fast)\nparsed: \(parsed)")
+            #expect(
+                fast.stderr == parsed.stderr.replacingOccurrences(of: parsedHome.vaultPath, with: fastHome.vaultPath), "\(c)\nfast: \(fast)\nparsed: \(parsed)")
             #expect(fast.stdout.isEmpty || fast.status == 0, "\(c): \(fast)")
         }
         // What was stored is the same, value by value.
         let fastList = fastHome.run(["ls"], env: fastEnv)
         let parsedList = parsedHome.run(["ls"], env: parsedEnv)
         #expect(fastList.status == 0 && fastList.stdout == parsedList.stdout, "\(fastList)\n\(parsedList)")
-        for (name, field) in [("a/one", "key"), ("a/two", "password"), ("a/two", "username"), ("a/two", "url"), ("a/five", "token"), ("a/seven", "key"), ("a/nine", "email"), ("a/eighteen", "email")] {
+        for (name, field) in [
+            ("a/one", "key"), ("a/two", "password"), ("a/two", "username"), ("a/two", "url"), ("a/five", "token"), ("a/seven", "key"), ("a/nine", "email"),
+            ("a/eighteen", "email"),
+        ] {
             let f = fastHome.run(["get", name, "--field", field], env: fastEnv)
             let p = parsedHome.run(["get", name, "--field", field], env: parsedEnv)
             #expect(f.status == 0 && f.stdout == p.stdout, "\(name) \(field): \(f) \(p)")

@@ -28,7 +28,9 @@ import Testing
     func onePUX(_ home: TestHome, _ exportData: String, members: [String: String]) throws -> String {
         let zip = home.path("export-\(UUID().uuidString.prefix(6)).1pux")
         let data = file(home, "export.data", Array(exportData.utf8))
-        var args = ["python3", "-c", """
+        var args = [
+            "python3", "-c",
+            """
             import sys, zipfile
             z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_DEFLATED)
             z.writestr('export.attributes', '{"version": 3, "description": "1Password Unencrypted Export", "createdAt": 1700000000}')
@@ -36,7 +38,8 @@ import Testing
             for i in range(3, len(sys.argv), 2):
                 z.write(sys.argv[i + 1], sys.argv[i])
             z.close()
-            """, zip, data]
+            """, zip, data,
+        ]
         for (member, path) in members.sorted(by: { $0.key < $1.key }) { args += [member, path] }
         let py = Spawn.run("/usr/bin/env", args, stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
         try #require(py.status == 0, "\(py)")
@@ -64,11 +67,13 @@ import Testing
         let home = TestHome()
         home.initVault()
         let big = file(home, "big.img", [UInt8](repeating: 0, count: 16 * 1024 * 1024 + 1))
-        let zip = try onePUX(home, Self.exportData, members: [
-            "files/doc1__pässport.pdf": file(home, "p.pdf", Self.binary),
-            "files/doc2__codes.txt": file(home, "c.txt", Array("1111\n2222\n".utf8)),
-            "files/doc4__disk.img": big,
-        ])
+        let zip = try onePUX(
+            home, Self.exportData,
+            members: [
+                "files/doc1__pässport.pdf": file(home, "p.pdf", Self.binary),
+                "files/doc2__codes.txt": file(home, "c.txt", Array("1111\n2222\n".utf8)),
+                "files/doc4__disk.img": big,
+            ])
         let r = home.unlocked(["import", "--from", "1password-1pux", zip, "--json"])
         #expect(r.status == 0, "\(r)")
         SchemaValidation.expectValid(r.stdout, schema: "import-report.schema.json")
@@ -106,7 +111,8 @@ import Testing
         #expect(r.status == 65, "\(r)")
         let lines = r.stderr.split(separator: "\n")
         #expect(lines.count <= 2 && lines.first?.hasPrefix("coffer: error: ") == true, "\(r.stderr)")
-        #expect(lines.first?.contains("items[2] ('Private/Lost scan'): documentAttributes: documentId '../doc3' is not a plain identifier") == true, "\(r.stderr)")
+        #expect(
+            lines.first?.contains("items[2] ('Private/Lost scan'): documentAttributes: documentId '../doc3' is not a plain identifier") == true, "\(r.stderr)")
         #expect(home.vaultBytes() == before)
         #expect(home.unlocked(["ls"]).out == "keep" || home.unlocked(["ls"]).out.hasPrefix("keep "))
     }
@@ -117,33 +123,43 @@ import Testing
     @Test func onePUXMemberLyingAboutItsSizeStopsAtTheLimit() throws {
         let home = TestHome()
         home.initVault()
-        let data = file(home, "export.data", Array("""
-            {"accounts": [{"attrs": {}, "vaults": [{"attrs": {"name": "V"}, "items": [
-             {"uuid": "i", "categoryUuid": "006", "overview": {"title": "Bomb"}, "details": {"documentAttributes": {"fileName": "b.bin", "documentId": "d"}}},
-             {"uuid": "j", "categoryUuid": "001", "overview": {"title": "Ok"}, "details": {"loginFields": [{"designation": "password", "value": "x"}]}}]}]}]}
-            """.utf8))
+        let data = file(
+            home, "export.data",
+            Array(
+                """
+                {"accounts": [{"attrs": {}, "vaults": [{"attrs": {"name": "V"}, "items": [
+                 {"uuid": "i", "categoryUuid": "006", "overview": {"title": "Bomb"}, "details": {"documentAttributes": {"fileName": "b.bin", "documentId": "d"}}},
+                 {"uuid": "j", "categoryUuid": "001", "overview": {"title": "Ok"}, "details": {"loginFields": [{"designation": "password", "value": "x"}]}}]}]}]}
+                """.utf8))
         let zip = home.path("bomb.1pux")
-        let py = Spawn.run("/usr/bin/env", ["python3", "-c", """
-            import sys, zipfile, struct
-            z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_DEFLATED)
-            z.write(sys.argv[2], 'export.data')
-            z.writestr('files/d__b.bin', b'\\0' * (40 * 1024 * 1024))
-            z.close()
-            data = bytearray(open(sys.argv[1], 'rb').read())
-            name = b'files/d__b.bin'
-            for sig, size_at, len_at, name_at in ((b'PK\\x03\\x04', 22, 26, 30), (b'PK\\x01\\x02', 24, 28, 46)):
-                i = data.find(sig)
-                while i >= 0:
-                    n = struct.unpack_from('<H', data, i + len_at)[0]
-                    if data[i + name_at:i + name_at + n] == name:
-                        struct.pack_into('<I', data, i + size_at, 100)
-                    i = data.find(sig, i + 4)
-            open(sys.argv[1], 'wb').write(data)
-            """, zip, data], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        let py = Spawn.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import sys, zipfile, struct
+                z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_DEFLATED)
+                z.write(sys.argv[2], 'export.data')
+                z.writestr('files/d__b.bin', b'\\0' * (40 * 1024 * 1024))
+                z.close()
+                data = bytearray(open(sys.argv[1], 'rb').read())
+                name = b'files/d__b.bin'
+                for sig, size_at, len_at, name_at in ((b'PK\\x03\\x04', 22, 26, 30), (b'PK\\x01\\x02', 24, 28, 46)):
+                    i = data.find(sig)
+                    while i >= 0:
+                        n = struct.unpack_from('<H', data, i + len_at)[0]
+                        if data[i + name_at:i + name_at + n] == name:
+                            struct.pack_into('<I', data, i + size_at, 100)
+                        i = data.find(sig, i + 4)
+                open(sys.argv[1], 'wb').write(data)
+                """, zip, data,
+            ], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
         try #require(py.status == 0, "\(py)")
         let r = home.unlocked(["import", "--from", "1password-1pux", zip])
         #expect(r.status == 0, "\(r)")
-        #expect(r.stderr.contains("'V/Bomb': document 'b.bin' was not imported: it is larger than the 16 MiB a field may hold (keep it elsewhere)"), "the directory's size was not trusted: \(r)")
+        #expect(
+            r.stderr.contains("'V/Bomb': document 'b.bin' was not imported: it is larger than the 16 MiB a field may hold (keep it elsewhere)"),
+            "the directory's size was not trusted: \(r)")
         #expect(r.stderr.contains("2 added") && r.stderr.contains("1 warning"))
         #expect(home.unlocked(["get", "V/Ok", "--field", "password"]).out == "x")
     }
@@ -153,27 +169,37 @@ import Testing
     @Test func onePUXDamagedMemberRefusesTheWholeImport() throws {
         let home = TestHome()
         home.initVault()
-        let data = file(home, "export.data", Array("""
-            {"accounts": [{"attrs": {}, "vaults": [{"attrs": {"name": "V"}, "items": [
-             {"uuid": "j", "categoryUuid": "001", "overview": {"title": "Ok"}, "details": {"loginFields": [{"designation": "password", "value": "x"}]}},
-             {"uuid": "i", "categoryUuid": "006", "overview": {"title": "Scan"}, "details": {"documentAttributes": {"fileName": "s.pdf", "documentId": "d"}}}]}]}]}
-            """.utf8))
+        let data = file(
+            home, "export.data",
+            Array(
+                """
+                {"accounts": [{"attrs": {}, "vaults": [{"attrs": {"name": "V"}, "items": [
+                 {"uuid": "j", "categoryUuid": "001", "overview": {"title": "Ok"}, "details": {"loginFields": [{"designation": "password", "value": "x"}]}},
+                 {"uuid": "i", "categoryUuid": "006", "overview": {"title": "Scan"}, "details": {"documentAttributes": {"fileName": "s.pdf", "documentId": "d"}}}]}]}]}
+                """.utf8))
         let zip = home.path("damaged.1pux")
-        let py = Spawn.run("/usr/bin/env", ["python3", "-c", """
-            import sys, zipfile
-            z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_STORED)
-            z.write(sys.argv[2], 'export.data')
-            z.writestr('files/d__s.pdf', b'A' * 1000)
-            z.close()
-            raw = open(sys.argv[1], 'rb').read()
-            open(sys.argv[1], 'wb').write(raw.replace(b'A' * 1000, b'B' + b'A' * 999))
-            """, zip, data], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        let py = Spawn.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import sys, zipfile
+                z = zipfile.ZipFile(sys.argv[1], 'w', compression=zipfile.ZIP_STORED)
+                z.write(sys.argv[2], 'export.data')
+                z.writestr('files/d__s.pdf', b'A' * 1000)
+                z.close()
+                raw = open(sys.argv[1], 'rb').read()
+                open(sys.argv[1], 'wb').write(raw.replace(b'A' * 1000, b'B' + b'A' * 999))
+                """, zip, data,
+            ], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
         try #require(py.status == 0, "\(py)")
         let before = home.vaultBytes()
         let r = home.unlocked(["import", "--from", "1password-1pux", zip])
         #expect(r.status == 65, "\(r)")
         let first = r.stderr.split(separator: "\n").first.map(String.init) ?? ""
-        #expect(first.hasPrefix("coffer: error: ") && first.contains("('V/Scan'): document 's.pdf': the archive member files/d__s.pdf cannot be extracted"), "\(r.stderr)")
+        #expect(
+            first.hasPrefix("coffer: error: ") && first.contains("('V/Scan'): document 's.pdf': the archive member files/d__s.pdf cannot be extracted"),
+            "\(r.stderr)")
         #expect(r.stderr.contains("coffer: hint: the archive is damaged"))
         #expect(home.vaultBytes() == before)
     }
@@ -207,7 +233,8 @@ import Testing
             let items = try #require(o["items"] as? [[String: Any]])
             return NSArray(array: items.map { [$0["fields"] as Any, ($0["history"] as? [[String: Any]])?.map { $0["fields"] as Any } as Any] })
         }
-        let a = try fieldsAndHistory(out), b = try fieldsAndHistory(back)
+        let a = try fieldsAndHistory(out)
+        let b = try fieldsAndHistory(back)
         #expect(a.isEqual(b), "\(a)\n\(b)")
         #expect(String(describing: a).contains("AQID"), "the first attachment (bytes 1 2 3) is in the history")
         // A second import changes nothing.

@@ -99,7 +99,10 @@ struct AttachmentsInteropTests {
         // A binary file put in the store the way pass stores entries.
         try FileManager.default.createDirectory(atPath: store + "/keys", withIntermediateDirectories: true)
         let plain = file(home, "yubikey-backup.bin", Self.binary)
-        let enc = tool(home, ["gpg", "--batch", "--yes", "--quiet", "--encrypt", "--recipient", "attach@coffer.invalid", "--output", store + "/keys/yubikey-backup.gpg", plain], env: env)
+        let enc = tool(
+            home,
+            ["gpg", "--batch", "--yes", "--quiet", "--encrypt", "--recipient", "attach@coffer.invalid", "--output", store + "/keys/yubikey-backup.gpg", plain],
+            env: env)
         try #require(enc.status == 0, "\(enc)")
         let r = home.unlocked(["import", "--from", "pass", "--prefix", "pass"], env: env)
         #expect(r.status == 0 && r.stderr.contains("2 added"), "\(r)")

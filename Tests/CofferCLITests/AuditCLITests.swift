@@ -68,7 +68,7 @@ struct AuditCLITests {
         #expect(home.unlocked(["audit", "api/fine", "--fail-on", "all"]).status == 0)
         #expect(home.unlocked(["audit", "api", "--fail-on", "expired"]).status == 1)
         #expect(home.unlocked(["audit", "--fail-on", "weak", "--min-bits", "5"]).status == 0)
-        #expect(home.unlocked(["audit", "--fail-on", "old", "--older-than", "0d"]).status == 0)  // written today
+        #expect(home.unlocked(["audit", "--fail-on", "old", "--older-than", "0d"]).status == 0) // written today
     }
 
     @Test func jsonMatchesItsSchema() throws {

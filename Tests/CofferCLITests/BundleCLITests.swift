@@ -29,7 +29,8 @@ struct BundleCLITests {
         let home = TestHome()
         home.initVault()
         #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-1\n").status == 0)
-        #expect(home.unlocked(["add", "home/bank", "--type", "login", "--field", "username=me", "--secret", "password", "--local-only"], stdin: "pw\n").status == 0)
+        #expect(
+            home.unlocked(["add", "home/bank", "--type", "login", "--field", "username=me", "--secret", "password", "--local-only"], stdin: "pw\n").status == 0)
         let ex = home.unlocked(["export", "--out", "full.cb"])
         #expect(ex.status == 0, "\(ex)")
         let cl = home.unlocked(["clone", "full.cb", "--vault", "b.coffer"])
@@ -169,4 +170,3 @@ struct BundleCLITests {
         #expect(bad.status == 65 && bad.stderr.contains("it looks like a Coffer summary file"), "\(bad)")
     }
 }
-

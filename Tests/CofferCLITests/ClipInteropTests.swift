@@ -30,7 +30,10 @@ final class XServer: @unchecked Sendable {
                 }
                 usleep(50_000)
             }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+            if p.isRunning {
+                kill(p.processIdentifier, SIGKILL)
+                p.waitUntilExit()
+            }
         }
         throw XServerFailure()
     }
@@ -47,14 +50,16 @@ final class XServer: @unchecked Sendable {
 
     /// What the CLIPBOARD selection holds (xclip -o), nil when empty.
     func clipboard() -> String? {
-        let r = Spawn.run("/usr/bin/env", ["DISPLAY=\(display)", "xclip", "-selection", "clipboard", "-out"], stdin: nil, fd3: nil,
-                          environment: ProcessInfo.processInfo.environment, workDir: "/")
+        let r = Spawn.run(
+            "/usr/bin/env", ["DISPLAY=\(display)", "xclip", "-selection", "clipboard", "-out"], stdin: nil, fd3: nil,
+            environment: ProcessInfo.processInfo.environment, workDir: "/")
         return r.status == 0 && !r.stdout.isEmpty ? r.stdout : nil
     }
 
     func setClipboard(_ text: String) {
-        _ = Spawn.run("/usr/bin/env", ["DISPLAY=\(display)", "xclip", "-selection", "clipboard", "-in"], stdin: text, fd3: nil,
-                      environment: ProcessInfo.processInfo.environment, workDir: "/")
+        _ = Spawn.run(
+            "/usr/bin/env", ["DISPLAY=\(display)", "xclip", "-selection", "clipboard", "-in"], stdin: text, fd3: nil,
+            environment: ProcessInfo.processInfo.environment, workDir: "/")
     }
 }
 
@@ -73,7 +78,8 @@ struct ClipInteropTests {
         home.environment["DISPLAY"] = x.display
         home.initVault()
         #expect(home.unlocked(["add", "svc/api", "--source", "x"], stdin: "clip-SECRET-4711").status == 0)
-        #expect(home.unlocked(["add", "svc/login", "--type", "login", "--field", "username=octo", "--secret", "password"], stdin: "pw-SECRET-0815").status == 0)
+        #expect(
+            home.unlocked(["add", "svc/login", "--type", "login", "--field", "username=octo", "--secret", "password"], stdin: "pw-SECRET-0815").status == 0)
         return home
     }
 
@@ -114,7 +120,8 @@ struct ClipInteropTests {
 /// With a shell session `coffer clip` starts the clipboard tool before it
 /// unlocks (docs/user-guide.md, "clip"): the tool must get the value when
 /// all went well, and nothing — the clipboard stays as it was — when not.
-@Suite("coffer clip with a session and a real X clipboard (Xvfb, xclip)", .enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
+@Suite(
+    "coffer clip with a session and a real X clipboard (Xvfb, xclip)", .enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
 struct ClipSessionInteropTests {
     struct NoSession: Error {}
 
@@ -228,7 +235,8 @@ struct ClipErrorTests {
         var env = home.environment
         env["DISPLAY"] = ":4711"
         env["PATH"] = home.path("empty-bin")
-        let noTool = Spawn.run(CofferBinary.path, ["clip", "svc/api", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase + "\n", environment: env, workDir: home.root.path)
+        let noTool = Spawn.run(
+            CofferBinary.path, ["clip", "svc/api", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase + "\n", environment: env, workDir: home.root.path)
         #expect(noTool.status == 66)
         #expect(noTool.stderr.contains("wl-copy") && noTool.stderr.contains("xclip") && noTool.stderr.contains("xsel"), "\(noTool)")
         let noDisplay = home.unlocked(["clip", "svc/api"])

@@ -31,7 +31,10 @@ struct CompletionShellsInteropTests {
         return (home, env)
     }
 
-    struct Failure: Error { var m: String; init(_ m: String) { self.m = m } }
+    struct Failure: Error {
+        var m: String
+        init(_ m: String) { self.m = m }
+    }
 
     func expect(_ home: TestHome, _ env: [String: String], _ script: String) -> CLIResult {
         let path = home.path("t-\(UUID().uuidString.prefix(6)).exp")
@@ -62,19 +65,21 @@ struct CompletionShellsInteropTests {
         // Lines are cleared with ^U (emacs kill-whole-line), which zle reads in order with
         // what follows; ^C raced with the next keystrokes on a loaded machine (a signal
         // zsh handles late let the next line's first letter land on the old one).
-        let r = expect(home, env, Self.want + """
-            spawn zsh -f -i
-            send "PS1='%% '; bindkey -e; fpath=(\(dir) \\$fpath); autoload -U compinit; compinit -u; echo READY\\$((40+2))\\r"
-            want "READY42" 2
-            send "coffer show \\t"
-            want "personal/ +work/" 3
-            send "\\025"
-            send "coffer get personal/github --field \\t"
-            want "(username +password|password +username)" 4
-            send "\\025"
-            send "exit\\r"
-            expect eof
-            """)
+        let r = expect(
+            home, env,
+            Self.want + """
+                spawn zsh -f -i
+                send "PS1='%% '; bindkey -e; fpath=(\(dir) \\$fpath); autoload -U compinit; compinit -u; echo READY\\$((40+2))\\r"
+                want "READY42" 2
+                send "coffer show \\t"
+                want "personal/ +work/" 3
+                send "\\025"
+                send "coffer get personal/github --field \\t"
+                want "(username +password|password +username)" 4
+                send "\\025"
+                send "exit\\r"
+                expect eof
+                """)
         #expect(r.status == 0, "\(r)")
     }
 
@@ -82,17 +87,19 @@ struct CompletionShellsInteropTests {
         let (home, env) = try setUp()
         let file = home.path("coffer.fish")
         FileManager.default.createFile(atPath: file, contents: Data(home.run(["--generate-completion-script", "fish"]).stdout.utf8))
-        let r = expect(home, env, Self.want + """
-            spawn fish --no-config -i
-            send "source \(file); echo READY(math 40+2)\\r"
-            want "READY42" 2
-            send "complete -C 'coffer show '; echo MARK(math 40+3)\\r"
-            want "personal/\\r\\nwork/\\r\\nMARK43" 3
-            send "complete -C 'coffer get personal/github --field '; echo MARK(math 40+4)\\r"
-            want "username\\[^\\r\\]*\\r\\n.*MARK44" 4
-            send "exit\\r"
-            expect eof
-            """)
+        let r = expect(
+            home, env,
+            Self.want + """
+                spawn fish --no-config -i
+                send "source \(file); echo READY(math 40+2)\\r"
+                want "READY42" 2
+                send "complete -C 'coffer show '; echo MARK(math 40+3)\\r"
+                want "personal/\\r\\nwork/\\r\\nMARK43" 3
+                send "complete -C 'coffer get personal/github --field '; echo MARK(math 40+4)\\r"
+                want "username\\[^\\r\\]*\\r\\n.*MARK44" 4
+                send "exit\\r"
+                expect eof
+                """)
         #expect(r.status == 0, "\(r)")
     }
 }

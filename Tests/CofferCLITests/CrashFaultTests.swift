@@ -12,7 +12,7 @@ import Glibc
 enum FaultSettings {
     static let environment = ProcessInfo.processInfo.environment
     static let enabled = environment["COFFER_FAULTS"] == "1"
-    static let seed: UInt64 = environment["COFFER_FAULTS_SEED"].flatMap { UInt64($0) } ?? 20261123
+    static let seed: UInt64 = environment["COFFER_FAULTS_SEED"].flatMap { UInt64($0) } ?? 20_261_123
     /// SIGKILLs at the Nth syscall, per command.
     static let syscallTrials = environment["COFFER_FAULTS_SYSCALL_TRIALS"].flatMap { Int($0) } ?? 8
     /// SIGKILLs after a random delay, per command.
@@ -92,7 +92,7 @@ struct CrashCase: Sendable, CustomStringConvertible {
 
     var description: String { name }
     /// Mixed into the suite's seed: each command its own sequence.
-    var seed: UInt64 { name.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 } }
+    var seed: UInt64 { name.utf8.reduce(UInt64(1_469_598_103_934_665_603)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 } }
 
     static let vaultDir = "home/.local/share/coffer"
 
@@ -181,7 +181,8 @@ struct CrashFaultTests {
     static func temporaries(_ home: TestHome, _ c: CrashCase) -> [String] {
         c.folders.flatMap { folder in
             home.names(in: home.path(folder)).filter { n in
-                n.hasSuffix("-journal") || n.hasSuffix("-wal") || (n.hasPrefix(".") && (n.contains(".tmp-") || n.contains(".init-") || n.contains(".clone-") || n.contains(".coffer-")))
+                n.hasSuffix("-journal") || n.hasSuffix("-wal")
+                    || (n.hasPrefix(".") && (n.contains(".tmp-") || n.contains(".init-") || n.contains(".clone-") || n.contains(".coffer-")))
             }.map { folder + "/" + $0 }
         }
     }
@@ -285,7 +286,9 @@ struct CrashFaultTests {
             if r.status == 137 { killed += 1 } else if r.status != 0 { problems.append("\(c.name) \(name)#\(n): exit \(r.status) without a kill: \(r)") }
             problems += Self.check(home, c, old: old, new: new, trial: "\(name)#\(n)")
         }
-        print("faults: \(c.name): seed \(FaultSettings.seed), \(chosen.count) syscall trials of \(points.count) points, \(killed) killed, \(problems.count) problems")
+        print(
+            "faults: \(c.name): seed \(FaultSettings.seed), \(chosen.count) syscall trials of \(points.count) points, \(killed) killed, \(problems.count) problems"
+        )
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
@@ -307,7 +310,9 @@ struct CrashFaultTests {
             if r.status == 137 { killed += 1 }
             problems += Self.check(home, c, old: old, new: new, trial: "delay \(String(format: "%.3f", delay))s")
         }
-        print("faults: \(c.name): seed \(FaultSettings.seed), \(FaultSettings.delayTrials) delay trials (clean run \(String(format: "%.2f", duration)) s), \(killed) killed, \(problems.count) problems")
+        print(
+            "faults: \(c.name): seed \(FaultSettings.seed), \(FaultSettings.delayTrials) delay trials (clean run \(String(format: "%.2f", duration)) s), \(killed) killed, \(problems.count) problems"
+        )
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 }

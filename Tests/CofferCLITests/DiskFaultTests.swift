@@ -28,7 +28,8 @@ struct ConcurrencyFaultTests {
                 var attempts = 0
                 while true {
                     attempts += 1
-                    let r = home.timed(["add", name, "--type", "api-key", "--secret", "key"], stdin: "sk-\(w)-\(i)\n", env: ["COFFER_SESSION": token], timeout: 60)
+                    let r = home.timed(
+                        ["add", name, "--type", "api-key", "--secret", "key"], stdin: "sk-\(w)-\(i)\n", env: ["COFFER_SESSION": token], timeout: 60)
                     // Busy (75) is an honest answer a script retries.
                     if r.status == 75 && attempts < 20 {
                         results.busy()
@@ -53,7 +54,9 @@ struct ConcurrencyFaultTests {
         }
         let integrity = Spawn.timed("/usr/bin/sqlite3", [home.vaultPath, "PRAGMA integrity_check"], environment: home.environment, workDir: home.root.path)
         #expect(integrity.text == "ok\n")
-        print("faults: \(Self.writers) writers × \(Self.writesEach) writes in \(String(format: "%.1f", elapsed)) s, \(results.busyCount) busy retries, \(names.count) items")
+        print(
+            "faults: \(Self.writers) writers × \(Self.writesEach) writes in \(String(format: "%.1f", elapsed)) s, \(results.busyCount) busy retries, \(names.count) items"
+        )
     }
 
     final class Results: @unchecked Sendable {
@@ -132,7 +135,7 @@ struct DiskFaultTests {
         FileManager.default.createFile(atPath: home.path("np.txt"), contents: Data("another passphrase\n".utf8))
         for (args, stdin) in writes {
             let r = home.timed(args, unlocked: true, stdin: stdin)
-            if args[0] == "import" && r.status == 0 { continue }  // nothing new to write: fits
+            if args[0] == "import" && r.status == 0 { continue } // nothing new to write: fits
             #expect(r.status == 74, "\(args[0]): \(r)")
             #expect(r.stderr.contains("no space left on the disk mounted at \(disk.path)"), "\(args[0]): \(r)")
             #expect(Self.oneErrorLine(r), "\(r)")

@@ -14,7 +14,8 @@ struct ExampleAppTests {
     @Test func demoStoresALoginAndAnAPIKeyTheCommandLineSees() {
         let home = TestHome()
         home.initVault()
-        let r = Spawn.run(ExampleBinary.path, ["demo", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            ExampleBinary.path, ["demo", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout.contains("login: ada@example.org at https://example.org/login, password corr… (21 characters)"), "\(r)")
         #expect(r.stdout.contains("api key for source 'example': ex-0… (23 characters)"), "\(r)")
@@ -54,7 +55,8 @@ struct ExampleAppTests {
         env["COFFER_PASSPHRASE"] = home.passphrase
         #expect(Spawn.run(ExampleBinary.path, ["demo"], stdin: nil, fd3: nil, environment: env, workDir: home.root.path).status == 0)
 
-        let out = home.path("watch.out"), err = home.path("watch.err")
+        let out = home.path("watch.out")
+        let err = home.path("watch.err")
         FileManager.default.createFile(atPath: out, contents: nil)
         FileManager.default.createFile(atPath: err, contents: nil)
         let watcher = Process()
@@ -82,7 +84,8 @@ struct ExampleAppTests {
     @Test func serviceKeepsAKeyAndItsURLInTheAppsFolderThenLocks() {
         let home = TestHome()
         home.initVault()
-        let r = Spawn.run(ExampleBinary.path, ["service", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            ExampleBinary.path, ["service", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout.contains("api: ex-s… (26 characters) for https://api.example.org"), "\(r)")
         #expect(r.stdout.contains("items of com.example.keychain-app: api"), "\(r)")
@@ -137,12 +140,14 @@ struct ExampleAppTests {
         let imports = text.split(separator: "\n").filter { $0.hasPrefix("import ") }.map(String.init)
         #expect(Set(imports) == ["import CofferKit", "import Foundation", "import Glibc"], "\(imports)")
 
-        let swiftc = try #require(ClientBuild.swiftc), linkList = try #require(ClientBuild.linkList)
+        let swiftc = try #require(ClientBuild.swiftc)
+        let linkList = try #require(ClientBuild.linkList)
         let objects = try String(contentsOfFile: linkList, encoding: .utf8).split(separator: "\n")
             .filter { !$0.contains("coffer_example.build") }.joined(separator: "\n")
         try objects.write(toFile: work + "/objects", atomically: true, encoding: .utf8)
         let compile = Spawn.timed(
-            swiftc, ["-c", "-module-name", "ClientApp", "-I", ClientBuild.buildDir + "/Modules"] + ClientBuild.moduleMapFlags
+            swiftc,
+            ["-c", "-module-name", "ClientApp", "-I", ClientBuild.buildDir + "/Modules"] + ClientBuild.moduleMapFlags
                 + [source, "-o", work + "/main.o"],
             environment: ProcessInfo.processInfo.environment, workDir: work, timeout: 300)
         #expect(compile.status == 0 && !compile.timedOut, "\(compile)")
@@ -153,7 +158,8 @@ struct ExampleAppTests {
         guard link.status == 0 else { return }
 
         home.initVault()
-        let r = Spawn.run(work + "/client-app", ["service", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            work + "/client-app", ["service", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
         #expect(r.status == 0 && r.stdout.contains("after lock: refused (locked)"), "\(r)")
         #expect(home.unlocked(["get", "apps/com.example.keychain-app/api", "--field", "url"]).out == "https://api.example.org")
     }

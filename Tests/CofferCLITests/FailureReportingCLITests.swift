@@ -15,8 +15,9 @@ struct FailureReportingCLITests {
         #expect(home.unlocked(["add", "k"], stdin: "sk-1").status == 0)
         // /bin/sh redirects coffer's stdout to /dev/full (writes fail with ENOSPC).
         let script = "exec \"$0\" get k --passphrase-fd 3 > /dev/full"
-        let r = Spawn.run("/bin/sh", ["-c", script, CofferBinary.path], stdin: nil, fd3: home.passphrase + "\n",
-                          environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            "/bin/sh", ["-c", script, CofferBinary.path], stdin: nil, fd3: home.passphrase + "\n",
+            environment: home.environment, workDir: home.root.path)
         #expect(r.status == 74, "\(r)")
         #expect(r.stderr.hasPrefix("coffer: error: cannot write to standard output"), "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count <= 2)
@@ -49,7 +50,8 @@ struct FailureReportingCLITests {
         let home = TestHome()
         home.initVault()
         let manifest = home.path("r.json")
-        FileManager.default.createFile(atPath: manifest, contents: Data(#"{"version":1,"sources":[{"id":"a","type":"api-key","format":{"pattern":"(.*a){25}"}}]}"#.utf8))
+        FileManager.default.createFile(
+            atPath: manifest, contents: Data(#"{"version":1,"sources":[{"id":"a","type":"api-key","format":{"pattern":"(.*a){25}"}}]}"#.utf8))
         let start = Date()
         let r = home.unlocked(["add", "x", "--source", "a", "--requirements", manifest], stdin: String(repeating: "a", count: 40) + "b!")
         #expect(Date().timeIntervalSince(start) < 20, "add took too long")
@@ -75,8 +77,9 @@ struct FailureReportingCLITests {
     @Test func failedUnlockLeavesNoSession() throws {
         let home = TestHome()
         home.initVault()
-        let r = Spawn.run("/bin/sh", ["-c", "exec \"$0\" unlock --shell sh --passphrase-fd 3 > /dev/full", CofferBinary.path],
-                          stdin: nil, fd3: home.passphrase + "\n", environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            "/bin/sh", ["-c", "exec \"$0\" unlock --shell sh --passphrase-fd 3 > /dev/full", CofferBinary.path],
+            stdin: nil, fd3: home.passphrase + "\n", environment: home.environment, workDir: home.root.path)
         #expect(r.status == 74, "\(r)")
         let dir = home.root.appendingPathComponent("run/coffer").path
         let files = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []

@@ -49,7 +49,9 @@ struct FormatDowngradeTests {
     @Test func otherEditsWithASetBackAreRefused() throws {
         let home = home([("gone", "GONE-SECRET"), ("device", "DEVICE-SECRET")])
         #expect(home.unlocked(["rm", "gone"]).status == 0)
-        VaultTamperingTests.sql(home.vaultPath, """
+        VaultTamperingTests.sql(
+            home.vaultPath,
+            """
             UPDATE item SET isDeleted = 0;
             UPDATE item SET policy = 'sync';
             UPDATE replica SET counter = 1000000000 WHERE replicaId != (SELECT replicaId FROM localReplica);

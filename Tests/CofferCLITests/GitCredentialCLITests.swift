@@ -53,7 +53,8 @@ struct GitCredentialCLITests {
         }
         // url= is split as git does; array and unknown keys are ignored.
         let r = home.gitCredential(
-            "get", "capability[]=authtype\ncapability[]=state\nwwwauth[]=Basic realm=\"x\"\nurl=https://alice@git.example.com:8443/team/app.git\nfuture-key=1\n\n")
+            "get",
+            "capability[]=authtype\ncapability[]=state\nwwwauth[]=Basic realm=\"x\"\nurl=https://alice@git.example.com:8443/team/app.git\nfuture-key=1\n\n")
         #expect(r.stdout == "username=alice\npassword=forge-token-1\n", "\(r)")
     }
 
@@ -94,7 +95,8 @@ struct GitCredentialCLITests {
     @Test func protocolMustMatchUnlessTheItemListsSeveral() throws {
         let home = Self.home()
         #expect(home.unlocked(["add", "git/plain.example.net", "--type", "login", "--field", "username=carol"], stdin: "p-4\n").status == 0)
-        let https = "protocol=https\nhost=plain.example.net\n\n", http = "protocol=http\nhost=plain.example.net\n\n"
+        let https = "protocol=https\nhost=plain.example.net\n\n"
+        let http = "protocol=http\nhost=plain.example.net\n\n"
         #expect(home.gitCredential("get", https).stdout == "username=carol\npassword=p-4\n")
         // The review's case: protocol=http got the password kept for https.
         var r = home.gitCredential("get", http)
@@ -159,7 +161,10 @@ struct GitCredentialCLITests {
         for (action, input, code, text) in cases {
             var data = Data(input.utf8)
             // A real non-UTF-8 byte, not the encoding of U+00FF.
-            if input.contains("\u{FF}") { data = Data(input.replacingOccurrences(of: "\u{FF}", with: "").utf8); data.insert(0xFF, at: data.count - 2) }
+            if input.contains("\u{FF}") {
+                data = Data(input.replacingOccurrences(of: "\u{FF}", with: "").utf8)
+                data.insert(0xFF, at: data.count - 2)
+            }
             let r = home.runRaw(["git-credential", action, "--passphrase-fd", "3"], stdin: data, fd3: home.passphrase + "\n")
             #expect(r.status == code, "\(action) \(input.prefix(60)): \(r)")
             let errors = r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }

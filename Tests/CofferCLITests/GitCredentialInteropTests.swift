@@ -98,7 +98,10 @@ struct GitCredentialInteropTests {
             try process.run()
             let deadline = Date().addingTimeInterval(20)
             while Date() < deadline {
-                if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let p = Int(text) { port = p; break }
+                if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let p = Int(text) {
+                    port = p
+                    break
+                }
                 usleep(50_000)
             }
             guard port > 0 else { throw SessionTestFailure("the test HTTP server did not start") }
@@ -117,7 +120,10 @@ struct GitCredentialInteropTests {
         deinit {
             // SIGKILL: the test runner's children may inherit a signal mask
             // that blocks SIGTERM.
-            if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
         }
 
         var host: String { "127.0.0.1:\(port)" }
@@ -131,7 +137,8 @@ struct GitCredentialInteropTests {
         /// `git clone` into a fresh folder with these credential helpers.
         func clone(helpers: [String], into name: String) -> CLIResult {
             let config = ["-c", "credential.helper="] + helpers.flatMap { ["-c", "credential.helper=\($0)"] }
-            return Spawn.run("/usr/bin/env", ["git"] + config + ["clone", "-q", url, home.path(name)], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+            return Spawn.run(
+                "/usr/bin/env", ["git"] + config + ["clone", "-q", url, home.path(name)], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
         }
 
         var rejections: Int {
@@ -146,7 +153,8 @@ struct GitCredentialInteropTests {
         home.initVault()
         let bin = home.path("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: bin + "/git-credential-coffer", contents: Data("#!/bin/sh\nexec '\(CofferBinary.path)' git-credential \"$@\"\n".utf8))
+        FileManager.default.createFile(
+            atPath: bin + "/git-credential-coffer", contents: Data("#!/bin/sh\nexec '\(CofferBinary.path)' git-credential \"$@\"\n".utf8))
         chmod(bin + "/git-credential-coffer", 0o755)
         let token = try SessionTests.token(fromShellLine: home.unlocked(["unlock", "--shell", "sh"]).out)
         var env = home.environment
@@ -157,7 +165,8 @@ struct GitCredentialInteropTests {
         env["GIT_CONFIG_GLOBAL"] = home.path("gitconfig")
         FileManager.default.createFile(atPath: home.path("gitconfig"), contents: Data())
         func fill(_ proto: String) -> CLIResult {
-            Spawn.run("/usr/bin/env", ["git", "-c", "credential.helper=", "-c", "credential.helper=coffer", "credential", "fill"],
+            Spawn.run(
+                "/usr/bin/env", ["git", "-c", "credential.helper=", "-c", "credential.helper=coffer", "credential", "fill"],
                 stdin: "protocol=\(proto)\nhost=forge.example.org\n\n", fd3: nil, environment: env, workDir: home.root.path)
         }
         #expect(home.unlocked(["add", "git/forge.example.org", "--type", "login", "--field", "username=alice"], stdin: "tls-only-token\n").status == 0)
@@ -178,7 +187,8 @@ struct GitCredentialInteropTests {
         let refused = f.clone(helpers: [], into: "none")
         #expect(refused.status != 0)
         // The item named by the convention git/HOST.
-        let add = f.home.unlocked(["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)", "--field", "git-protocols=http"], stdin: f.password + "\n")
+        let add = f.home.unlocked(
+            ["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)", "--field", "git-protocols=http"], stdin: f.password + "\n")
         #expect(add.status == 0, "\(add)")
         let r = f.clone(helpers: ["coffer"], into: "clone1")
         #expect(r.status == 0, "\(r)")
@@ -197,7 +207,8 @@ struct GitCredentialInteropTests {
 
     @Test func aWrongStoredPasswordIsErasedByGit() throws {
         let f = try Fixture()
-        let add = f.home.unlocked(["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)", "--field", "git-protocols=http"], stdin: "stale-password\n")
+        let add = f.home.unlocked(
+            ["add", "git/\(f.host)", "--type", "login", "--field", "username=\(f.user)", "--field", "git-protocols=http"], stdin: "stale-password\n")
         #expect(add.status == 0)
         let r = f.clone(helpers: ["coffer"], into: "clone3")
         #expect(r.status != 0)

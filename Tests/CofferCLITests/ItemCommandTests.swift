@@ -50,7 +50,8 @@ struct ItemCommandTests {
         let home = TestHome()
         home.initVault()
         #expect(home.unlocked(["add", "work/openai", "--source", "openai", "--tag", "ai"], stdin: "sk-proj-abc\n").status == 0)
-        let login = home.unlocked(["add", "personal/github", "--type", "login", "--field", "username=octo", "--url", "https://github.com", "--secret", "password"], stdin: "hunter2")
+        let login = home.unlocked(
+            ["add", "personal/github", "--type", "login", "--field", "username=octo", "--url", "https://github.com", "--secret", "password"], stdin: "hunter2")
         #expect(login.status == 0, "\(login)")
         #expect(!login.stderr.contains("argv"), "no warning for non-secret --field")
         let warned = home.unlocked(["add", "svc", "--type", "custom", "--field", "token=t0k3n"])
@@ -105,21 +106,22 @@ struct ItemCommandTests {
 
     /// Every error: one line (plus a hint), the documented exit code, and
     /// the vault file byte-for-byte unchanged.
-    @Test(arguments: [
-        (["get", "nope"], "", 66, "no item named 'nope'"),
-        (["add", "dup"], "v2", 73, "already exists"),
-        (["add", "x", "--expires", "2020-02-30"], "v", 64, "invalid --expires"),
-        (["add", "x", "--expires", "soon"], "v", 64, "invalid --expires"),
-        (["add", "bad//name"], "v", 64, "invalid item name"),
-        (["add", "x", "--field", "novalue"], "", 64, "KEY=VALUE"),
-        (["edit", "nope", "--tag", "t"], "", 66, "no item named"),
-        (["edit", "dup"], "", 64, "nothing to change"),
-        (["edit", "dup", "--unset", "ghost"], "", 66, "no field 'ghost'"),
-        (["get", "dup", "--field", "ghost"], "", 66, "no field 'ghost'"),
-        (["rm", "nope"], "", 66, "no item named"),
-        (["history", "nope"], "", 66, "no item named"),
-        (["add", "x"], "", 64, "empty"),
-    ] as [([String], String, Int32, String)])
+    @Test(
+        arguments: [
+            (["get", "nope"], "", 66, "no item named 'nope'"),
+            (["add", "dup"], "v2", 73, "already exists"),
+            (["add", "x", "--expires", "2020-02-30"], "v", 64, "invalid --expires"),
+            (["add", "x", "--expires", "soon"], "v", 64, "invalid --expires"),
+            (["add", "bad//name"], "v", 64, "invalid item name"),
+            (["add", "x", "--field", "novalue"], "", 64, "KEY=VALUE"),
+            (["edit", "nope", "--tag", "t"], "", 66, "no item named"),
+            (["edit", "dup"], "", 64, "nothing to change"),
+            (["edit", "dup", "--unset", "ghost"], "", 66, "no field 'ghost'"),
+            (["get", "dup", "--field", "ghost"], "", 66, "no field 'ghost'"),
+            (["rm", "nope"], "", 66, "no item named"),
+            (["history", "nope"], "", 66, "no item named"),
+            (["add", "x"], "", 64, "empty"),
+        ] as [([String], String, Int32, String)])
     func errorsLeaveTheVaultUnchanged(args: [String], stdin: String, code: Int32, message: String) {
         let home = TestHome()
         home.initVault()
@@ -160,10 +162,13 @@ struct ItemCommandTests {
         home.initVault()
         let secrets = ["sk-live-PLAINTEXTSECRET", "hunter2hunter2", "octocat-user"]
         #expect(home.unlocked(["add", "work/openai-prod", "--tag", "productiontag", "--source", "openaisource"], stdin: secrets[0]).status == 0)
-        #expect(home.unlocked(["add", "personal/github-login", "--type", "login", "--field", "username=\(secrets[2])", "--secret", "password"], stdin: secrets[1]).status == 0)
+        #expect(
+            home.unlocked(["add", "personal/github-login", "--type", "login", "--field", "username=\(secrets[2])", "--secret", "password"], stdin: secrets[1])
+                .status == 0)
         #expect(home.unlocked(["edit", "personal/github-login", "--field", "notefield=visible-note-text"]).status == 0)
-        let strings = Spawn.run("/usr/bin/env", ["strings", "-n", "4", home.vaultPath], stdin: nil, fd3: nil,
-                                environment: ProcessInfo.processInfo.environment, workDir: "/")
+        let strings = Spawn.run(
+            "/usr/bin/env", ["strings", "-n", "4", home.vaultPath], stdin: nil, fd3: nil,
+            environment: ProcessInfo.processInfo.environment, workDir: "/")
         // Fall back to scanning the raw bytes when binutils is missing.
         let haystack = strings.status == 0 ? strings.stdout : String(decoding: home.vaultBytes(), as: UTF8.self)
         for needle in secrets + ["openai", "github", "productiontag", "openaisource", "notefield", "visible-note", "username", "password", "login"] {

@@ -16,7 +16,8 @@ struct JSONOutputCLITests {
     @Test func requirementsListHasJSON() {
         let home = TestHome()
         home.initVault()
-        let req = home.write("req.json", #"{"version": 1, "sources": [{"id": "ads", "type": "api-key", "required": true}, {"id": "crossref", "type": "email"}]}"#)
+        let req = home.write(
+            "req.json", #"{"version": 1, "sources": [{"id": "ads", "type": "api-key", "required": true}, {"id": "crossref", "type": "email"}]}"#)
         #expect(home.unlocked(["requirements", "add", req, "--name", "app"]).status == 0)
         let r = home.unlocked(["requirements", "ls", "--json"])
         #expect(r.status == 0, "\(r)")

@@ -11,7 +11,8 @@ import Testing
     static func gzip(_ bytes: [UInt8], in home: TestHome) -> [UInt8] {
         let input = home.path("gz-input")
         FileManager.default.createFile(atPath: input, contents: Data(bytes))
-        let r = Spawn.run("/usr/bin/env", ["sh", "-c", "gzip -c -n gz-input | base64 -w0"], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            "/usr/bin/env", ["sh", "-c", "gzip -c -n gz-input | base64 -w0"], stdin: nil, fd3: nil, environment: home.environment, workDir: home.root.path)
         return [UInt8](Data(base64Encoded: r.out) ?? Data())
     }
 
@@ -102,7 +103,8 @@ import Testing
     static func file(entries: Int, tail: String) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<KeePassFile><Meta/><Root><Group><Name>Root</Name><Group><Name>g</Name>\n"
         for i in 0..<entries {
-            xml += "<Entry><String><Key>Title</Key><Value>e\(i)</Value></String><String><Key>Password</Key><Value ProtectInMemory=\"True\">pw\(i)</Value></String></Entry>\n"
+            xml +=
+                "<Entry><String><Key>Title</Key><Value>e\(i)</Value></String><String><Key>Password</Key><Value ProtectInMemory=\"True\">pw\(i)</Value></String></Entry>\n"
         }
         return xml + tail
     }
@@ -114,8 +116,16 @@ import Testing
         let before = home.vaultBytes()
         for (name, tail, message) in [
             ("truncated.xml", "</Group>", "truncated.xml: line 3003: malformed XML"),
-            ("bad-attachment.xml", "<Entry><String><Key>Title</Key><Value>last</Value></String><Binary><Key>k</Key><Value Ref=\"9\"/></Binary></Entry></Group></Group></Root></KeePassFile>\n", "(entry 'g/last'): attachment 'k'"),
-            ("bad-tag.xml", "<Entry><Tags>one\ntwo</Tags><String><Key>Title</Key><Value>last</Value></String></Entry></Group></Group></Root></KeePassFile>\n", "(entry 'g/last'): invalid tag"),
+            (
+                "bad-attachment.xml",
+                "<Entry><String><Key>Title</Key><Value>last</Value></String><Binary><Key>k</Key><Value Ref=\"9\"/></Binary></Entry></Group></Group></Root></KeePassFile>\n",
+                "(entry 'g/last'): attachment 'k'"
+            ),
+            (
+                "bad-tag.xml",
+                "<Entry><Tags>one\ntwo</Tags><String><Key>Title</Key><Value>last</Value></String></Entry></Group></Group></Root></KeePassFile>\n",
+                "(entry 'g/last'): invalid tag"
+            ),
         ] {
             let path = home.path(name)
             FileManager.default.createFile(atPath: path, contents: Data(Self.file(entries: 3000, tail: tail).utf8))

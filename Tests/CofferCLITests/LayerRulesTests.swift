@@ -32,15 +32,15 @@ struct LayerRulesTests {
         #expect(clean.status == 0 && clean.stderr.isEmpty, "\(clean)")
 
         try """
-            // list items with `coffer ls` (a comment: allowed)
-            /// pass --vault PATH (a documentation comment: allowed)
-            let a = CofferError(.usage, "no", hint: "list items with `coffer ls`")
-            let b = CofferError(.usage, "no", hint: "pass --vault PATH")
-            let c = ["rev-parse", "--short"]
-            let d = "then run coffer verify"
-            let e = "another coffer is writing"
+        // list items with `coffer ls` (a comment: allowed)
+        /// pass --vault PATH (a documentation comment: allowed)
+        let a = CofferError(.usage, "no", hint: "list items with `coffer ls`")
+        let b = CofferError(.usage, "no", hint: "pass --vault PATH")
+        let c = ["rev-parse", "--short"]
+        let d = "then run coffer verify"
+        let e = "another coffer is writing"
 
-            """.write(toFile: dir.path("Sources/CofferKit/Violation.swift"), atomically: true, encoding: .utf8)
+        """.write(toFile: dir.path("Sources/CofferKit/Violation.swift"), atomically: true, encoding: .utf8)
         let r = Self.check(dir)
         #expect(r.status == 1, "\(r)")
         let flagged = r.stderr.split(separator: "\n").filter { $0.contains("Violation.swift") }.map { $0.split(separator: ":")[2] }
@@ -54,7 +54,10 @@ struct LayerRulesTests {
         ("Sources/CofferKit/Violation.swift", "import ArgumentParser", "Violation.swift:1: CofferKit must not import ArgumentParser"),
         ("Sources/CofferKit/Violation.swift", "let q = \"SELECT itemId FROM item\"", "Violation.swift:1: CofferKit must not hold SQL"),
         ("Sources/CofferKit/Violation.swift", "    try run(\"PRAGMA cache_size = -2000\")", "Violation.swift:1: CofferKit must not hold SQL"),
-        ("Sources/coffer/Violation.swift", "        throw ValidationError(\"no\")", "Violation.swift:1: throw CofferError(.usage, …) with a hint, not ValidationError"),
+        (
+            "Sources/coffer/Violation.swift", "        throw ValidationError(\"no\")",
+            "Violation.swift:1: throw CofferError(.usage, …) with a hint, not ValidationError"
+        ),
         ("Tests/CofferKitAPITests/Violation.swift", "import CofferStore", "Violation.swift:1: CofferKitAPITests may import only"),
         ("Tests/CofferKitAPITests/Violation.swift", "@testable import CofferKit", "Violation.swift:1: CofferKitAPITests may import only"),
     ])

@@ -28,7 +28,9 @@ struct LeafParseTests {
     func optionsParse() {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "a/b", "--type", "login", "--field", "username=u", "--tag", "x", "--tag", "y", "--url", "https://e.x"], stdin: "pw\n").status == 0)
+        #expect(
+            home.unlocked(["add", "a/b", "--type", "login", "--field", "username=u", "--tag", "x", "--tag", "y", "--url", "https://e.x"], stdin: "pw\n").status
+                == 0)
         let ls = home.unlocked(["ls", "--tag", "y", "--json"])
         #expect(ls.status == 0 && ls.stdout.contains("\"a/b\""), "\(ls)")
         let get = home.unlocked(["get", "a/b", "--field", "username"])

@@ -99,7 +99,7 @@ struct ListingCacheTests {
         var flipped = good
         flipped[good.count - 20] ^= 1
         var header = good
-        header[40] ^= 1  // inside the stored vault MAC
+        header[40] ^= 1 // inside the stored vault MAC
         for damaged in [flipped, header, good.prefix(100), Data(), Data(repeating: 0x41, count: good.count)] {
             try damaged.write(to: URL(fileURLWithPath: path))
             chmod(path, 0o600)

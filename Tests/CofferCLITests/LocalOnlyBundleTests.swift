@@ -91,7 +91,8 @@ struct LocalOnlyBundleTests {
         #expect(home.unlocked(["export", "--out", b0]).status == 0)
         #expect(home.unlocked(["clone", b0, "--vault", b]).status == 0)
         func sync() {
-            let fa = home.path("a.bundle"), fb = home.path("b.bundle")
+            let fa = home.path("a.bundle")
+            let fb = home.path("b.bundle")
             #expect(home.unlocked(["export", "--out", fa, "--vault", a]).status == 0)
             #expect(home.unlocked(["export", "--out", fb, "--vault", b]).status == 0)
             #expect(home.unlocked(["import", fb, "--vault", a]).status == 0)

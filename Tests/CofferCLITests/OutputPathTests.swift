@@ -53,7 +53,8 @@ struct OutputPathTests {
         #expect(home.unlocked(["add", "more", "--type", "api-key", "--secret", "key"], stdin: "sk-2\n").status == 0)
         // The receiver's summary from stdin, the delta into stdin of import.
         let delta = home.shell(
-            "\"$COFFER\" summary --out - --vault b.coffer --passphrase-file \"$PW\" | \"$COFFER\" export --since - --out - --passphrase-file \"$PW\" | \"$COFFER\" import - --vault b.coffer --passphrase-file \"$PW\"")
+            "\"$COFFER\" summary --out - --vault b.coffer --passphrase-file \"$PW\" | \"$COFFER\" export --since - --out - --passphrase-file \"$PW\" | \"$COFFER\" import - --vault b.coffer --passphrase-file \"$PW\""
+        )
         #expect(delta.status == 0, "\(delta)")
         #expect(home.unlocked(["get", "more", "--vault", "b.coffer"]).stdout == "sk-2\n")
         #expect(!FileManager.default.fileExists(atPath: home.path("-")))
@@ -71,7 +72,7 @@ struct OutputPathTests {
         let home = Self.homeWithItem()
         try FileManager.default.createDirectory(atPath: home.path("real"), withIntermediateDirectories: true)
         #expect(symlink(home.path("real/bundle.cb"), home.path("link.cb")) == 0)
-        for _ in 0..<2 {  // creating the target, then replacing it
+        for _ in 0..<2 { // creating the target, then replacing it
             let r = home.unlocked(["export", "--out", "link.cb"])
             #expect(r.status == 0, "\(r)")
             #expect(home.fileType(home.path("link.cb")) == S_IFLNK)

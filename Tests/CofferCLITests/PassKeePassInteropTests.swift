@@ -45,7 +45,10 @@ struct PassKeePassInteropTests {
         try #require(gen.status == 0, "\(gen)")
         try #require(tool(home, ["pass", "init", "interop@coffer.invalid"], env: env).status == 0)
         let entries: [(String, String)] = [
-            ("web/github", "gh-pässword\nlogin: alice\nurl: https://github.com\notpauth://totp/GitHub:alice?secret=JBSWY3DPEHPK3PXP\nrecovery code: 1111-2222\nfree text line\n"),
+            (
+                "web/github",
+                "gh-pässword\nlogin: alice\nurl: https://github.com\notpauth://totp/GitHub:alice?secret=JBSWY3DPEHPK3PXP\nrecovery code: 1111-2222\nfree text line\n"
+            ),
             ("émoji/ключ ☕", "Ünïcode-секрет\n"),
             ("servers/db", "db-pass\nuser: postgres\n\nfirst note\nsecond note\n"),
             ("empty-password", "\nnotes only\n"),
@@ -170,7 +173,13 @@ struct PassKeePassInteropTests {
     @Test func cofferExportReadByKeePassXC() throws {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "work/github", "--type", "login", "--field", "username=alice", "--url", "https://github.com", "--field", "notes=two\nlines", "--field", "totp=otpauth://totp/GH?secret=JBSWY3DPEHPK3PXP", "--secret", "password"], stdin: "gh-pässword <&>").status == 0)
+        #expect(
+            home.unlocked(
+                [
+                    "add", "work/github", "--type", "login", "--field", "username=alice", "--url", "https://github.com", "--field", "notes=two\nlines",
+                    "--field", "totp=otpauth://totp/GH?secret=JBSWY3DPEHPK3PXP", "--secret", "password",
+                ], stdin: "gh-pässword <&>"
+            ).status == 0)
         #expect(home.unlocked(["add", "api/openai", "--type", "api-key", "--tag", "ai"], stdin: "sk-ключ-123").status == 0)
         #expect(home.unlocked(["add", "svc", "--type", "custom", "--field", "region=eu", "--field", "token=t0k3n"]).status == 0)
         // An attachment makes the whole trip too: Coffer → KeePass XML →

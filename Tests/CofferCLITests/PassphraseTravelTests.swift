@@ -9,7 +9,7 @@ import Testing
 struct PassphraseTravelTests {
     let shared: String
     let a = TestHome(), b = TestHome(), c = TestHome()
-    let keep = TestHome()  // owns the shared folder
+    let keep = TestHome() // owns the shared folder
 
     init() throws {
         shared = keep.path("shared")
@@ -62,7 +62,8 @@ struct PassphraseTravelTests {
 
     @Test("A changes its passphrase; B and C adopt it on their next sync and say so; clones of any bundle open with it")
     func travels() throws {
-        let old = a.passphrase, new = "a new passphrase for every replica"
+        let old = a.passphrase
+        let new = "a new passphrase for every replica"
         let idA = try replicaID(a)
         passwd(a, to: new)
         let sa = a.unlocked(["sync", shared])
@@ -135,8 +136,10 @@ struct PassphraseTravelTests {
 
     @Test("concurrent changes on A and B converge on one passphrase, the same on every replica, and are reported")
     func concurrentChangesConverge() throws {
-        let idA = try replicaID(a), idB = try replicaID(b)
-        let pa = "passphrase chosen on A", pb = "passphrase chosen on B"
+        let idA = try replicaID(a)
+        let idB = try replicaID(b)
+        let pa = "passphrase chosen on A"
+        let pb = "passphrase chosen on B"
         passwd(a, to: pa)
         passwd(b, to: pb)
         // Neither has seen the other's change: both sync, then everyone

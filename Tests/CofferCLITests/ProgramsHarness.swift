@@ -42,8 +42,9 @@ extension TestHome {
         var env = environment
         for (k, v) in extra { env[k] = v }
         var rc: Int32 = 0
-        guard let process = Spawn.start(
-            CofferBinary.path, TestHome.withPassphraseFd(args), fd3: passphrase + "\n", environment: env, workDir: root.path, errorCode: &rc)
+        guard
+            let process = Spawn.start(
+                CofferBinary.path, TestHome.withPassphraseFd(args), fd3: passphrase + "\n", environment: env, workDir: root.path, errorCode: &rc)
         else { preconditionFailure("posix_spawn failed: \(rc)") }
         return RunningCoffer(process)
     }
@@ -65,4 +66,3 @@ extension TestHome {
         return Int(st.st_mode & 0o7777)
     }
 }
-

@@ -121,11 +121,11 @@ struct ProgramsTests {
     @Test func runEnvFile() throws {
         let home = Self.home()
         try """
-            # refs
-            export KEY=coffer://work/openai
-            USER="coffer://my stuff/db one/username"
-            LIT='kept $AS is'
-            """.write(toFile: home.path("refs.env"), atomically: true, encoding: .utf8)
+        # refs
+        export KEY=coffer://work/openai
+        USER="coffer://my stuff/db one/username"
+        LIT='kept $AS is'
+        """.write(toFile: home.path("refs.env"), atomically: true, encoding: .utf8)
         let r = home.coffer(["run", "--env-file", "refs.env", "--env", "LIT=override", "--", "/bin/sh", "-c", "printf '%s|%s|%s' \"$KEY\" \"$USER\" \"$LIT\""])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == "sk-test-123|bob smith|override")
@@ -223,7 +223,8 @@ struct ProgramsTests {
         try (home.passphrase + "\n").write(toFile: home.path("pass"), atomically: true, encoding: .utf8)
         var env = home.environment
         env["K"] = "coffer://work/openai"
-        let r = Spawn.run("/usr/bin/python3", ["-c", script, CofferBinary.path, home.path("pass"), marker], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+        let r = Spawn.run(
+            "/usr/bin/python3", ["-c", script, CofferBinary.path, home.path("pass"), marker], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
         #expect(r.status == 9, "\(r)")
         #expect((try? String(contentsOfFile: marker, encoding: .utf8)) == "INT\nTERM\n")
     }
@@ -312,7 +313,8 @@ struct ProgramsTests {
         r = home.coffer(["env", "--format", "shell", "my stuff/db one"])
         #expect(r.stdout == "export DB_ONE_USERNAME='bob smith'\nexport DB_ONE_PASSWORD='pa ss'\\''word'\n")
         // The shell format survives eval.
-        let sh = Spawn.run("/bin/sh", ["-c", r.stdout + "printf '%s|%s' \"$DB_ONE_USERNAME\" \"$DB_ONE_PASSWORD\""], stdin: nil, fd3: nil, environment: [:], workDir: "/")
+        let sh = Spawn.run(
+            "/bin/sh", ["-c", r.stdout + "printf '%s|%s' \"$DB_ONE_USERNAME\" \"$DB_ONE_PASSWORD\""], stdin: nil, fd3: nil, environment: [:], workDir: "/")
         #expect(sh.stdout == "bob smith|pa ss'word")
 
         #expect(home.coffer(["edit", "work/openai", "--env-var", "key=OPENAI_API_KEY"]).status == 0)

@@ -9,7 +9,7 @@ import Testing
 struct RekeyCLITests {
     let shared: String
     let a = TestHome(), b = TestHome(), c = TestHome()
-    let keep = TestHome()  // owns the shared folder
+    let keep = TestHome() // owns the shared folder
 
     init() throws {
         shared = keep.path("shared")
@@ -87,7 +87,8 @@ struct RekeyCLITests {
         #expect(s.stderr.contains("wrong passphrase for the new key"), "\(s.stderr)")
         // The vault is still on its old key, untouched.
         #expect(b.run(["get", "work/openai", "--passphrase-fd", "3"], fd3: "correct horse battery staple\n").out == "sk-rekey-123")
-        let adopt = b.run(["sync", shared, "--passphrase-fd", "3"], fd3: "correct horse battery staple\n", env: ["COFFER_PASSPHRASE": "a new long passphrase for rekey"])
+        let adopt = b.run(
+            ["sync", shared, "--passphrase-fd", "3"], fd3: "correct horse battery staple\n", env: ["COFFER_PASSPHRASE": "a new long passphrase for rekey"])
         #expect(adopt.status == 0, "\(adopt)")
         #expect(adopt.stderr.contains("adopted the new master key"), "\(adopt.stderr)")
         #expect(get(b, "work/openai").out == "sk-rekey-123")
@@ -103,7 +104,7 @@ struct RekeyCLITests {
         #expect(a.unlocked(["rekey"]).status == 0)
         #expect(b.unlocked(["add", "from/b", "--type", "api-key"], stdin: "sk-b\n").status == 0)
         #expect(c.unlocked(["edit", "db", "--field", "username=from-c"]).status == 0)
-        #expect(c.unlocked(["sync", shared]).status == 0)  // C's bundle is still of epoch 0
+        #expect(c.unlocked(["sync", shared]).status == 0) // C's bundle is still of epoch 0
 
         let sa = a.unlocked(["sync", shared])
         #expect(sa.status == 0, "\(sa)")
@@ -150,7 +151,8 @@ struct RekeyCLITests {
         typealias G = SyncGitTests.Git
         let bare = keep.path("remote.git")
         G(home: keep, dir: keep.root.path).run(["init", "-q", "--bare", bare])
-        let ga = G(home: a, dir: a.path("work")), gb = G(home: b, dir: b.path("work"))
+        let ga = G(home: a, dir: a.path("work"))
+        let gb = G(home: b, dir: b.path("work"))
         G(home: a, dir: a.root.path).run(["clone", "-q", bare, ga.dir])
         G(home: b, dir: b.root.path).run(["clone", "-q", bare, gb.dir])
         for (g, who) in [(ga, "a"), (gb, "b")] {

@@ -85,7 +85,9 @@ struct RekeyFaultTests {
             if strip(opened) != strip(before) { problems.append("\(c.name) \(name)#\(n): values changed:\n\(opened)") }
             problems += Self.check(home, c, state: opened, trial: "\(name)#\(n)")
         }
-        print("faults: \(c.name): seed \(FaultSettings.seed), \(chosen.count) syscall trials of \(points.count) points, \(killed) killed, epochs after the kill \(epochs), \(problems.count) problems")
+        print(
+            "faults: \(c.name): seed \(FaultSettings.seed), \(chosen.count) syscall trials of \(points.count) points, \(killed) killed, epochs after the kill \(epochs), \(problems.count) problems"
+        )
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
@@ -111,7 +113,9 @@ struct RekeyFaultTests {
             if strip(opened) != strip(before) { problems.append("\(c.name) delay \(delay): values changed:\n\(opened)") }
             problems += Self.check(home, c, state: opened, trial: "delay \(String(format: "%.3f", delay))s")
         }
-        print("faults: \(c.name): seed \(FaultSettings.seed), \(FaultSettings.delayTrials) delay trials (clean run \(String(format: "%.2f", duration)) s), \(killed) killed, epochs after the kill \(epochs), \(problems.count) problems")
+        print(
+            "faults: \(c.name): seed \(FaultSettings.seed), \(FaultSettings.delayTrials) delay trials (clean run \(String(format: "%.2f", duration)) s), \(killed) killed, epochs after the kill \(epochs), \(problems.count) problems"
+        )
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 }

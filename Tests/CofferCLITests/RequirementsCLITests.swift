@@ -250,7 +250,8 @@ struct ExampleProgramTests {
         env["COFFER_PASSPHRASE"] = home.passphrase
         var r = Spawn.run(ExampleBinary.path, ["ads", "--print"], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
         #expect(r.status == 0 && r.stdout == goodKey + "\n", "\(r)")
-        r = Spawn.run(ExampleBinary.path, ["ads", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
+        r = Spawn.run(
+            ExampleBinary.path, ["ads", "--passphrase-fd", "3"], stdin: nil, fd3: home.passphrase, environment: home.environment, workDir: home.root.path)
         #expect(r.status == 0 && r.stdout.contains("abcd… (23 characters, from 'ads')"), "\(r)")
         r = Spawn.run(ExampleBinary.path, ["nope"], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
         #expect(r.status == 66 && r.stderr.contains("no API key stored for source 'nope'"), "\(r)")

@@ -71,12 +71,14 @@ struct RunCommandCLITests {
         let home = TestHome()
         home.initVault()
         #expect(home.unlocked(["add", "k"], stdin: "sk-1").status == 0)
-        let r = home.run(["run", "--", "/bin/sh", "-c", "env | grep ^COFFER_ || true"],
-                         env: ["COFFER_PASSPHRASE": home.passphrase, "K": "coffer://k"])
+        let r = home.run(
+            ["run", "--", "/bin/sh", "-c", "env | grep ^COFFER_ || true"],
+            env: ["COFFER_PASSPHRASE": home.passphrase, "K": "coffer://k"])
         #expect(r.status == 0, "\(r)")
         #expect(!r.stdout.contains("COFFER_PASSPHRASE"), "\(r.stdout)")
-        let kept = home.run(["run", "--keep-session", "--", "/bin/sh", "-c", "env | grep ^COFFER_PASSPHRASE= | wc -l"],
-                            env: ["COFFER_PASSPHRASE": home.passphrase])
+        let kept = home.run(
+            ["run", "--keep-session", "--", "/bin/sh", "-c", "env | grep ^COFFER_PASSPHRASE= | wc -l"],
+            env: ["COFFER_PASSPHRASE": home.passphrase])
         #expect(kept.out.trimmingCharacters(in: .whitespaces) == "1")
     }
 
@@ -85,8 +87,9 @@ struct RunCommandCLITests {
         let home = TestHome()
         home.initVault()
         #expect(home.unlocked(["add", "k"], stdin: "sk-1").status == 0)
-        let r = home.run(["run", "--passphrase-fd", "3", "--", "/bin/sh", "-c", "cat <&3 2>/dev/null; echo rc=$?"],
-                         fd3: home.passphrase + "\n", env: ["K": "coffer://k"])
+        let r = home.run(
+            ["run", "--passphrase-fd", "3", "--", "/bin/sh", "-c", "cat <&3 2>/dev/null; echo rc=$?"],
+            fd3: home.passphrase + "\n", env: ["K": "coffer://k"])
         #expect(r.status == 0, "\(r)")
         #expect(!r.stdout.contains(home.passphrase), "\(r.stdout)")
     }
@@ -94,8 +97,9 @@ struct RunCommandCLITests {
     /// `coffer run` gives the command the user's umask, not coffer's 077.
     @Test func runRestoresTheUmask() {
         let home = TestHome()
-        let r = Spawn.run("/bin/sh", ["-c", "umask 022; exec \"$0\" run -- /bin/sh -c umask", CofferBinary.path], stdin: nil, fd3: nil,
-                          environment: home.environment, workDir: home.root.path)
+        let r = Spawn.run(
+            "/bin/sh", ["-c", "umask 022; exec \"$0\" run -- /bin/sh -c umask", CofferBinary.path], stdin: nil, fd3: nil,
+            environment: home.environment, workDir: home.root.path)
         #expect(r.out == "0022", "\(r)")
     }
 
@@ -119,13 +123,16 @@ struct RunMaskingCLITests {
     @Test func referencesExpandEnvironmentVariables() {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "db/prod/password", "--type", "login", "--field", "username=app", "--secret", "password"], stdin: "prod-secret").status == 0)
+        #expect(
+            home.unlocked(["add", "db/prod/password", "--type", "login", "--field", "username=app", "--secret", "password"], stdin: "prod-secret").status == 0)
         let r = home.unlocked(["read", "coffer://db/${APP_ENV}/password"], env: ["APP_ENV": "prod"])
         #expect(r.status == 0 && r.out == "prod-secret", "\(r)")
         let unset = home.unlocked(["read", "coffer://db/${APP_ENV}/password"])
         #expect(unset.status == 64, "\(unset)")
         #expect(unset.stderr.contains("the variable APP_ENV is not set"), "\(unset)")
-        let run = home.run(["run", "--passphrase-fd", "3", "--env", "PW=coffer://db/${APP_ENV}/password", "--", "printenv", "PW"], fd3: home.passphrase, env: ["APP_ENV": "prod"])
+        let run = home.run(
+            ["run", "--passphrase-fd", "3", "--env", "PW=coffer://db/${APP_ENV}/password", "--", "printenv", "PW"], fd3: home.passphrase,
+            env: ["APP_ENV": "prod"])
         #expect(run.status == 0 && run.out == "prod-secret", "\(run)")
         let bad = home.unlocked(["read", "coffer://db/${APP-ENV}/password"], env: ["APP_ENV": "prod"])
         #expect(bad.status == 65, "\(bad)")

@@ -11,8 +11,9 @@ enum SchemaValidation {
 
     static let python: String? = {
         for candidate in ["/usr/bin/python3", "/usr/local/bin/python3"] + pathCandidates() {
-            let r = Spawn.run("/usr/bin/env", [candidate, "-c", "import jsonschema"], stdin: nil, fd3: nil,
-                              environment: ProcessInfo.processInfo.environment, workDir: "/")
+            let r = Spawn.run(
+                "/usr/bin/env", [candidate, "-c", "import jsonschema"], stdin: nil, fd3: nil,
+                environment: ProcessInfo.processInfo.environment, workDir: "/")
             if r.status == 0 { return candidate }
         }
         return nil
@@ -42,8 +43,9 @@ enum SchemaValidation {
             return
         }
         let path = schemasDir.appendingPathComponent(schema).path
-        let r = Spawn.run("/usr/bin/env", [python, "-c", script, path], stdin: json, fd3: nil,
-                          environment: ProcessInfo.processInfo.environment, workDir: "/")
+        let r = Spawn.run(
+            "/usr/bin/env", [python, "-c", script, path], stdin: json, fd3: nil,
+            environment: ProcessInfo.processInfo.environment, workDir: "/")
         #expect(r.status == 0, "JSON does not match \(schema):\n\(r.stdout)\(r.stderr)\n\(json)", sourceLocation: sourceLocation)
     }
 }

@@ -15,7 +15,8 @@ struct SessionCommandsTests {
         let dir = home.path("sync")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let manifest = home.path("req.json")
-        FileManager.default.createFile(atPath: manifest, contents: Data(#"{"version": 1, "sources": [{"id": "x", "type": "api-key", "required": false}]}"#.utf8))
+        FileManager.default.createFile(
+            atPath: manifest, contents: Data(#"{"version": 1, "sources": [{"id": "x", "type": "api-key", "required": false}]}"#.utf8))
         let commands: [[String]] = [
             ["ls"], ["get", "work/openai"], ["history", "work/openai"],
             ["edit", "work/openai", "--tag", "t"],

@@ -62,7 +62,6 @@ struct SessionTests {
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
     }
 
-
     static func jsonObject(_ text: String) throws -> [String: Any] {
         guard let o = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw SessionTestFailure("not a JSON object: \(text)")
@@ -322,7 +321,8 @@ struct SessionTests {
     func passwd() throws {
         let home = Self.homeWithItem()
         let session = try Self.unlock(home)
-        let oldFile = home.path("old-pass"), newFile = home.path("new-pass")
+        let oldFile = home.path("old-pass")
+        let newFile = home.path("new-pass")
         Self.writePrivate(oldFile, home.passphrase + "\n")
         Self.writePrivate(newFile, "a brand new passphrase\n")
 
@@ -370,7 +370,8 @@ struct SessionTests {
     @Test("passwd killed mid-way leaves the old or the new passphrase working")
     func passwdInterrupted() throws {
         let home = Self.homeWithItem()
-        let a = home.path("pass-a"), b = home.path("pass-b")
+        let a = home.path("pass-a")
+        let b = home.path("pass-b")
         Self.writePrivate(a, home.passphrase + "\n")
         Self.writePrivate(b, "the second passphrase\n")
         func works(_ file: String) -> Bool { home.run(["get", "work/openai", "--passphrase-file", file]).status == 0 }
@@ -382,12 +383,14 @@ struct SessionTests {
         #expect(works(a) && !works(b))
 
         // Killed at random times: always exactly one works.
-        var current = a, next = b
+        var current = a
+        var next = b
         var changed = 0
         for i in 0..<12 {
             let delay = Double(i % 6) * 0.012 + Double.random(in: 0..<0.01)
             try Self.runAndKill(home, ["passwd", "--passphrase-file", current, "--new-passphrase-file", next], env: [:], after: delay)
-            let oldWorks = works(current), newWorks = works(next)
+            let oldWorks = works(current)
+            let newWorks = works(next)
             #expect(oldWorks != newWorks, "after a kill at \(delay)s: old \(oldWorks), new \(newWorks)")
             if newWorks {
                 swap(&current, &next)
@@ -408,7 +411,8 @@ struct SessionTests {
             && Spawn.run(python, ["-c", "import pty, os"], stdin: nil, fd3: nil, environment: [:], workDir: "/").status == 0
     }
 
-    @Test("unlock asks on the terminal without echoing the passphrase",
+    @Test(
+        "unlock asks on the terminal without echoing the passphrase",
         .enabled(if: SessionTests.ptyAvailable, "needs /usr/bin/python3 with the pty module to drive a pseudo-terminal"))
     func noEchoPrompt() throws {
         let home = Self.homeWithItem()
@@ -444,7 +448,8 @@ struct SessionTests {
             """
         var env = home.environment
         env.removeValue(forKey: "COFFER_PASSPHRASE")
-        let r = Spawn.run(Self.python, ["-c", driver, CofferBinary.path, outFile, home.passphrase], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
+        let r = Spawn.run(
+            Self.python, ["-c", driver, CofferBinary.path, outFile, home.passphrase], stdin: nil, fd3: nil, environment: env, workDir: home.root.path)
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout.contains("Passphrase:"), "the prompt appears on the terminal: \(r.stdout)")
         #expect(!r.stdout.contains(home.passphrase), "the passphrase was echoed: \(r.stdout)")

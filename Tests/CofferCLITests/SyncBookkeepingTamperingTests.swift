@@ -42,7 +42,8 @@ struct SyncBookkeepingTamperingTests {
     /// verify names the table.
     func expectRefusedAndNamed(_ home: TestHome, naming table: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let bundle = home.path("after.cb")
-        VaultTamperingTests.expectModified(home.unlocked(["export", "--out", bundle]), notShowing: ["SHARED-SECRET", "DEVICE-SECRET"], sourceLocation: sourceLocation)
+        VaultTamperingTests.expectModified(
+            home.unlocked(["export", "--out", bundle]), notShowing: ["SHARED-SECRET", "DEVICE-SECRET"], sourceLocation: sourceLocation)
         #expect(!FileManager.default.fileExists(atPath: bundle), sourceLocation: sourceLocation)
         let dir = home.path("sync")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -11,7 +11,8 @@ enum SyncFixture {
     /// Creates a vault on `a`, writes its bundle to `dir`, clones it on `b`
     /// and lets `b` write its bundle too.
     static func twoReplicas(dir: String) -> (TestHome, TestHome) {
-        let a = TestHome(), b = TestHome()
+        let a = TestHome()
+        let b = TestHome()
         a.initVault()
         try! FileManager.default.createDirectory(atPath: dir.isEmpty ? a.path("sync") : dir, withIntermediateDirectories: true)
         let d = dir.isEmpty ? a.path("sync") : dir
@@ -110,8 +111,9 @@ struct SyncCLITests {
         #expect(F.dump(a) == F.dump(b))
 
         // Running sync again changes nothing: not the vault, not the folder.
-        let vaultBefore = a.vaultBytes(), dirBefore = F.fingerprint(dir)
-        let again = a.run(["sync", dir])  // no passphrase needed when there is nothing to do
+        let vaultBefore = a.vaultBytes()
+        let dirBefore = F.fingerprint(dir)
+        let again = a.run(["sync", dir]) // no passphrase needed when there is nothing to do
         F.expectOK(again)
         #expect(again.stderr.contains("nothing new"))
         #expect(a.vaultBytes() == vaultBefore)
@@ -135,7 +137,8 @@ struct SyncCLITests {
         F.expectOK(b.unlocked(["edit", "work/openai", "--secret", "key"], stdin: "sk-B\n"))
         F.expectOK(a.unlocked(["add", "new/one", "--type", "custom", "--field", "text=hi"]))
         F.expectOK(a.unlocked(["sync", dir]))
-        let before = b.vaultBytes(), dirBefore = F.fingerprint(dir)
+        let before = b.vaultBytes()
+        let dirBefore = F.fingerprint(dir)
         let dry = b.unlocked(["sync", dir, "--dry-run"])
         F.expectOK(dry)
         #expect(dry.stdout.contains("~ db"))

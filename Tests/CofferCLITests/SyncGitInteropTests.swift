@@ -30,8 +30,16 @@ struct SyncGitInteropTests {
     final class Results: @unchecked Sendable {
         private let lock = NSLock()
         private var items: [CLIResult] = []
-        func append(_ r: CLIResult) { lock.lock(); items.append(r); lock.unlock() }
-        var all: [CLIResult] { lock.lock(); defer { lock.unlock() }; return items }
+        func append(_ r: CLIResult) {
+            lock.lock()
+            items.append(r)
+            lock.unlock()
+        }
+        var all: [CLIResult] {
+            lock.lock()
+            defer { lock.unlock() }
+            return items
+        }
     }
 
     static func gitEnv(_ h: TestHome) -> [String: String] { ["GIT_CONFIG_NOSYSTEM": "1"] }

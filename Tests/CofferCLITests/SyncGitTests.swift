@@ -8,7 +8,8 @@ import Testing
 struct SyncGitTests {
     typealias F = SyncFixture
 
-    static let hasGit = FileManager.default.isExecutableFile(atPath: "/usr/bin/git")
+    static let hasGit =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/git")
         || (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
             FileManager.default.isExecutableFile(atPath: "\($0)/git")
         }
@@ -36,7 +37,8 @@ struct SyncGitTests {
     }
 
     @Test(.enabled(if: hasGit, "git is not installed")) func twoClonesNeverConflict() throws {
-        let a = TestHome(), b = TestHome()
+        let a = TestHome()
+        let b = TestHome()
         let bare = a.path("remote.git")
         Git(home: a, dir: a.root.path).run(["init", "-q", "--bare", bare])
         let ga = Git(home: a, dir: a.path("work"))

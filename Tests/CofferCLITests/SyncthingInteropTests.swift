@@ -25,7 +25,9 @@ final class SyncthingDaemon: @unchecked Sendable {
         home = root + "/st-" + name
         folder = root + "/sync-" + name
         try FileManager.default.createDirectory(atPath: folder + "/.stfolder", withIntermediateDirectories: true)
-        let gen = Spawn.run("syncthing", ["generate", "--home=\(home)", "--no-default-folder", "--skip-port-probing"], stdin: nil, fd3: nil, environment: Self.env, workDir: root)
+        let gen = Spawn.run(
+            "syncthing", ["generate", "--home=\(home)", "--no-default-folder", "--skip-port-probing"], stdin: nil, fd3: nil, environment: Self.env,
+            workDir: root)
         guard gen.status == 0, let line = (gen.stdout + gen.stderr).split(separator: "\n").first(where: { $0.contains("Device ID:") }),
             let id = line.components(separatedBy: "Device ID:").last?.trimmingCharacters(in: .whitespaces)
         else { throw SyncthingError.setup("syncthing generate failed: \(gen)") }
@@ -151,7 +153,8 @@ final class SyncthingDaemon: @unchecked Sendable {
     /// Starts two daemons that share one folder; waits (≤ 30 s) until they
     /// are connected.
     static func pair(root: String) throws -> (SyncthingDaemon, SyncthingDaemon) {
-        let a = try SyncthingDaemon(root: root, name: "a"), b = try SyncthingDaemon(root: root, name: "b")
+        let a = try SyncthingDaemon(root: root, name: "a")
+        let b = try SyncthingDaemon(root: root, name: "b")
         try a.configure(peer: b)
         try b.configure(peer: a)
         try a.start()
@@ -188,7 +191,8 @@ struct SyncthingInteropTests {
     /// A vault on `a` synced into `sa.folder`, cloned on `b` from
     /// `sb.folder` once it arrived, and b's bundle back at a.
     static func replicas(_ sa: SyncthingDaemon, _ sb: SyncthingDaemon) -> (TestHome, TestHome)? {
-        let a = TestHome(), b = TestHome()
+        let a = TestHome()
+        let b = TestHome()
         a.initVault()
         F.expectOK(a.unlocked(["add", "db", "--type", "login", "--field", "username=u0", "--secret", "password"], stdin: "p0\n"))
         F.expectOK(a.unlocked(["add", "work/openai", "--type", "api-key", "--secret", "key"], stdin: "sk-0\n"))
@@ -216,7 +220,10 @@ struct SyncthingInteropTests {
     @Test func anEditShowsUpOnTheOtherSide() throws {
         let root = TestHome()
         let (sa, sb) = try SyncthingDaemon.pair(root: root.root.path)
-        defer { sa.stop(); sb.stop() }
+        defer {
+            sa.stop()
+            sb.stop()
+        }
         guard let (a, b) = Self.replicas(sa, sb) else {
             Issue.record("the first bundles did not cross within 30 s")
             return
@@ -232,7 +239,10 @@ struct SyncthingInteropTests {
     @Test func concurrentEditsOnBothSidesConverge() throws {
         let root = TestHome()
         let (sa, sb) = try SyncthingDaemon.pair(root: root.root.path)
-        defer { sa.stop(); sb.stop() }
+        defer {
+            sa.stop()
+            sb.stop()
+        }
         guard let (a, b) = Self.replicas(sa, sb) else {
             Issue.record("the first bundles did not cross within 30 s")
             return
@@ -272,7 +282,10 @@ struct SyncthingInteropTests {
     @Test func aSyncConflictCopyIsMerged() throws {
         let root = TestHome()
         let (sa, sb) = try SyncthingDaemon.pair(root: root.root.path)
-        defer { sa.stop(); sb.stop() }
+        defer {
+            sa.stop()
+            sb.stop()
+        }
         guard let (a, b) = Self.replicas(sa, sb) else {
             Issue.record("the first bundles did not cross within 30 s")
             return
@@ -305,7 +318,10 @@ struct SyncthingInteropTests {
                 _ = try? FileManager.default.copyItem(atPath: d.folder, toPath: keep + "/" + (d.folder as NSString).lastPathComponent)
             }
         }
-        #expect(copied, "no .sync-conflict- copy appeared on both sides within 45 s: \([sa.folder, sb.folder].map { (try? FileManager.default.contentsOfDirectory(atPath: $0)) ?? [] })")
+        #expect(
+            copied,
+            "no .sync-conflict- copy appeared on both sides within 45 s: \([sa.folder, sb.folder].map { (try? FileManager.default.contentsOfDirectory(atPath: $0)) ?? [] })"
+        )
         let merged = waitUntil(seconds: 45) {
             _ = a.unlocked(["sync", sa.folder])
             _ = b.unlocked(["sync", sb.folder])

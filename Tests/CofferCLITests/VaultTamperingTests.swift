@@ -62,7 +62,9 @@ struct VaultTamperingTests {
     /// Swapping `item.nameHash` of two items made `get a` print b's secret.
     @Test func swappedNameHashesAreRefused() throws {
         let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
-        Self.sql(home.vaultPath, """
+        Self.sql(
+            home.vaultPath,
+            """
             CREATE TEMP TABLE h AS SELECT itemId, nameHash FROM item;
             UPDATE item SET nameHash = (SELECT h.nameHash FROM h WHERE h.itemId != item.itemId);
             """)
@@ -118,7 +120,9 @@ struct VaultTamperingTests {
     /// Deleting a current version, or a whole item.
     @Test func deletedRowsAreDetected() throws {
         let home = home([("a", "SECRET-A"), ("b", "SECRET-B")])
-        Self.sql(home.vaultPath, """
+        Self.sql(
+            home.vaultPath,
+            """
             DELETE FROM fieldVersion WHERE itemId = (SELECT itemId FROM item LIMIT 1)
               AND registerId = (SELECT registerId FROM fieldVersion WHERE itemId = (SELECT itemId FROM item LIMIT 1) LIMIT 1);
             """)
@@ -127,7 +131,9 @@ struct VaultTamperingTests {
         #expect(first.stderr.contains("differ from its integrity record"))
 
         let other = self.home([("a", "SECRET-A"), ("b", "SECRET-B")])
-        Self.sql(other.vaultPath, """
+        Self.sql(
+            other.vaultPath,
+            """
             CREATE TEMP TABLE gone AS SELECT itemId FROM item LIMIT 1;
             DELETE FROM fieldVersion WHERE itemId IN (SELECT itemId FROM gone);
             DELETE FROM item WHERE itemId IN (SELECT itemId FROM gone);
@@ -171,7 +177,10 @@ struct VaultTamperingTests {
         ("CREATE TRIGGER keep_sync AFTER UPDATE ON localReplica BEGIN UPDATE item SET policy = 'sync'; END;", "trigger 'keep_sync'"),
         ("CREATE VIEW peek AS SELECT itemId FROM item;", "view 'peek'"),
         ("CREATE INDEX extra ON fieldVersion(writtenAt);", "index 'extra'"),
-        ("PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'CHECK (counter >= 0)', '') WHERE name = 'replica';", "table 'replica' is defined differently"),
+        (
+            "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'CHECK (counter >= 0)', '') WHERE name = 'replica';",
+            "table 'replica' is defined differently"
+        ),
         ("PRAGMA journal_mode = WAL;", "WAL"),
     ])
     func plantedSchemaObjectsAreReportedByVerify(_ statement: String, _ named: String) throws {
@@ -219,7 +228,9 @@ struct VaultTamperingTests {
         let cl = home.unlocked(["clone", home.path("full.cb"), "--vault", b])
         #expect(cl.status == 0, "\(cl)")
         #expect(home.unlocked(["add", "from-b", "--vault", b, "--secret", "key"], stdin: "SECRET-FROM-B\n").status == 0)
-        Self.sql(home.vaultPath, """
+        Self.sql(
+            home.vaultPath,
+            """
             ATTACH '\(b)' AS b;
             INSERT INTO item SELECT * FROM b.item WHERE itemId NOT IN (SELECT itemId FROM main.item);
             INSERT INTO fieldVersion SELECT * FROM b.fieldVersion WHERE itemId NOT IN (SELECT itemId FROM main.fieldVersion);
@@ -304,7 +315,7 @@ struct PassphraseNFCTests {
     @Test func aPassphraseThatIsNotUTF8IsRefusedAtInit() throws {
         let home = TestHome()
         let file = home.path("pass")
-        try Data([0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: file))  // Latin-1 "café"
+        try Data([0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: file)) // Latin-1 "café"
         chmod(file, 0o600)
         let r = home.run(["init", "--passphrase-file", file] + FastKDF.arguments)
         #expect(r.status == 64, "\(r)")

@@ -11,7 +11,9 @@ import Glibc
 private func verbsHome() -> TestHome {
     let home = TestHome()
     home.initVault()
-    var r = home.unlocked(["add", "personal/github", "--type", "login", "--field", "username=octo", "--url", "https://github.com", "--tag", "code", "--secret", "password"], stdin: "hunter2-SECRET")
+    var r = home.unlocked(
+        ["add", "personal/github", "--type", "login", "--field", "username=octo", "--url", "https://github.com", "--tag", "code", "--secret", "password"],
+        stdin: "hunter2-SECRET")
     precondition(r.status == 0, "\(r)")
     // RFC 6238's SHA-1 seed "12345678901234567890" in base32.
     r = home.unlocked(["edit", "personal/github", "--totp"], stdin: "otpauth://totp/GitHub:octo?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&issuer=GitHub\n")
@@ -50,7 +52,10 @@ struct GenerateCLITests {
 
     @Test func badLengthsAreUsageErrors() {
         let home = TestHome()
-        for args in [["--length", "0"], ["--length", "4097"], ["--length=-3"], ["--chars", "emoji"], ["--words", "0"], ["--words", "3", "--length", "9"], ["--separator", "x"]] {
+        for args in [
+            ["--length", "0"], ["--length", "4097"], ["--length=-3"], ["--chars", "emoji"], ["--words", "0"], ["--words", "3", "--length", "9"],
+            ["--separator", "x"],
+        ] {
             let r = home.run(["generate"] + args)
             #expect(r.status == 64, "\(args): \(r)")
             #expect(r.stdout.isEmpty)
@@ -86,7 +91,9 @@ struct ShowCLITests {
         let home = verbsHome()
         let r = home.unlocked(["show", "personal/github"])
         #expect(r.status == 0, "\(r)")
-        for expected in ["personal/github", "login", "octo", "https://github.com", "code", "policy:   sync", "by replica", "password  ********", "totp      ********"] {
+        for expected in [
+            "personal/github", "login", "octo", "https://github.com", "code", "policy:   sync", "by replica", "password  ********", "totp      ********",
+        ] {
             #expect(r.stdout.contains(expected), "missing \(expected): \(r)")
         }
         #expect(!r.stdout.contains("hunter2"))
@@ -168,17 +175,18 @@ struct FindCLITests {
         }
         let full = home.unlocked(["ls", "--tree"])
         #expect(full.status == 0, "\(full)")
-        #expect(full.stdout == """
-            ├── Zeta
-            ├── a/
-            │   ├── b
-            │   └── c/
-            │       └── d
-            ├── back\\\\slash
-            └── café/
-                └── ünï
+        #expect(
+            full.stdout == """
+                ├── Zeta
+                ├── a/
+                │   ├── b
+                │   └── c/
+                │       └── d
+                ├── back\\\\slash
+                └── café/
+                    └── ünï
 
-            """, "\(full)")
+                """, "\(full)")
         let token = try SessionTests.unlock(home)
         let fast = home.run(["ls", "--tree"], env: ["COFFER_SESSION": token])
         #expect(fast.status == 0 && fast.stdout == full.stdout, "\(fast)")
@@ -197,7 +205,7 @@ struct OtpCLITests {
         SchemaValidation.expectValid(json.stdout, schema: "otp.schema.json")
         let obj = try #require(jsonObject(json.stdout) as? [String: Any])
         #expect(obj["code"] as? String == "005924")
-        #expect(obj["remaining"] as? Int == 30 - 1234567890 % 30)
+        #expect(obj["remaining"] as? Int == 30 - 1_234_567_890 % 30)
         // Now: six digits, seconds left on stderr.
         let now = home.unlocked(["otp", "personal/github"])
         #expect(now.out.count == 6 && now.stderr.contains("s left"), "\(now)")
@@ -213,7 +221,10 @@ struct OtpCLITests {
 
     @Test func badSecretsAndMissingThingsHaveTheirCodes() {
         let home = verbsHome()
-        #expect(home.unlocked(["add", "bad", "--type", "login", "--field", "username=x", "--generate", "--totp-uri", "-"], stdin: "otpauth://totp/x?secret=NOT*BASE32").status == 65)
+        #expect(
+            home.unlocked(
+                ["add", "bad", "--type", "login", "--field", "username=x", "--generate", "--totp-uri", "-"], stdin: "otpauth://totp/x?secret=NOT*BASE32"
+            ).status == 65)
         #expect(home.unlocked(["ls", "bad"]).status == 66, "nothing stored")
         // A bad value that got in another way (a plain field): 65 naming the part.
         #expect(home.unlocked(["edit", "work/db", "--field", "totp=otpauth://totp/x?secret=AB1C"]).status == 0)
@@ -332,7 +343,9 @@ struct EditorCLITests {
     @Test func changesOnlyWhatWasEdited() throws {
         let home = verbsHome()
         // The script also records the file's and folder's modes.
-        let ed = editor(home, """
+        let ed = editor(
+            home,
+            """
             stat -c %a "$1" > \(home.path("mode")); stat -c %a "$(dirname "$1")" >> \(home.path("mode"))
             cp "$1" \(home.path("seen"))
             sed -i -e '1s/.*/n3w-PASS/' -e 's/^url: .*/url: https:\\/\\/example.org/' -e '$a\\
@@ -383,7 +396,8 @@ struct EditorCLITests {
         #expect(r.stderr.contains("--unsafe-tmp"), "\(r)")
         let tmp = home.path("tmp")
         try? FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
-        let ok = home.unlocked(["edit", "personal/github", "--unsafe-tmp"], env: ["EDITOR": editor(home, "sed -i 's/^username: .*/username: cat/' \"$1\""), "TMPDIR": tmp])
+        let ok = home.unlocked(
+            ["edit", "personal/github", "--unsafe-tmp"], env: ["EDITOR": editor(home, "sed -i 's/^username: .*/username: cat/' \"$1\""), "TMPDIR": tmp])
         #expect(ok.status == 0, "\(ok)")
         #expect(home.unlocked(["get", "personal/github", "--field", "username"]).out == "cat")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: tmp))?.isEmpty == true)
@@ -399,7 +413,10 @@ struct CompletionCLITests {
         guard r.out.hasPrefix(prefix) else { throw CompletionFailure("no session: \(r)") }
         return String(r.out.dropFirst(prefix.count).dropLast(2))
     }
-    struct CompletionFailure: Error { var m: String; init(_ m: String) { self.m = m } }
+    struct CompletionFailure: Error {
+        var m: String
+        init(_ m: String) { self.m = m }
+    }
 
     @Test func bashCompletesNamesAndFieldsWithASession() throws {
         let home = verbsHome()

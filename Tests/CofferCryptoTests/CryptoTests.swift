@@ -81,9 +81,9 @@ struct AEADTests {
         k.wipe()
         #expect(k.revealedBytes() == [UInt8](repeating: 0, count: 32))
         #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(box, key: k, associatedData: []) }
-        k.wipe()  // idempotent
+        k.wipe() // idempotent
         #expect(k.count == 32)
-        SecretBytes(copying: [UInt8]()).wipe()  // an empty buffer too
+        SecretBytes(copying: [UInt8]()).wipe() // an empty buffer too
     }
 
     @Test func noncesAreFresh() {
@@ -97,7 +97,8 @@ struct AEADTests {
 struct KeyDerivationTests {
     @Test func subKeysAreDeterministicAndDistinct() {
         let master = SecretBytes.random(count: 32)
-        let a1 = SubKey.derive(from: master, id: 1), a2 = SubKey.derive(from: master, id: 1)
+        let a1 = SubKey.derive(from: master, id: 1)
+        let a2 = SubKey.derive(from: master, id: 1)
         let b = SubKey.derive(from: master, id: 2)
         #expect(a1.constantTimeEquals(a2))
         #expect(!a1.constantTimeEquals(b))
@@ -115,7 +116,8 @@ struct KeyDerivationTests {
     }
 
     @Test func keyedHashDependsOnKey() {
-        let k1 = SecretBytes.random(count: 32), k2 = SecretBytes.random(count: 32)
+        let k1 = SecretBytes.random(count: 32)
+        let k2 = SecretBytes.random(count: 32)
         let m = Array("work/openai".utf8)
         #expect(KeyedHash.hash(m, key: k1) == KeyedHash.hash(m, key: k1))
         #expect(KeyedHash.hash(m, key: k1) != KeyedHash.hash(m, key: k2))

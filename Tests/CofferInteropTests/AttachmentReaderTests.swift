@@ -86,7 +86,10 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
         #expect(r.entry("Private/Gone")?.fields.contains(where: \.isFile) == false)
         #expect(r.entry("Private/Fine")?.file("ok.bin")?.bytes == [1, 2, 3])
         #expect(r.warnings.count == 3, "\(r.warnings)")
-        #expect(r.warnings.contains { $0.entry == "Private/Gone" && $0.message.contains("document 'gone.pdf' was not imported") && $0.message.contains("files/d-missing__gone.pdf") })
+        #expect(
+            r.warnings.contains {
+                $0.entry == "Private/Gone" && $0.message.contains("document 'gone.pdf' was not imported") && $0.message.contains("files/d-missing__gone.pdf")
+            })
         #expect(r.warnings.contains { $0.entry == "Private/Huge by size" && $0.message.contains("'disk.iso'") && $0.message.contains("16 MiB") })
         #expect(r.warnings.contains { $0.entry == "Private/Huge member" && $0.message.contains("'video.mp4'") && $0.message.contains("16 MiB") })
     }
@@ -157,7 +160,10 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
             Issue.record("accepted")
         } catch {
             #expect(error.kind == .badData)
-            #expect(error.message == "export.data: accounts[0].vaults[0].items[0] ('Private/Scan'): document 's.pdf': the archive member files/d9__s.pdf cannot be extracted (bad CRC)", "\(error.message)")
+            #expect(
+                error.message
+                    == "export.data: accounts[0].vaults[0].items[0] ('Private/Scan'): document 's.pdf': the archive member files/d9__s.pdf cannot be extracted (bad CRC)",
+                "\(error.message)")
         }
     }
 
@@ -167,7 +173,9 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
             _ = try OnePUX.read(data, file: "export.data")
             Issue.record("accepted")
         } catch {
-            #expect(error.kind == .badData && error.message.contains("('Private/Broken')") && error.message.contains("file field 'recovery codes': no documentId"), "\(error.message)")
+            #expect(
+                error.kind == .badData && error.message.contains("('Private/Broken')") && error.message.contains("file field 'recovery codes': no documentId"),
+                "\(error.message)")
         }
     }
 }
@@ -180,7 +188,10 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
             Field(name: "id_ed25519", bytes: binaryBytes, isSecret: true, isFile: true),
             Field(name: "empty.bin", bytes: [], isSecret: false, isFile: true),
         ]
-        e.history = [InterchangeVersion(fields: [Field(name: "id_ed25519", bytes: [0xFF, 0], isSecret: true, isFile: true)], writtenAt: Date(timeIntervalSince1970: 1_700_000_000))]
+        e.history = [
+            InterchangeVersion(
+                fields: [Field(name: "id_ed25519", bytes: [0xFF, 0], isSecret: true, isFile: true)], writtenAt: Date(timeIntervalSince1970: 1_700_000_000))
+        ]
         return e
     }
 
@@ -196,7 +207,8 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
     }
 
     @Test func versionOneFilesStillRead() throws {
-        let v1 = #"{"format":"coffer-json","version":1,"exportedAt":"2025-01-01T00:00:00Z","items":[{"name":"a","type":"api-key","fields":[{"name":"key","value":"sk-1","secret":true}],"tags":[],"source":null,"expires":null,"policy":"sync","env":{}}]}"#
+        let v1 =
+            #"{"format":"coffer-json","version":1,"exportedAt":"2025-01-01T00:00:00Z","items":[{"name":"a","type":"api-key","fields":[{"name":"key","value":"sk-1","secret":true}],"tags":[],"source":null,"expires":null,"policy":"sync","env":{}}]}"#
         let r = try CofferJSON.read(Data(v1.utf8), file: "v1.json")
         #expect(r.entries.first?.fields == [Field(name: "key", value: "sk-1", isSecret: true)])
     }
@@ -210,7 +222,8 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
         (3, #"{"name":"f","value":"v","secret":true}"#, "version 3 is not supported"),
     ])
     func badAttachmentsAreRefusedNamingTheItem(version: Int, field: String, message: String) {
-        let json = "{\"format\":\"coffer-json\",\"version\":\(version),\"exportedAt\":\"x\",\"items\":[{\"name\":\"k\",\"type\":\"custom\",\"fields\":[\(field)]}]}"
+        let json =
+            "{\"format\":\"coffer-json\",\"version\":\(version),\"exportedAt\":\"x\",\"items\":[{\"name\":\"k\",\"type\":\"custom\",\"fields\":[\(field)]}]}"
         do {
             _ = try CofferJSON.read(Data(json.utf8), file: "c.json")
             Issue.record("accepted")
@@ -256,8 +269,12 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
             guard let end = flat.range(of: tail) else { return nil }
             return flat[..<end.lowerBound].components(separatedBy: "<Binary ID=\"").last
         }
-        let shared = try #require(pool(binaryBytes)), one = try #require(pool([1])), two = try #require(pool([2]))
-        #expect(flat.contains("<Binary><Key>id.bin</Key><Value Ref=\"\(shared)\"/></Binary><Binary><Key>copy.bin</Key><Value Ref=\"\(shared)\"/></Binary>"), "\(xml)")
+        let shared = try #require(pool(binaryBytes))
+        let one = try #require(pool([1]))
+        let two = try #require(pool([2]))
+        #expect(
+            flat.contains("<Binary><Key>id.bin</Key><Value Ref=\"\(shared)\"/></Binary><Binary><Key>copy.bin</Key><Value Ref=\"\(shared)\"/></Binary>"),
+            "\(xml)")
         #expect(flat.contains("<Binary><Key>a &lt;&amp;&gt;.pdf</Key><Value Ref=\"\(one)\"/></Binary><Binary><Key>b</Key><Value Ref=\"\(two)\"/></Binary>"))
         #expect(!flat.contains("<String><Key>id.bin</Key>"), "an attachment is not written as a string")
         // The XML parses.
@@ -294,7 +311,10 @@ let binaryBytes: [UInt8] = Array(0...255) + [0xFF, 0xFE, 0x00, 0xC3]
         let r = try BitwardenJSON.read(Data(json.utf8), file: "bw.json")
         #expect(r.entries.count == 3)
         #expect(r.warnings.count == 2, "\(r.warnings)")
-        #expect(r.warnings[0].entry == "With files" && r.warnings[0].message.contains("its 2 attachments ('scan.pdf', 'key.pem') are not in Bitwarden's export"))
-        #expect(r.warnings[1].entry == "One file" && r.warnings[1].message.contains("its attachment 'x.txt' is not in Bitwarden's export") && r.warnings[1].message.contains("coffer attach"))
+        #expect(
+            r.warnings[0].entry == "With files" && r.warnings[0].message.contains("its 2 attachments ('scan.pdf', 'key.pem') are not in Bitwarden's export"))
+        #expect(
+            r.warnings[1].entry == "One file" && r.warnings[1].message.contains("its attachment 'x.txt' is not in Bitwarden's export")
+                && r.warnings[1].message.contains("coffer attach"))
     }
 }

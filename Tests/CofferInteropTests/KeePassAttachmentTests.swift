@@ -11,7 +11,8 @@ import Testing
     /// A KeePass XML file: `pool` inside `<Meta><Binaries>`, one entry
     /// "Top" in group "G" with a password and `binaries` (and `history`).
     static func xml(pool: String, binaries: String, history: String = "") -> Data {
-        Data("""
+        Data(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <KeePassFile><Meta><Binaries>\(pool)</Binaries></Meta><Root><Group><Name>Root</Name><Group><Name>G</Name>
             <Entry><String><Key>Title</Key><Value>Top</Value></String><String><Key>Password</Key><Value ProtectInMemory="True">pw</Value></String>
@@ -50,10 +51,12 @@ import Testing
             <Binary ID="1">\(Self.b64(Array("raw text\n".utf8)))</Binary>
             <Binary ID="2" Compressed="False">\n  \(Self.b64([9, 8, 7]))\n</Binary>
             """
-        let binaries = Self.ref("id.bin", 0) + Self.ref("password", 1) + Self.ref("ws", 2)
+        let binaries =
+            Self.ref("id.bin", 0) + Self.ref("password", 1) + Self.ref("ws", 2)
             + "<Binary><Key>inline.txt</Key><Value>\(Self.b64(Array("inline!".utf8)))</Value></Binary>"
             + "<Binary><Key>empty</Key><Value></Value></Binary>"
-        let history = "<Entry><String><Key>Title</Key><Value>Top</Value></String><String><Key>Password</Key><Value>old</Value></String>\(Self.ref("old.bin", 1))</Entry>"
+        let history =
+            "<Entry><String><Key>Title</Key><Value>Top</Value></String><String><Key>Password</Key><Value>old</Value></String>\(Self.ref("old.bin", 1))</Entry>"
         let r = try KeePassXML.read(Self.xml(pool: pool, binaries: binaries, history: history), file: "k.xml")
         let top = try #require(r.entry("G/Top"))
         #expect(file(top, "id.bin") == Field(name: "id.bin", bytes: bin, isSecret: true, isFile: true))
@@ -80,7 +83,8 @@ import Testing
             <Binary ID="3">\(Self.b64(fifteen))</Binary>
             <Binary ID="4">\(Self.b64([1, 2, 3]))</Binary>
             """
-        let binaries = Self.ref("big.raw", 0) + Self.ref("bomb.gz", 1) + Self.ref("huge.txt", 2)
+        let binaries =
+            Self.ref("big.raw", 0) + Self.ref("bomb.gz", 1) + Self.ref("huge.txt", 2)
             + Self.ref("a15", 3) + Self.ref("b15", 3) + Self.ref("small", 4)
         let r = try KeePassXML.read(Self.xml(pool: pool, binaries: binaries, history: "<Entry>\(Self.ref("big.raw", 0))</Entry>"), file: "k.xml")
         let top = try #require(r.entry("G/Top"))
@@ -115,7 +119,7 @@ import Testing
     @Test func truncatedAndCorruptedGzipAreRefused() throws {
         let gz = try Self.gzip(Array(String(repeating: "coffer attachment ", count: 500).utf8))
         var corrupted = gz
-        corrupted[gz.count - 6] ^= 0x55  // the CRC-32 in the trailer
+        corrupted[gz.count - 6] ^= 0x55 // the CRC-32 in the trailer
         for bad in [Array(gz.prefix(gz.count / 2)), corrupted, gz + [0]] {
             let pool = "<Binary ID=\"0\" Compressed=\"True\">\(Self.b64(bad))</Binary>"
             #expect(throws: CofferError.self) { try KeePassXML.read(Self.xml(pool: pool, binaries: Self.ref("k", 0)), file: "k.xml") }

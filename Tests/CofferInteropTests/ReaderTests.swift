@@ -113,7 +113,10 @@ extension InterchangeEntry {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("not-\(UUID()).1pux").path
         try Data("plain text".utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        do { _ = try OnePUX.read(path: path); Issue.record("accepted") } catch {
+        do {
+            _ = try OnePUX.read(path: path)
+            Issue.record("accepted")
+        } catch {
             #expect(error.kind == .badData && error.message.contains("not a zip"))
         }
     }
@@ -127,13 +130,19 @@ extension InterchangeEntry {
     }
 
     @Test func unterminatedQuoteNamesItsLine() {
-        do { _ = try CSV.parse("a,b\n1,\"open\n2,3\n", file: "f.csv"); Issue.record("accepted") } catch {
+        do {
+            _ = try CSV.parse("a,b\n1,\"open\n2,3\n", file: "f.csv")
+            Issue.record("accepted")
+        } catch {
             #expect(error.kind == .badData && error.message == "f.csv: line 2: a quoted field is never closed")
         }
     }
 
     @Test func wrongColumnCount() {
-        do { _ = try CSVImport.read(Data("name,url,username,password\nx,y\n".utf8), file: "f.csv"); Issue.record("accepted") } catch {
+        do {
+            _ = try CSVImport.read(Data("name,url,username,password\nx,y\n".utf8), file: "f.csv")
+            Issue.record("accepted")
+        } catch {
             #expect(error.kind == .badData && error.message == "f.csv: line 2: 2 columns, but the header has 4")
         }
     }
@@ -198,10 +207,12 @@ extension InterchangeEntry {
 
     @Test func roundTripThroughWriter() throws {
         let entries = [
-            InterchangeEntry(name: "work/gh", type: .login, fields: [
-                Field(name: "username", value: "al<i>ce", isSecret: false), Field(name: "password", value: "p\"w&", isSecret: true),
-                Field(name: "notes", value: "two\nlines", isSecret: false), Field(name: "token", value: "ключ", isSecret: true),
-            ], tags: ["x", "y"], expires: Day("2031-05-06")),
+            InterchangeEntry(
+                name: "work/gh", type: .login,
+                fields: [
+                    Field(name: "username", value: "al<i>ce", isSecret: false), Field(name: "password", value: "p\"w&", isSecret: true),
+                    Field(name: "notes", value: "two\nlines", isSecret: false), Field(name: "token", value: "ключ", isSecret: true),
+                ], tags: ["x", "y"], expires: Day("2031-05-06"))
         ]
         let back = try KeePassXML.read(KeePassXML.write(entries), file: "w.xml")
         #expect(back.entries.count == 1)
@@ -210,10 +221,16 @@ extension InterchangeEntry {
     }
 
     @Test func malformedXMLNamesTheLine() {
-        do { _ = try KeePassXML.read(Data("<KeePassFile>\n<Root>\n<Group></Entry>".utf8), file: "bad.xml"); Issue.record("accepted") } catch {
+        do {
+            _ = try KeePassXML.read(Data("<KeePassFile>\n<Root>\n<Group></Entry>".utf8), file: "bad.xml")
+            Issue.record("accepted")
+        } catch {
             #expect(error.kind == .badData && error.message.hasPrefix("bad.xml: line 3: malformed XML"))
         }
-        do { _ = try KeePassXML.read(Data("<html></html>".utf8), file: "h.xml"); Issue.record("accepted") } catch {
+        do {
+            _ = try KeePassXML.read(Data("<html></html>".utf8), file: "h.xml")
+            Issue.record("accepted")
+        } catch {
             #expect(error.kind == .badData && error.message.contains("not a KeePass XML file"))
         }
     }
@@ -221,7 +238,8 @@ extension InterchangeEntry {
 
 @Suite struct PassAndDotenvReaderTests {
     @Test func passConvention() {
-        let e = PassStore.entry(name: "web/x", text: "pw1\nlogin: alice\nurl: https://x.org\notpauth://totp/X?secret=A\nfree text\nhttps://not-a-field\n", origin: "")
+        let e = PassStore.entry(
+            name: "web/x", text: "pw1\nlogin: alice\nurl: https://x.org\notpauth://totp/X?secret=A\nfree text\nhttps://not-a-field\n", origin: "")
         #expect(e.value("password") == "pw1" && e.value("username") == "alice" && e.value("url") == "https://x.org")
         #expect(e.value("totp") == "otpauth://totp/X?secret=A" && e.value("notes") == "free text\nhttps://not-a-field")
     }
@@ -231,7 +249,10 @@ extension InterchangeEntry {
         #expect(r.entries.count == 1 && r.entries[0].value("A") == "2" && r.entries[0].value("B") == "two\nlines")
         #expect(r.entries[0].env == ["A": "A", "B": "B"])
         #expect(r.warnings.count == 1)
-        do { _ = try DotenvImport.read(Data("A=1\nnot a line\n".utf8), file: ".env", itemName: "app"); Issue.record("accepted") } catch {
+        do {
+            _ = try DotenvImport.read(Data("A=1\nnot a line\n".utf8), file: ".env", itemName: "app")
+            Issue.record("accepted")
+        } catch {
             #expect(error.kind == .badData && error.message.hasPrefix(".env:2:"))
         }
     }

@@ -191,4 +191,3 @@ struct RemainingCallsTests {
         #expect(delta.kind == .delta && delta.items == 1)
     }
 }
-

@@ -58,7 +58,7 @@ struct LockTests {
             #expect(error.message.contains("locked") && error.hint != nil)
             #expect(!error.message.contains("coffer ") && !(error.hint ?? "").contains("coffer "), "no command in the words: \(error)")
         }
-        await c.lock()  // twice: nothing more happens
+        await c.lock() // twice: nothing more happens
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before, "nothing was written")
 
         // The change stream says so once and ends.
@@ -259,7 +259,13 @@ struct ServerURLTests {
         #expect(try await app.string(for: "api") == "prsnl-0123456789abcdef")
 
         // A new key and URL replace both in one write; other fields stay.
-        _ = try c.vault.edit("apps/ai.prsnl/api", { var e = ItemEdit(); e.setFields = [Field(name: "user_id", value: "42", isSecret: false)]; return e }())
+        _ = try c.vault.edit(
+            "apps/ai.prsnl/api",
+            {
+                var e = ItemEdit()
+                e.setFields = [Field(name: "user_id", value: "42", isSecret: false)]
+                return e
+            }())
         try await app.set("prsnl-fedcba9876543210", for: "api", url: "http://localhost:8000")
         let updated = try #require(try await app.item(named: "api"))
         #expect(updated.field("key")?.value == "prsnl-fedcba9876543210")

@@ -134,7 +134,10 @@ struct HIBPFileTests {
     @Test func missingEmptyAndMalformedFilesAreClearErrors() throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         func failure(_ path: String) -> CofferError? {
-            do { _ = try HIBPFile(path: path); return nil } catch { return error }
+            do {
+                _ = try HIBPFile(path: path)
+                return nil
+            } catch { return error }
         }
         #expect(failure(dir.appendingPathComponent("nope.txt").path)?.exitCode == 66)
         #expect(failure(dir.path)?.exitCode == 66)
@@ -206,9 +209,12 @@ struct VaultAuditTests {
         o.breachSource = try HIBPFile(path: makeHIBPFile(passwords: [("Password1!", 9999)], in: hibpFolder.url))
         let r = try v.audit(o)
         #expect(r.itemsAudited == 7)
-        #expect(r.secretsAudited == 6)  // the note is not audited
+        #expect(r.secretsAudited == 6) // the note is not audited
         #expect(r.findings.filter { $0.issue == .weak }.map(\.item) == ["web/weak"])
-        #expect(r.reusedGroups == [[AuditSecret(item: "api/k", field: "key"), AuditSecret(item: "web/a", field: "password"), AuditSecret(item: "web/b", field: "password")]])
+        #expect(
+            r.reusedGroups == [
+                [AuditSecret(item: "api/k", field: "key"), AuditSecret(item: "web/a", field: "password"), AuditSecret(item: "web/b", field: "password")]
+            ])
         #expect(r.count(of: .reused) == 3)
         #expect(r.findings.filter { $0.issue == .expired }.map(\.item) == ["web/strong"])
         #expect(r.findings.first { $0.issue == .expired }?.days == 3)

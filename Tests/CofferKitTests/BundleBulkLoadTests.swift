@@ -45,7 +45,7 @@ struct BundleBulkLoadTests {
         #expect(cloned.versionsAdded == 300 * 5 + 3 + 1)
         let c = try VaultFile.open(path: box.path("c.coffer")).unlock(passphrase: box.passphrase)
         #expect(try Self.schema(c) == fresh)
-        #expect(try c.item(named: "bench/item-299").field("key") != nil)  // name hashes are right
+        #expect(try c.item(named: "bench/item-299").field("key") != nil) // name hashes are right
         #expect(try !c.contains("bench/item-7"))
         #expect(try !c.contains("home/private"))
 

@@ -19,16 +19,16 @@ enum BundleKit {
     /// Part of the kit's fixed inputs (its files are made with it), not the
     /// tests' speed setting (FastKDF): changing it means regenerating the kit.
     static let kdf = KDFParameters(memoryKiB: 8192, iterations: 1, parallelism: 1)
-    static let salt = Array("coffer-kit-salt!".utf8)  // 16 bytes
-    static let masterKey = Array("YELLOW SUBMARINE, BLACK WIZARDRY".utf8)  // 32 bytes
+    static let salt = Array("coffer-kit-salt!".utf8) // 16 bytes
+    static let masterKey = Array("YELLOW SUBMARINE, BLACK WIZARDRY".utf8) // 32 bytes
     static let otherMasterKey = Array("ANOTHER VAULT'S KEY, NOT THIS ON".utf8)
     /// The master key of key epoch 1 (`rekeyed.cb`: a `coffer rekey` on bb).
     static let rekeyedMasterKey = Array("EPOCH ONE KEY OF THE KIT VAULT!!".utf8)
     static let vault = VaultID(bytes: [UInt8](repeating: 0x11, count: 16))!
-    static let A = ReplicaID(bytes: [UInt8](repeating: 0xaa, count: 16))!
-    static let B = ReplicaID(bytes: [UInt8](repeating: 0xbb, count: 16))!
-    static let C = ReplicaID(bytes: [UInt8](repeating: 0xcc, count: 16))!
-    static let createdAt: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+    static let replicaA = ReplicaID(bytes: [UInt8](repeating: 0xaa, count: 16))!
+    static let replicaB = ReplicaID(bytes: [UInt8](repeating: 0xbb, count: 16))!
+    static let replicaC = ReplicaID(bytes: [UInt8](repeating: 0xcc, count: 16))!
+    static let createdAt: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z
     static let t0 = createdAt - 86_400_000
 
     static func fixed(_ label: String, _ n: Int) -> [UInt8] { KeyedHash.digest(Array(label.utf8), length: n) }
@@ -42,7 +42,7 @@ enum BundleKit {
     }
 
     /// Key epoch 1, made by a rekey on bb at t0 (format 3).
-    static let epochOne = KeyEpoch(number: 1, rekeyedBy: B, rekeyedAt: t0)
+    static let epochOne = KeyEpoch(number: 1, rekeyedBy: replicaB, rekeyedAt: t0)
 
     /// The epoch-1 key wrapped under the kit passphrase with the
     /// `coffer-wrap-v2` AD (which holds the epoch).
@@ -78,34 +78,50 @@ enum BundleKit {
     /// deleted item; a field removed (tombstone); and a local-only item of
     /// A holding a write of C, left out of every bundle.
     static func baseWrites(_ f: BundleForge) -> (synced: [W], localOnly: [W]) {
-        let i1 = item(1), i2 = item(2), i3 = item(3), i4 = item(4), i5 = item(5)
-        let a1 = Dot(replica: A, counter: 1), a2 = Dot(replica: A, counter: 2), a3 = Dot(replica: A, counter: 3)
-        let a4 = Dot(replica: A, counter: 4), a5 = Dot(replica: A, counter: 5), a6 = Dot(replica: A, counter: 6)
-        let a7 = Dot(replica: A, counter: 7), b1 = Dot(replica: B, counter: 1), c1 = Dot(replica: C, counter: 1)
+        let i1 = item(1)
+        let i2 = item(2)
+        let i3 = item(3)
+        let i4 = item(4)
+        let i5 = item(5)
+        let a1 = Dot(replica: replicaA, counter: 1)
+        let a2 = Dot(replica: replicaA, counter: 2)
+        let a3 = Dot(replica: replicaA, counter: 3)
+        let a4 = Dot(replica: replicaA, counter: 4)
+        let a5 = Dot(replica: replicaA, counter: 5)
+        let a6 = Dot(replica: replicaA, counter: 6)
+        let a7 = Dot(replica: replicaA, counter: 7)
+        let b1 = Dot(replica: replicaB, counter: 1)
+        let c1 = Dot(replica: replicaC, counter: 1)
         let synced: [W] = [
-            W(item: i1, register: .name, dot: a1, vector: v([A: 1]), writtenAt: t0, payload: meta("@name", "work/openai")),
-            W(item: i1, register: .type, dot: a1, vector: v([A: 1]), writtenAt: t0, payload: meta("@type", "api-key")),
-            W(item: i1, register: .tags, dot: a1, vector: v([A: 1]), writtenAt: t0, payload: meta("@tags", "ai\nwork")),
-            W(item: i1, register: .source, dot: a1, vector: v([A: 1]), writtenAt: t0, payload: meta("@source", "openai")),
-            W(item: i1, register: .expires, dot: a1, vector: v([A: 1]), writtenAt: t0, payload: meta("@expires", "2027-06-30")),
-            W(item: i1, register: .env, dot: a1, vector: v([A: 1]), writtenAt: t0, payload: meta("@env", "key=OPENAI_API_KEY")),
-            W(item: i1, register: f.field("key", of: i1), dot: a1, vector: v([A: 1]), writtenAt: t0, payload: secret("key", "sk-test-0123456789abcdef")),
-            W(item: i2, register: .name, dot: a2, vector: v([A: 2]), writtenAt: t0 + 1000, payload: meta("@name", "notes/plan")),
-            W(item: i2, register: .type, dot: a2, vector: v([A: 2]), writtenAt: t0 + 1000, payload: meta("@type", "note")),
-            W(item: i2, register: f.field("notes", of: i2), dot: a3, vector: v([A: 3]), writtenAt: t0 + 3000, payload: secret("notes", "plan A, edited on replica aa")),
-            W(item: i2, register: f.field("notes", of: i2), dot: b1, vector: v([A: 2, B: 1]), writtenAt: t0 + 2000, payload: secret("notes", "plan B, edited on replica bb")),
-            W(item: i3, register: .name, dot: a4, vector: v([A: 4]), writtenAt: t0 + 4000, payload: meta("@name", "old/key")),
-            W(item: i3, register: .type, dot: a4, vector: v([A: 4]), writtenAt: t0 + 4000, payload: meta("@type", "api-key")),
-            W(item: i3, register: f.field("key", of: i3), dot: a4, vector: v([A: 4]), writtenAt: t0 + 4000, payload: secret("key", "sk-old")),
-            W(item: i3, register: .deleted, dot: a5, vector: v([A: 5]), writtenAt: t0 + 5000, payload: meta("@deleted", "1")),
-            W(item: i4, register: .name, dot: a6, vector: v([A: 6]), writtenAt: t0 + 6000, payload: meta("@name", "db/prod")),
-            W(item: i4, register: .type, dot: a6, vector: v([A: 6]), writtenAt: t0 + 6000, payload: meta("@type", "login")),
-            W(item: i4, register: f.field("username", of: i4), dot: a6, vector: v([A: 6]), writtenAt: t0 + 6000, payload: meta("username", "admin")),
-            W(item: i4, register: f.field("password", of: i4), dot: a7, vector: v([A: 7]), writtenAt: t0 + 7000, tombstone: true, payload: FieldPayload(name: "password", value: [], isSecret: false)),
+            W(item: i1, register: .name, dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: meta("@name", "work/openai")),
+            W(item: i1, register: .type, dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: meta("@type", "api-key")),
+            W(item: i1, register: .tags, dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: meta("@tags", "ai\nwork")),
+            W(item: i1, register: .source, dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: meta("@source", "openai")),
+            W(item: i1, register: .expires, dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: meta("@expires", "2027-06-30")),
+            W(item: i1, register: .env, dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: meta("@env", "key=OPENAI_API_KEY")),
+            W(item: i1, register: f.field("key", of: i1), dot: a1, vector: v([replicaA: 1]), writtenAt: t0, payload: secret("key", "sk-test-0123456789abcdef")),
+            W(item: i2, register: .name, dot: a2, vector: v([replicaA: 2]), writtenAt: t0 + 1000, payload: meta("@name", "notes/plan")),
+            W(item: i2, register: .type, dot: a2, vector: v([replicaA: 2]), writtenAt: t0 + 1000, payload: meta("@type", "note")),
+            W(
+                item: i2, register: f.field("notes", of: i2), dot: a3, vector: v([replicaA: 3]), writtenAt: t0 + 3000,
+                payload: secret("notes", "plan A, edited on replica aa")),
+            W(
+                item: i2, register: f.field("notes", of: i2), dot: b1, vector: v([replicaA: 2, replicaB: 1]), writtenAt: t0 + 2000,
+                payload: secret("notes", "plan B, edited on replica bb")),
+            W(item: i3, register: .name, dot: a4, vector: v([replicaA: 4]), writtenAt: t0 + 4000, payload: meta("@name", "old/key")),
+            W(item: i3, register: .type, dot: a4, vector: v([replicaA: 4]), writtenAt: t0 + 4000, payload: meta("@type", "api-key")),
+            W(item: i3, register: f.field("key", of: i3), dot: a4, vector: v([replicaA: 4]), writtenAt: t0 + 4000, payload: secret("key", "sk-old")),
+            W(item: i3, register: .deleted, dot: a5, vector: v([replicaA: 5]), writtenAt: t0 + 5000, payload: meta("@deleted", "1")),
+            W(item: i4, register: .name, dot: a6, vector: v([replicaA: 6]), writtenAt: t0 + 6000, payload: meta("@name", "db/prod")),
+            W(item: i4, register: .type, dot: a6, vector: v([replicaA: 6]), writtenAt: t0 + 6000, payload: meta("@type", "login")),
+            W(item: i4, register: f.field("username", of: i4), dot: a6, vector: v([replicaA: 6]), writtenAt: t0 + 6000, payload: meta("username", "admin")),
+            W(
+                item: i4, register: f.field("password", of: i4), dot: a7, vector: v([replicaA: 7]), writtenAt: t0 + 7000, tombstone: true,
+                payload: FieldPayload(name: "password", value: [], isSecret: false)),
         ]
         let localOnly: [W] = [
-            W(item: i5, register: .name, dot: c1, vector: v([C: 1]), writtenAt: t0 + 500, payload: meta("@name", "home/bank")),
-            W(item: i5, register: .type, dot: c1, vector: v([C: 1]), writtenAt: t0 + 500, payload: meta("@type", "api-key")),
+            W(item: i5, register: .name, dot: c1, vector: v([replicaC: 1]), writtenAt: t0 + 500, payload: meta("@name", "home/bank")),
+            W(item: i5, register: .type, dot: c1, vector: v([replicaC: 1]), writtenAt: t0 + 500, payload: meta("@type", "api-key")),
         ]
         return (synced, localOnly)
     }
@@ -113,7 +129,7 @@ enum BundleKit {
     /// The exporter's summary: A wrote 7 times, B once; C's only write sits
     /// in A's local-only item, so C is left out (docs/bundle-format.md
     /// §Kinds).
-    static let summary = v([A: 7, B: 1])
+    static let summary = v([replicaA: 7, replicaB: 1])
 
     /// A generated case: the file's bytes and its sidecar.
     struct Case {
@@ -174,7 +190,10 @@ enum BundleKit {
         return out
     }
 
-    static func header(kind: BundleHeader.Kind = .full, replica: ReplicaID = A, createdAt: Int64 = createdAt, count: UInt64?, summary: VersionVector = summary, since: VersionVector = VersionVector(), wrapped: [UInt8]) -> BundleHeader {
+    static func header(
+        kind: BundleHeader.Kind = .full, replica: ReplicaID = replicaA, createdAt: Int64 = createdAt, count: UInt64?, summary: VersionVector = summary,
+        since: VersionVector = VersionVector(), wrapped: [UInt8]
+    ) -> BundleHeader {
         BundleHeader(
             vaultID: vault, replicaID: replica, kind: kind, createdAt: createdAt, recordCount: count, kdf: kdf, salt: salt,
             wrappedMasterKey: wrapped, summary: summary, since: since)
@@ -196,17 +215,18 @@ enum BundleKit {
             if h.formatVersion >= 4 { o["formatVersion"] = Int(h.formatVersion) }
             if !h.wrapping.isInitial {
                 o["formatVersion"] = Int(h.formatVersion)
-                o["wrapping"] = [
-                    "vector": vectorJSON(h.wrapping.vector), "changedBy": h.wrapping.changedBy?.hex ?? "",
-                    "changedAt": h.wrapping.changedAt,
-                ] as [String: Any]
+                o["wrapping"] =
+                    [
+                        "vector": vectorJSON(h.wrapping.vector), "changedBy": h.wrapping.changedBy?.hex ?? "",
+                        "changedAt": h.wrapping.changedAt,
+                    ] as [String: Any]
             }
             return o
         }
 
         /// A case whose bytes come from the forge (correctly framed).
         func add(
-            _ name: String, _ description: String, expect: String, writes: [W], kind: BundleHeader.Kind = .full, replica: ReplicaID = A,
+            _ name: String, _ description: String, expect: String, writes: [W], kind: BundleHeader.Kind = .full, replica: ReplicaID = replicaA,
             createdAt: Int64 = createdAt, summary: VersionVector = summary, since: VersionVector = VersionVector(),
             forge fo: BundleForge? = nil, receiver: Bool = false, mutate: ((inout [UInt8]) -> String)? = nil, extra: [String: Any] = [:]
         ) throws {
@@ -216,7 +236,10 @@ enum BundleKit {
                 streamLabel: "coffer kit \(name) stream")
             var side: [String: Any] = [
                 "file": "\(name).cb", "description": description, "expect": expect,
-                "header": headerJSON(header(kind: kind, replica: replica, createdAt: createdAt, count: UInt64(Set(writes.map(\.item)).count), summary: summary, since: since, wrapped: wrappedKey)),
+                "header": headerJSON(
+                    header(
+                        kind: kind, replica: replica, createdAt: createdAt, count: UInt64(Set(writes.map(\.item)).count), summary: summary, since: since,
+                        wrapped: wrappedKey)),
                 "writes": writes.enumerated().map { writeJSON($1, index: $0) },
                 "nonceLabel": fo.nonceLabel ?? "", "streamHeaderLabel": "coffer kit \(name) stream",
             ]
@@ -231,52 +254,77 @@ enum BundleKit {
         }
 
         /// A case whose plaintext is given as raw bytes.
-        func addRaw(_ name: String, _ description: String, expect: String, plaintext: [UInt8], count: UInt64?, summary: VersionVector = summary, emptyFinal: Bool = false, construction: String) {
+        func addRaw(
+            _ name: String, _ description: String, expect: String, plaintext: [UInt8], count: UInt64?, summary: VersionVector = summary,
+            emptyFinal: Bool = false, construction: String
+        ) {
             let h = header(count: count, summary: summary, wrapped: wrappedKey)
             let bytes = rawBundle(f, header: h, plaintext: plaintext, label: name, emptyFinal: emptyFinal)
-            cases.append(Case(name: name, bytes: bytes, sidecar: [
-                "file": "\(name).cb", "description": description, "expect": expect, "header": headerJSON(h),
-                "plaintext": Hex.encode(plaintext.count <= 4096 ? plaintext : []), "plaintextLength": plaintext.count,
-                "construction": construction, "streamHeaderLabel": "coffer kit \(name) stream",
-                "blake2b256": Hex.encode(KeyedHash.digest(bytes)),
-            ].merging(expect == "success" ? ["records": count.map { Int($0) } ?? 0] : [:]) { a, _ in a }))
+            cases.append(
+                Case(
+                    name: name, bytes: bytes,
+                    sidecar: [
+                        "file": "\(name).cb", "description": description, "expect": expect, "header": headerJSON(h),
+                        "plaintext": Hex.encode(plaintext.count <= 4096 ? plaintext : []), "plaintextLength": plaintext.count,
+                        "construction": construction, "streamHeaderLabel": "coffer kit \(name) stream",
+                        "blake2b256": Hex.encode(KeyedHash.digest(bytes)),
+                    ].merging(expect == "success" ? ["records": count.map { Int($0) } ?? 0] : [:]) { a, _ in a }))
         }
 
         // MARK: valid
-        try add("full", "a full bundle: an API key with tags, source, expiry and env mapping; a note edited concurrently on aa and bb (a conflict); a deleted item; a login whose password field was removed (tombstone). aa's local-only item home/bank (holding cc:1) is absent, and cc is left out of the summary.", expect: "success", writes: synced, forge: f, extra: ["localOnlyAbsent": localOnly.enumerated().map { writeJSON($1, index: $0) }])
-        let since = v([A: 3])
-        try add("delta", "the delta of full against the receiver summary {aa: 3}: only versions whose dot is above it", expect: "success", writes: synced.filter { $0.dot.counter > since[$0.dot.replica] }, kind: .delta, since: since)
-        try add("empty", "a full bundle of a vault with no synced item: one empty FINAL chunk", expect: "success", writes: [], summary: v([A: 2]))
-        let i9 = item(9), d9 = Dot(replica: A, counter: 8)
-        let big = String(repeating: "0123456789abcdef", count: 4400)  // 70,400 bytes: two chunks
-        try add("multi-chunk", "one note of 70,400 bytes: the record spans two chunks", expect: "success", writes: [
-            W(item: i9, register: .name, dot: d9, vector: v([A: 8]), writtenAt: t0, payload: meta("@name", "notes/big")),
-            W(item: i9, register: f.field("notes", of: i9), dot: d9, vector: v([A: 8]), writtenAt: t0, payload: secret("notes", big)),
-        ], summary: v([A: 8]))
+        try add(
+            "full",
+            "a full bundle: an API key with tags, source, expiry and env mapping; a note edited concurrently on aa and bb (a conflict); a deleted item; a login whose password field was removed (tombstone). aa's local-only item home/bank (holding cc:1) is absent, and cc is left out of the summary.",
+            expect: "success", writes: synced, forge: f, extra: ["localOnlyAbsent": localOnly.enumerated().map { writeJSON($1, index: $0) }])
+        let since = v([replicaA: 3])
+        try add(
+            "delta", "the delta of full against the receiver summary {aa: 3}: only versions whose dot is above it", expect: "success",
+            writes: synced.filter { $0.dot.counter > since[$0.dot.replica] }, kind: .delta, since: since)
+        try add("empty", "a full bundle of a vault with no synced item: one empty FINAL chunk", expect: "success", writes: [], summary: v([replicaA: 2]))
+        let i9 = item(9)
+        let d9 = Dot(replica: replicaA, counter: 8)
+        let big = String(repeating: "0123456789abcdef", count: 4400) // 70,400 bytes: two chunks
+        try add(
+            "multi-chunk", "one note of 70,400 bytes: the record spans two chunks", expect: "success",
+            writes: [
+                W(item: i9, register: .name, dot: d9, vector: v([replicaA: 8]), writtenAt: t0, payload: meta("@name", "notes/big")),
+                W(item: i9, register: f.field("notes", of: i9), dot: d9, vector: v([replicaA: 8]), writtenAt: t0, payload: secret("notes", big)),
+            ], summary: v([replicaA: 8]))
         // Exactly 2 × 65,536 plaintext bytes: the FINAL chunk holds the
         // last 65,536 (a writer never emits an empty FINAL chunk after data).
         func exactWrites(_ n: Int) -> [W] {
             [
-                W(item: i9, register: .name, dot: d9, vector: v([A: 8]), writtenAt: t0, payload: meta("@name", "notes/exact")),
-                W(item: i9, register: f.field("notes", of: i9), dot: d9, vector: v([A: 8]), writtenAt: t0, payload: secret("notes", String(repeating: "x", count: n))),
+                W(item: i9, register: .name, dot: d9, vector: v([replicaA: 8]), writtenAt: t0, payload: meta("@name", "notes/exact")),
+                W(
+                    item: i9, register: f.field("notes", of: i9), dot: d9, vector: v([replicaA: 8]), writtenAt: t0,
+                    payload: secret("notes", String(repeating: "x", count: n))),
             ]
         }
         let probe = 50_000
         let probeLength = BundleRecord.encodedItem(f.states(exactWrites(probe))[0]).count
         let exact = exactWrites(probe + BundleFormat.chunkSize - probeLength)
-        try add("exact-multiple", "records of exactly 65,536 bytes (one chunk size): one FINAL chunk, full (a writer never ends with an empty FINAL chunk after data)", expect: "success", writes: exact, summary: v([A: 8]))
+        try add(
+            "exact-multiple",
+            "records of exactly 65,536 bytes (one chunk size): one FINAL chunk, full (a writer never ends with an empty FINAL chunk after data)",
+            expect: "success", writes: exact, summary: v([replicaA: 8]))
         let exactPlain = BundleRecord.encodedItem(f.states(exact)[0])
-        addRaw("exact-multiple-empty-final", "the same records, written as one full MESSAGE chunk and an empty FINAL chunk: readers accept it", expect: "success", plaintext: exactPlain, count: 1, summary: v([A: 8]), emptyFinal: true, construction: "the record of exact-multiple (nonce label 'coffer kit base'), chunked by 65,536, then an empty FINAL chunk")
+        addRaw(
+            "exact-multiple-empty-final", "the same records, written as one full MESSAGE chunk and an empty FINAL chunk: readers accept it", expect: "success",
+            plaintext: exactPlain, count: 1, summary: v([replicaA: 8]), emptyFinal: true,
+            construction: "the record of exact-multiple (nonce label 'coffer kit base'), chunked by 65,536, then an empty FINAL chunk")
 
         // MARK: framing and header tampering
         let full = cases[0].bytes
         func prefixLengthOf(_ b: [UInt8]) -> Int { 14 + Int(UInt32(b[10]) << 24 | UInt32(b[11]) << 16 | UInt32(b[12]) << 8 | UInt32(b[13])) }
         let prefixLength = prefixLengthOf(full)
         func damaged(_ name: String, _ description: String, expect: String, _ bytes: [UInt8]) {
-            cases.append(Case(name: name, bytes: bytes, sidecar: [
-                "file": "\(name).cb", "description": description, "expect": expect, "construction": "from full.cb: \(description)",
-                "blake2b256": Hex.encode(KeyedHash.digest(bytes)),
-            ]))
+            cases.append(
+                Case(
+                    name: name, bytes: bytes,
+                    sidecar: [
+                        "file": "\(name).cb", "description": description, "expect": expect, "construction": "from full.cb: \(description)",
+                        "blake2b256": Hex.encode(KeyedHash.digest(bytes)),
+                    ]))
         }
         damaged("empty-file", "zero bytes", expect: "empty", [])
         damaged("not-a-bundle", "a text file", expect: "not a bundle", Array("OPENAI_API_KEY=sk-test\n".utf8))
@@ -295,76 +343,103 @@ enum BundleKit {
         damaged("newer-version", "format version 5", expect: "unsupported version", newer)
         var v2Body1 = full
         v2Body1[9] = 2
-        damaged("version-2-without-wrapping", "format version 2 on a format-1 header body (the passphrase wrapping's version is missing)", expect: "malformed header", v2Body1)
+        damaged(
+            "version-2-without-wrapping", "format version 2 on a format-1 header body (the passphrase wrapping's version is missing)",
+            expect: "malformed header", v2Body1)
         // Format 2: a header carrying the version of a passphrase change
         // (docs/sync.md §Passphrase changes). The kit's wrapped key is kept,
         // so the kit passphrase still opens it.
-        var changed = header(count: 0, summary: v([A: 2]), wrapped: wrappedKey)
-        changed.wrapping = KeyWrappingVersion(vector: v([A: 1, B: 2]), changedBy: B, changedAt: t0)
+        var changed = header(count: 0, summary: v([replicaA: 2]), wrapped: wrappedKey)
+        changed.wrapping = KeyWrappingVersion(vector: v([replicaA: 1, replicaB: 2]), changedBy: replicaB, changedAt: t0)
         let changedBytes = rawBundle(f, header: changed, plaintext: [], label: "passphrase-changed", emptyFinal: false)
-        cases.append(Case(name: "passphrase-changed", bytes: changedBytes, sidecar: [
-            "file": "passphrase-changed.cb", "description": "format 2: an empty full bundle whose header carries the passphrase wrapping's version (vector {aa: 1, bb: 2}, changed by bb)",
-            "expect": "success", "header": headerJSON(changed), "records": 0, "plaintext": "", "plaintextLength": 0,
-            "construction": "header format 2 (wrapping version appended to the body), one empty FINAL chunk", "streamHeaderLabel": "coffer kit passphrase-changed stream",
-            "blake2b256": Hex.encode(KeyedHash.digest(changedBytes)),
-        ]))
+        cases.append(
+            Case(
+                name: "passphrase-changed", bytes: changedBytes,
+                sidecar: [
+                    "file": "passphrase-changed.cb",
+                    "description":
+                        "format 2: an empty full bundle whose header carries the passphrase wrapping's version (vector {aa: 1, bb: 2}, changed by bb)",
+                    "expect": "success", "header": headerJSON(changed), "records": 0, "plaintext": "", "plaintextLength": 0,
+                    "construction": "header format 2 (wrapping version appended to the body), one empty FINAL chunk",
+                    "streamHeaderLabel": "coffer kit passphrase-changed stream",
+                    "blake2b256": Hex.encode(KeyedHash.digest(changedBytes)),
+                ]))
         var wrapTampered = changedBytes
-        wrapTampered[prefixLengthOf(changedBytes) - 1] ^= 0x01  // last byte of changedAt
+        wrapTampered[prefixLengthOf(changedBytes) - 1] ^= 0x01 // last byte of changedAt
         damaged("header-wrapping-tampered", "passphrase-changed.cb with its wrapping's change time altered", expect: "authentication failure", wrapTampered)
         // Format 3: a bundle written under the key of epoch 1 (a rekey on
         // bb), its key wrapped under the kit passphrase with the epoch in
         // the wrap AD (docs/bundle-format.md §Format 3).
         let rekeyedWrappedKey = rekeyedWrapped
-        var rekeyed = header(count: 0, summary: v([A: 2]), wrapped: rekeyedWrappedKey)
-        rekeyed.wrapping = KeyWrappingVersion(vector: v([B: 1]), changedBy: B, changedAt: t0)
+        var rekeyed = header(count: 0, summary: v([replicaA: 2]), wrapped: rekeyedWrappedKey)
+        rekeyed.wrapping = KeyWrappingVersion(vector: v([replicaB: 1]), changedBy: replicaB, changedAt: t0)
         rekeyed.keyEpoch = epochOne
-        let rekeyedBytes = rawBundle(forge("rekeyed", master: rekeyedMasterKey, wrappedKey: rekeyedWrappedKey), header: rekeyed, plaintext: [], label: "rekeyed", emptyFinal: false)
-        cases.append(Case(name: "rekeyed", bytes: rekeyedBytes, sidecar: [
-            "file": "rekeyed.cb", "description": "format 3: an empty full bundle written under the master key of key epoch 1 (rekeyed on bb at t0); its header wraps that key under the kit passphrase with the coffer-wrap-v2 AD; read it with rekeyedMasterKey of keys.json",
-            "expect": "success", "header": headerJSON(rekeyed), "records": 0, "plaintext": "", "plaintextLength": 0,
-            "keyEpoch": ["number": 1, "rekeyedBy": B.hex, "rekeyedAt": t0],
-            "construction": "header format 3 (wrapping version {bb: 1} changed by bb, then the key epoch appended to the body), one empty FINAL chunk under the bundle key of rekeyedMasterKey", "streamHeaderLabel": "coffer kit rekeyed stream",
-            "blake2b256": Hex.encode(KeyedHash.digest(rekeyedBytes)),
-        ]))
+        let rekeyedBytes = rawBundle(
+            forge("rekeyed", master: rekeyedMasterKey, wrappedKey: rekeyedWrappedKey), header: rekeyed, plaintext: [], label: "rekeyed", emptyFinal: false)
+        cases.append(
+            Case(
+                name: "rekeyed", bytes: rekeyedBytes,
+                sidecar: [
+                    "file": "rekeyed.cb",
+                    "description":
+                        "format 3: an empty full bundle written under the master key of key epoch 1 (rekeyed on bb at t0); its header wraps that key under the kit passphrase with the coffer-wrap-v2 AD; read it with rekeyedMasterKey of keys.json",
+                    "expect": "success", "header": headerJSON(rekeyed), "records": 0, "plaintext": "", "plaintextLength": 0,
+                    "keyEpoch": ["number": 1, "rekeyedBy": replicaB.hex, "rekeyedAt": t0],
+                    "construction":
+                        "header format 3 (wrapping version {bb: 1} changed by bb, then the key epoch appended to the body), one empty FINAL chunk under the bundle key of rekeyedMasterKey",
+                    "streamHeaderLabel": "coffer kit rekeyed stream",
+                    "blake2b256": Hex.encode(KeyedHash.digest(rekeyedBytes)),
+                ]))
         var epochTampered = rekeyedBytes
-        epochTampered[prefixLengthOf(rekeyedBytes) - 1] ^= 0x01  // last byte of rekeyedAt
+        epochTampered[prefixLengthOf(rekeyedBytes) - 1] ^= 0x01 // last byte of rekeyedAt
         damaged("header-epoch-tampered", "rekeyed.cb with its key epoch's time altered", expect: "authentication failure", epochTampered)
         // Format 4: the master key wrapped with `coffer-wrap-v3` (a vault of
         // format 7); the format-3 body, its wrapping version and key epoch
         // present even when initial.
         let boundWrappedKey = boundWrapped
-        var bound = header(count: 0, summary: v([A: 2]), wrapped: boundWrappedKey)
+        var bound = header(count: 0, summary: v([replicaA: 2]), wrapped: boundWrappedKey)
         bound.wrapBinding = .integrity
         let boundBytes = rawBundle(forge("bound-wrap", wrappedKey: boundWrappedKey), header: bound, plaintext: [], label: "bound-wrap", emptyFinal: false)
-        cases.append(Case(name: "bound-wrap", bytes: boundBytes, sidecar: [
-            "file": "bound-wrap.cb", "description": "format 4: an empty full bundle whose header wraps the kit master key under the kit passphrase with the coffer-wrap-v3 AD (boundWrappedMasterKey of keys.json), with the initial wrapping version and key epoch 0",
-            "expect": "success", "header": headerJSON(bound), "records": 0, "plaintext": "", "plaintextLength": 0,
-            "construction": "header format 4 (the format-1 body, then the initial wrapping version: empty vector, 16 zero bytes, time 0; then key epoch 0: number 0, 16 zero bytes, time 0), one empty FINAL chunk", "streamHeaderLabel": "coffer kit bound-wrap stream",
-            "blake2b256": Hex.encode(KeyedHash.digest(boundBytes)),
-        ]))
+        cases.append(
+            Case(
+                name: "bound-wrap", bytes: boundBytes,
+                sidecar: [
+                    "file": "bound-wrap.cb",
+                    "description":
+                        "format 4: an empty full bundle whose header wraps the kit master key under the kit passphrase with the coffer-wrap-v3 AD (boundWrappedMasterKey of keys.json), with the initial wrapping version and key epoch 0",
+                    "expect": "success", "header": headerJSON(bound), "records": 0, "plaintext": "", "plaintextLength": 0,
+                    "construction":
+                        "header format 4 (the format-1 body, then the initial wrapping version: empty vector, 16 zero bytes, time 0; then key epoch 0: number 0, 16 zero bytes, time 0), one empty FINAL chunk",
+                    "streamHeaderLabel": "coffer kit bound-wrap stream",
+                    "blake2b256": Hex.encode(KeyedHash.digest(boundBytes)),
+                ]))
         var boundAsThree = boundBytes
         boundAsThree[9] = 3
-        damaged("version-3-with-initial-epoch", "bound-wrap.cb declared format 3 (a format-3 body may not carry key epoch 0 or the initial wrapping)", expect: "malformed header", boundAsThree)
+        damaged(
+            "version-3-with-initial-epoch", "bound-wrap.cb declared format 3 (a format-3 body may not carry key epoch 0 or the initial wrapping)",
+            expect: "malformed header", boundAsThree)
         var v3Body2 = changedBytes
         v3Body2[9] = 3
-        damaged("version-3-without-epoch", "passphrase-changed.cb declared format 3 (the key epoch is missing from its body)", expect: "malformed header", v3Body2)
+        damaged(
+            "version-3-without-epoch", "passphrase-changed.cb declared format 3 (the key epoch is missing from its body)", expect: "malformed header", v3Body2)
         var zero = full
         zero[9] = 0
         damaged("version-zero", "format version 0", expect: "unsupported version", zero)
         var long = full
-        long[10] = 0x01  // L > 4 MiB
+        long[10] = 0x01 // L > 4 MiB
         damaged("header-length-too-large", "header length above 4 MiB", expect: "malformed header", long)
         var kind = full
         kind[14 + 32] = 3
         damaged("unknown-kind", "kind byte 3", expect: "malformed header", kind)
         var replica = full
         replica[30] ^= 0x01
-        damaged("header-replica-flipped", "a bit of the replica id (the header is the first chunk's associated data)", expect: "authentication failure", replica)
+        damaged(
+            "header-replica-flipped", "a bit of the replica id (the header is the first chunk's associated data)", expect: "authentication failure", replica)
         var countTampered = full
         countTampered[14 + 33 + 8 + 7] ^= 0x01
         damaged("header-count-tampered", "the record count changed", expect: "authentication failure", countTampered)
         var summaryTampered = full
-        summaryTampered[prefixLength - 3] ^= 0x02  // inside the summary's last counter (the since vector is 2 bytes)
+        summaryTampered[prefixLength - 3] ^= 0x02 // inside the summary's last counter (the since vector is 2 bytes)
         damaged("header-summary-tampered", "a summary counter changed", expect: "authentication failure", summaryTampered)
         var streamHeader = full
         streamHeader[prefixLength + 3] ^= 0x01
@@ -379,7 +454,9 @@ enum BundleKit {
         chunkLength[prefixLength + 24] = 0xff
         damaged("chunk-length-out-of-range", "a chunk length above 65,553", expect: "authentication failure", chunkLength)
         let other = forge("wrong-key", master: otherMasterKey, wrappedKey: wrappedKey)
-        try add("wrong-key", "the records encrypted under another vault's bundle key, with this vault's header", expect: "authentication failure", writes: Array(synced.prefix(2)), forge: other)
+        try add(
+            "wrong-key", "the records encrypted under another vault's bundle key, with this vault's header", expect: "authentication failure",
+            writes: Array(synced.prefix(2)), forge: other)
         let swapped = Array(multi.prefix(multiPrefix + 24)) + Array(multi[firstChunkEnd...]) + Array(multi[(multiPrefix + 24)..<firstChunkEnd])
         damaged("chunks-reordered", "multi-chunk.cb with its two chunks swapped", expect: "authentication failure", swapped)
 
@@ -387,25 +464,42 @@ enum BundleKit {
         let rec1 = BundleRecord.encodedItem(f.states(Array(synced.prefix(7)))[0])
         var badType = rec1
         badType[0] = 2
-        addRaw("record-unknown-type", "a record of type 2", expect: "malformed record", plaintext: badType, count: 1, construction: "the record of work/openai with its type byte set to 2")
+        addRaw(
+            "record-unknown-type", "a record of type 2", expect: "malformed record", plaintext: badType, count: 1,
+            construction: "the record of work/openai with its type byte set to 2")
         var flags = rec1
         // The first version's flags byte: type(1) len(4) item(16) n(4) register(16) replica(16) counter(8) vector(2+24) time(8).
         flags[5 + 16 + 4 + 16 + 16 + 8 + 26 + 8] = 0x02
-        addRaw("record-reserved-flag", "a version with flag bit 1 set", expect: "malformed record", plaintext: flags, count: 1, construction: "the record of work/openai with the first version's flags byte set to 0x02")
-        addRaw("record-trailing-bytes", "a record body one byte longer than its versions", expect: "malformed record", plaintext: {
-            var r = rec1
-            r.append(0)
-            let n = UInt32(r.count - 5)
-            r[1] = UInt8(n >> 24); r[2] = UInt8(truncatingIfNeeded: n >> 16); r[3] = UInt8(truncatingIfNeeded: n >> 8); r[4] = UInt8(truncatingIfNeeded: n)
-            return r
-        }(), count: 1, construction: "the record of work/openai with a zero byte appended to its body and the body length raised by one")
-        addRaw("record-ends-early", "the plaintext ends inside a record", expect: "malformed record", plaintext: Array(rec1.prefix(rec1.count - 3)), count: 1, construction: "the record of work/openai without its last 3 bytes")
+        addRaw(
+            "record-reserved-flag", "a version with flag bit 1 set", expect: "malformed record", plaintext: flags, count: 1,
+            construction: "the record of work/openai with the first version's flags byte set to 0x02")
+        addRaw(
+            "record-trailing-bytes", "a record body one byte longer than its versions", expect: "malformed record",
+            plaintext: {
+                var r = rec1
+                r.append(0)
+                let n = UInt32(r.count - 5)
+                r[1] = UInt8(n >> 24)
+                r[2] = UInt8(truncatingIfNeeded: n >> 16)
+                r[3] = UInt8(truncatingIfNeeded: n >> 8)
+                r[4] = UInt8(truncatingIfNeeded: n)
+                return r
+            }(), count: 1, construction: "the record of work/openai with a zero byte appended to its body and the body length raised by one")
+        addRaw(
+            "record-ends-early", "the plaintext ends inside a record", expect: "malformed record", plaintext: Array(rec1.prefix(rec1.count - 3)), count: 1,
+            construction: "the record of work/openai without its last 3 bytes")
         var zeroCounter = rec1
         for i in 0..<8 { zeroCounter[5 + 16 + 4 + 16 + 16 + i] = 0 }
-        addRaw("record-zero-counter", "a version with dot counter 0", expect: "malformed record", plaintext: zeroCounter, count: 1, construction: "the record of work/openai with the first version's dot counter set to 0")
+        addRaw(
+            "record-zero-counter", "a version with dot counter 0", expect: "malformed record", plaintext: zeroCounter, count: 1,
+            construction: "the record of work/openai with the first version's dot counter set to 0")
         let recs = f.states(synced).map { BundleRecord.encodedItem($0) }
-        addRaw("records-out-of-order", "item records not sorted by item id", expect: "malformed record", plaintext: recs[1] + recs[0], count: 2, construction: "the records of notes/plan then work/openai")
-        addRaw("record-count-mismatch", "the header announces 3 records, the stream holds 2", expect: "malformed record", plaintext: recs[0] + recs[1], count: 3, construction: "the records of work/openai and notes/plan under a header announcing 3")
+        addRaw(
+            "records-out-of-order", "item records not sorted by item id", expect: "malformed record", plaintext: recs[1] + recs[0], count: 2,
+            construction: "the records of notes/plan then work/openai")
+        addRaw(
+            "record-count-mismatch", "the header announces 3 records, the stream holds 2", expect: "malformed record", plaintext: recs[0] + recs[1], count: 3,
+            construction: "the records of work/openai and notes/plan under a header announcing 3")
 
         // MARK: validation rules (docs/bundle-format.md §Validation rules)
         let i7 = item(7)
@@ -418,39 +512,94 @@ enum BundleKit {
         }
         let m = ReplicaID(bytes: [UInt8](repeating: 0xee, count: 16))!
         let huge: UInt64 = 1 << 63
-        try add("rule-counter-range", "a version with counter 2^63 (it used to kill import with SIGILL)", expect: "rule: counter-range", writes: newItem(Dot(replica: m, counter: huge)), replica: m, summary: v([m: huge]), receiver: true)
-        try add("rule-counter-range-vector", "a vector entry of 2^53 + 1 for another replica", expect: "rule: counter-range", writes: newItem(Dot(replica: m, counter: 1), vector: v([m: 1, B: (1 << 53) + 1])), replica: m, summary: v([m: 1]), receiver: true)
-        try add("rule-counter-range-summary", "a summary entry of 2^63", expect: "rule: counter-range", writes: newItem(Dot(replica: m, counter: 1)), replica: m, summary: v([m: 1, B: huge]), receiver: true)
-        try add("rule-counter-range-since", "a delta whose since-vector holds 2^63", expect: "rule: counter-range", writes: newItem(Dot(replica: m, counter: 1)), kind: .delta, replica: m, summary: v([m: 1]), since: v([B: huge]), receiver: true)
-        try add("rule-exact-dot", "version ee:1 with vector {aa: 2^40} (the vector does not hold its own dot)", expect: "rule: exact-dot", writes: newItem(Dot(replica: m, counter: 1), vector: v([A: 1 << 40])), replica: m, summary: v([m: 1, A: 1 << 40]), receiver: true)
-        try add("rule-exact-dot-above", "version ee:1 with vector {ee: 2}", expect: "rule: exact-dot", writes: newItem(Dot(replica: m, counter: 1), vector: v([m: 2])), replica: m, summary: v([m: 2]), receiver: true)
-        try add("rule-summary-bound", "version ee:5 from exporter ee whose summary claims ee:3", expect: "rule: summary-bound", writes: newItem(Dot(replica: m, counter: 5)), replica: m, summary: v([m: 3]), receiver: true)
-        try add("claim-beyond-summary", "a vector entry bb:2^40 while the summary claims bb:2 (a key holder's claim on bb's writes, as an honest exporter holds it after merging it: allowed; a receiver whose id is bb takes a new replica id before merging, docs/sync.md \"Hostile bundles\")", expect: "success", writes: newItem(Dot(replica: m, counter: 1), vector: v([m: 1, B: 1 << 40])), replica: m, summary: v([m: 1, B: 2]))
-        try add("rule-summary-bound-other", "a version with dot bb:9 while the summary claims bb:2", expect: "rule: summary-bound", writes: newItem(Dot(replica: B, counter: 9)), replica: m, summary: v([m: 1, B: 2]), receiver: true)
+        try add(
+            "rule-counter-range", "a version with counter 2^63 (it used to kill import with SIGILL)", expect: "rule: counter-range",
+            writes: newItem(Dot(replica: m, counter: huge)), replica: m, summary: v([m: huge]), receiver: true)
+        try add(
+            "rule-counter-range-vector", "a vector entry of 2^53 + 1 for another replica", expect: "rule: counter-range",
+            writes: newItem(Dot(replica: m, counter: 1), vector: v([m: 1, replicaB: (1 << 53) + 1])), replica: m, summary: v([m: 1]), receiver: true)
+        try add(
+            "rule-counter-range-summary", "a summary entry of 2^63", expect: "rule: counter-range", writes: newItem(Dot(replica: m, counter: 1)), replica: m,
+            summary: v([m: 1, replicaB: huge]), receiver: true)
+        try add(
+            "rule-counter-range-since", "a delta whose since-vector holds 2^63", expect: "rule: counter-range", writes: newItem(Dot(replica: m, counter: 1)),
+            kind: .delta, replica: m, summary: v([m: 1]), since: v([replicaB: huge]), receiver: true)
+        try add(
+            "rule-exact-dot", "version ee:1 with vector {aa: 2^40} (the vector does not hold its own dot)", expect: "rule: exact-dot",
+            writes: newItem(Dot(replica: m, counter: 1), vector: v([replicaA: 1 << 40])), replica: m, summary: v([m: 1, replicaA: 1 << 40]), receiver: true)
+        try add(
+            "rule-exact-dot-above", "version ee:1 with vector {ee: 2}", expect: "rule: exact-dot",
+            writes: newItem(Dot(replica: m, counter: 1), vector: v([m: 2])), replica: m, summary: v([m: 2]), receiver: true)
+        try add(
+            "rule-summary-bound", "version ee:5 from exporter ee whose summary claims ee:3", expect: "rule: summary-bound",
+            writes: newItem(Dot(replica: m, counter: 5)), replica: m, summary: v([m: 3]), receiver: true)
+        try add(
+            "claim-beyond-summary",
+            "a vector entry bb:2^40 while the summary claims bb:2 (a key holder's claim on bb's writes, as an honest exporter holds it after merging it: allowed; a receiver whose id is bb takes a new replica id before merging, docs/sync.md \"Hostile bundles\")",
+            expect: "success", writes: newItem(Dot(replica: m, counter: 1), vector: v([m: 1, replicaB: 1 << 40])), replica: m, summary: v([m: 1, replicaB: 2]))
+        try add(
+            "rule-summary-bound-other", "a version with dot bb:9 while the summary claims bb:2", expect: "rule: summary-bound",
+            writes: newItem(Dot(replica: replicaB, counter: 9)), replica: m, summary: v([m: 1, replicaB: 2]), receiver: true)
         var superseding = newItem(Dot(replica: m, counter: 1))
-        superseding.append(W(item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 2), vector: v([m: 2]), writtenAt: t0, payload: secret("key", "newer")))
-        try add("rule-concurrent-versions", "two versions of one field in one record, the second containing the first's dot", expect: "rule: concurrent-versions", writes: superseding, replica: m, summary: v([m: 2]), receiver: true)
-        try add("rule-time-range", "a version written at -1 ms", expect: "rule: time-range", writes: newItem(Dot(replica: m, counter: 1), at: -1), replica: m, summary: v([m: 1]), receiver: true)
-        try add("rule-time-range-header", "a bundle created at -1 ms", expect: "rule: time-range", writes: newItem(Dot(replica: m, counter: 1), at: 0), replica: m, createdAt: -1, summary: v([m: 1]), receiver: true)
-        try add("rule-written-after-bundle", "a version written in the year 3000 in a bundle of 2026 (it would win every conflict's shown value)", expect: "rule: written-after-bundle", writes: newItem(Dot(replica: m, counter: 1), at: 32_503_680_000_000), replica: m, summary: v([m: 1]), receiver: true)
-        try add("rule-future-bundle", "a bundle created in the year 3000 (checked against the receiver's clock)", expect: "receiver rule: future-bundle", writes: newItem(Dot(replica: m, counter: 1), at: 32_503_680_000_000), replica: m, createdAt: 32_503_680_000_000, summary: v([m: 1]), receiver: true)
+        superseding.append(
+            W(item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 2), vector: v([m: 2]), writtenAt: t0, payload: secret("key", "newer")))
+        try add(
+            "rule-concurrent-versions", "two versions of one field in one record, the second containing the first's dot", expect: "rule: concurrent-versions",
+            writes: superseding, replica: m, summary: v([m: 2]), receiver: true)
+        try add(
+            "rule-time-range", "a version written at -1 ms", expect: "rule: time-range", writes: newItem(Dot(replica: m, counter: 1), at: -1), replica: m,
+            summary: v([m: 1]), receiver: true)
+        try add(
+            "rule-time-range-header", "a bundle created at -1 ms", expect: "rule: time-range", writes: newItem(Dot(replica: m, counter: 1), at: 0), replica: m,
+            createdAt: -1, summary: v([m: 1]), receiver: true)
+        try add(
+            "rule-written-after-bundle", "a version written in the year 3000 in a bundle of 2026 (it would win every conflict's shown value)",
+            expect: "rule: written-after-bundle", writes: newItem(Dot(replica: m, counter: 1), at: 32_503_680_000_000), replica: m, summary: v([m: 1]),
+            receiver: true)
+        try add(
+            "rule-future-bundle", "a bundle created in the year 3000 (checked against the receiver's clock)", expect: "receiver rule: future-bundle",
+            writes: newItem(Dot(replica: m, counter: 1), at: 32_503_680_000_000), replica: m, createdAt: 32_503_680_000_000, summary: v([m: 1]), receiver: true)
 
         // MARK: payload rules (checked after decryption)
         let wrongName = [W(item: i7, register: .name, dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, payload: meta("@type", "api-key"))]
-        try add("payload-register-name-metadata", "metadata register 1 (@name) holding a payload named @type", expect: "payload rule: register-name", writes: wrongName, replica: m, summary: v([m: 1]), receiver: true)
-        let misfiled = [W(item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, payload: secret("password", "x"))]
-        try add("payload-register-name-field", "the register id of field 'key' holding a payload named 'password'", expect: "payload rule: register-name", writes: misfiled, replica: m, summary: v([m: 1]), receiver: true)
-        let unknownMeta = [W(item: i7, register: RegisterID(high: 0, low: 9), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, payload: meta("@nine", "x"))]
-        try add("payload-unknown-metadata", "metadata register 9, which does not exist", expect: "payload rule: register-name", writes: unknownMeta, replica: m, summary: v([m: 1]), receiver: true)
-        let fatTomb = [W(item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, tombstone: true, payload: secret("key", "still here"))]
-        try add("payload-tombstone-value", "a tombstone carrying a value", expect: "payload rule: empty-tombstone", writes: fatTomb, replica: m, summary: v([m: 1]), receiver: true)
-        let binary = [W(item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, payload: FieldPayload(name: "key", value: [0xff, 0xfe, 0x00], isSecret: true))]
-        try add("payload-not-utf8", "a value that is not UTF-8", expect: "payload rule: text-value", writes: binary, replica: m, summary: v([m: 1]), receiver: true)
-        try add("payload-wrong-item-key", "a payload sealed under another vault's item key (the stream is this vault's)", expect: "payload authentication failure", writes: newItem(Dot(replica: m, counter: 1)), replica: m, summary: v([m: 1]), forge: {
-            var fo = forge("payload-wrong-item-key", wrappedKey: wrappedKey)
-            fo.itemKey = KeyHierarchy.subKey(.itemPayload, of: SecretBytes(copying: otherMasterKey))
-            return fo
-        }(), receiver: true)
+        try add(
+            "payload-register-name-metadata", "metadata register 1 (@name) holding a payload named @type", expect: "payload rule: register-name",
+            writes: wrongName, replica: m, summary: v([m: 1]), receiver: true)
+        let misfiled = [
+            W(item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, payload: secret("password", "x"))
+        ]
+        try add(
+            "payload-register-name-field", "the register id of field 'key' holding a payload named 'password'", expect: "payload rule: register-name",
+            writes: misfiled, replica: m, summary: v([m: 1]), receiver: true)
+        let unknownMeta = [
+            W(item: i7, register: RegisterID(high: 0, low: 9), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, payload: meta("@nine", "x"))
+        ]
+        try add(
+            "payload-unknown-metadata", "metadata register 9, which does not exist", expect: "payload rule: register-name", writes: unknownMeta, replica: m,
+            summary: v([m: 1]), receiver: true)
+        let fatTomb = [
+            W(
+                item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0, tombstone: true,
+                payload: secret("key", "still here"))
+        ]
+        try add(
+            "payload-tombstone-value", "a tombstone carrying a value", expect: "payload rule: empty-tombstone", writes: fatTomb, replica: m, summary: v([m: 1]),
+            receiver: true)
+        let binary = [
+            W(
+                item: i7, register: f.field("key", of: i7), dot: Dot(replica: m, counter: 1), vector: v([m: 1]), writtenAt: t0,
+                payload: FieldPayload(name: "key", value: [0xff, 0xfe, 0x00], isSecret: true))
+        ]
+        try add(
+            "payload-not-utf8", "a value that is not UTF-8", expect: "payload rule: text-value", writes: binary, replica: m, summary: v([m: 1]), receiver: true)
+        try add(
+            "payload-wrong-item-key", "a payload sealed under another vault's item key (the stream is this vault's)", expect: "payload authentication failure",
+            writes: newItem(Dot(replica: m, counter: 1)), replica: m, summary: v([m: 1]),
+            forge: {
+                var fo = forge("payload-wrong-item-key", wrappedKey: wrappedKey)
+                fo.itemKey = KeyHierarchy.subKey(.itemPayload, of: SecretBytes(copying: otherMasterKey))
+                return fo
+            }(), receiver: true)
 
         let keys: [String: Any] = [
             "passphrase": passphrase,
@@ -464,9 +613,10 @@ enum BundleKit {
             "rekeyedMasterKey": Hex.encode(rekeyedMasterKey), "rekeyedWrappedMasterKey": Hex.encode(rekeyedWrapped),
             "rekeyedWrapNonceLabel": "coffer kit rekeyed wrap nonce",
             "boundWrappedMasterKey": Hex.encode(boundWrapped), "boundWrapNonceLabel": "coffer kit bound wrap nonce",
-            "keyEpochOne": ["number": 1, "rekeyedBy": B.hex, "rekeyedAt": t0, "encoded": Hex.encode(epochOne.encoded)],
+            "keyEpochOne": ["number": 1, "rekeyedBy": replicaB.hex, "rekeyedAt": t0, "encoded": Hex.encode(epochOne.encoded)],
             "vault": vault.hex, "createdAt": createdAt,
-            "nonces": "payload nonce of write i of a case = BLAKE2b-192(\"<nonceLabel> payload <i>\"); stream header = BLAKE2b-192(streamHeaderLabel); BLAKE2b unkeyed",
+            "nonces":
+                "payload nonce of write i of a case = BLAKE2b-192(\"<nonceLabel> payload <i>\"); stream header = BLAKE2b-192(streamHeaderLabel); BLAKE2b unkeyed",
             "expectations": [
                 "success", "empty", "not a bundle", "truncated", "trailing data", "unsupported version", "malformed header",
                 "authentication failure", "malformed record", "rule: NAME", "receiver rule: NAME", "payload rule: NAME",
@@ -507,7 +657,9 @@ enum BundleKit {
                             if case .ruleBroken(let rule, _) = error { return ("payload rule: \(rule.rawValue)", []) }
                             return ("\(error)", [])
                         }
-                        var w = writeJSON(W(item: state.id, register: rid, dot: v.dot, vector: v.vector, writtenAt: v.writtenAt, tombstone: v.isTombstone, payload: payload), index: 0)
+                        var w = writeJSON(
+                            W(item: state.id, register: rid, dot: v.dot, vector: v.vector, writtenAt: v.writtenAt, tombstone: v.isTombstone, payload: payload),
+                            index: 0)
                         w.removeValue(forKey: "nonceIndex")
                         versions.append(w)
                     }

@@ -187,13 +187,13 @@ struct BundleKitTests {
         #expect(key.env == ["key": "OPENAI_API_KEY"])
         #expect(try EnvNaming.variables(for: [key]).map(\.name) == ["OPENAI_API_KEY"])
         let plan = try v.item(named: "notes/plan")
-        #expect(plan.field("notes")?.value == "plan A, edited on replica aa")  // the later write is shown
+        #expect(plan.field("notes")?.value == "plan A, edited on replica aa") // the later write is shown
         #expect(plan.conflicts.first?.sides.count == 2)
         #expect(try !v.contains("old/key") && !v.contains("home/bank"))
         let db = try v.item(named: "db/prod")
         #expect(db.fields.map(\.name) == ["username"])
         // cc was left out of the summary: its write in the local-only item
         // must not count as seen.
-        #expect(try v.summaryFile().vector[BundleKit.C] == 0)
+        #expect(try v.summaryFile().vector[BundleKit.replicaC] == 0)
     }
 }

@@ -42,9 +42,9 @@ func apiKey(_ name: String, _ value: String, policy: SyncPolicy = .sync) -> Item
 
 func note(_ name: String, size: Int, seed: Int) -> ItemDraft {
     var text = ""
-    var x = UInt64(seed &* 2654435761 &+ 1)
+    var x = UInt64(seed &* 2_654_435_761 &+ 1)
     while text.utf8.count < size {
-        x = x &* 6364136223846793005 &+ 1442695040888963407
+        x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         text += String(x >> 33, radix: 36)
     }
     return ItemDraft(name: name, type: .note, fields: [Field(name: "note", value: text, isSecret: true)])
@@ -62,7 +62,7 @@ struct BundleTests {
         try a.add(apiKey("work/openai", "sk-2"))
         let r = try a.exportBundle(to: box.path("full.cb"))
         #expect(r.kind == .full)
-        #expect(r.items == 3)  // the deleted item travels (its tombstone), local-only never
+        #expect(r.items == 3) // the deleted item travels (its tombstone), local-only never
         let imported = try Vault.clone(bundleAt: box.path("full.cb"), to: box.path("b.coffer"), passphrase: box.passphrase)
         #expect(imported.added == 3)
         let b = try VaultFile.open(path: box.path("b.coffer")).unlock(passphrase: box.passphrase)

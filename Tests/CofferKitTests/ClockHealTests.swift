@@ -135,7 +135,8 @@ struct ClockHealTests {
         let now = Clock.nowMillis()
         let shared = try a.item(named: "shared").id
         let held = try a.state(of: "shared").registers[forge.field("key", of: shared)]!.first!
-        let far = forge.keyWrite(shared, "secret-far", dot: Dot(replica: m, counter: 1), vector: VersionVector([m: 1, held.dot.replica: held.dot.counter]), at: now + 3 * Self.day)
+        let far = forge.keyWrite(
+            shared, "secret-far", dot: Dot(replica: m, counter: 1), vector: VersionVector([m: 1, held.dot.replica: held.dot.counter]), at: now + 3 * Self.day)
         let before = try BundleSandbox.dump(b)
         for (createdAt, rule) in [(now, "written-after-bundle"), (now + 3 * Self.day, "future-bundle")] {
             let bytes = try forge.bundle(replica: m, createdAt: createdAt, summary: VersionVector([m: 1, held.dot.replica: held.dot.counter]), writes: [far])

@@ -105,10 +105,14 @@ struct ConflictTests {
 
     @Test func differentFieldsMergeWithoutConflict() throws {
         let r = try TwoReplicas()
-        try r.a.add(ItemDraft(name: "db", type: .login, fields: [Field(name: "username", value: "u", isSecret: false), Field(name: "password", value: "p0", isSecret: true)]))
+        try r.a.add(
+            ItemDraft(
+                name: "db", type: .login, fields: [Field(name: "username", value: "u", isSecret: false), Field(name: "password", value: "p0", isSecret: true)]))
         try r.exchange()
-        var e1 = ItemEdit(); e1.setFields = [Field(name: "username", value: "alice", isSecret: false)]
-        var e2 = ItemEdit(); e2.setFields = [Field(name: "password", value: "p1", isSecret: true)]
+        var e1 = ItemEdit()
+        e1.setFields = [Field(name: "username", value: "alice", isSecret: false)]
+        var e2 = ItemEdit()
+        e2.setFields = [Field(name: "password", value: "p1", isSecret: true)]
         try r.a.edit("db", e1)
         try r.b.edit("db", e2)
         try r.exchange()
@@ -126,8 +130,10 @@ struct ConflictTests {
         let r = try TwoReplicas()
         try r.a.add(ItemDraft(name: "work/openai", type: .apiKey, fields: [key("sk-0")]))
         try r.exchange()
-        var e1 = ItemEdit(); e1.setFields = [key("sk-A")]
-        var e2 = ItemEdit(); e2.setFields = [key("sk-B")]
+        var e1 = ItemEdit()
+        e1.setFields = [key("sk-A")]
+        var e2 = ItemEdit()
+        e2.setFields = [key("sk-B")]
         try r.a.edit("work/openai", e1)
         try r.b.edit("work/openai", e2)
         try r.exchange()
@@ -162,8 +168,10 @@ struct ConflictTests {
         let r = try TwoReplicas()
         try r.a.add(ItemDraft(name: "n", type: .note, fields: [Field(name: "text", value: "0", isSecret: false)]))
         try r.exchange()
-        var e1 = ItemEdit(); e1.setFields = [Field(name: "text", value: "a", isSecret: false)]
-        var e2 = ItemEdit(); e2.unsetFields = ["text"]
+        var e1 = ItemEdit()
+        e1.setFields = [Field(name: "text", value: "a", isSecret: false)]
+        var e2 = ItemEdit()
+        e2.unsetFields = ["text"]
         try r.a.edit("n", e1)
         try r.b.edit("n", e2)
         try r.exchange()
@@ -185,8 +193,10 @@ struct ConflictTests {
         let r = try TwoReplicas()
         try r.a.add(ItemDraft(name: "old", type: .note))
         try r.exchange()
-        var e1 = ItemEdit(); e1.rename = "new-a"
-        var e2 = ItemEdit(); e2.rename = "new-b"
+        var e1 = ItemEdit()
+        e1.rename = "new-a"
+        var e2 = ItemEdit()
+        e2.rename = "new-b"
         try r.a.edit("old", e1)
         try r.b.edit("old", e2)
         try r.exchange()
@@ -204,7 +214,8 @@ struct ConflictTests {
         try r.a.add(ItemDraft(name: "gh", type: .apiKey, fields: [key("t0")]))
         try r.exchange()
         try r.a.delete("gh")
-        var e = ItemEdit(); e.setFields = [key("t1")]
+        var e = ItemEdit()
+        e.setFields = [key("t1")]
         try r.b.edit("gh", e)
         try r.exchange()
         for v in [r.a, r.b] {
@@ -230,7 +241,8 @@ struct ConflictTests {
         try r.a.add(ItemDraft(name: "gh", type: .apiKey, fields: [key("t0")]))
         try r.exchange()
         try r.a.delete("gh")
-        var e = ItemEdit(); e.setFields = [key("t1")]
+        var e = ItemEdit()
+        e.setFields = [key("t1")]
         try r.b.edit("gh", e)
         try r.exchange()
         #expect(throws: CofferError.self) { try r.a.resolve("gh", field: nil, with: .value("x")) }
@@ -256,7 +268,8 @@ struct ConflictTests {
         // The name is ambiguous until one is renamed.
         #expect { try r.a.resolve("aws", field: nil, with: .keep(1)) } throws: { ($0 as? CofferError)?.kind == .ambiguousName }
         let second = try #require(c[0].sides[1].itemID)
-        var e = ItemEdit(); e.rename = "aws-2"
+        var e = ItemEdit()
+        e.rename = "aws-2"
         try r.a.edit("id:" + second.hex, e)
         try r.exchange()
         for v in [r.a, r.b] {
@@ -269,14 +282,19 @@ struct ConflictTests {
         let r = try TwoReplicas()
         try r.a.add(ItemDraft(name: "k", type: .apiKey, fields: [key("0")]))
         try r.exchange()
-        var e1 = ItemEdit(); e1.setFields = [key("1")]
-        var e2 = ItemEdit(); e2.setFields = [key("2")]
+        var e1 = ItemEdit()
+        e1.setFields = [key("1")]
+        var e2 = ItemEdit()
+        e2.setFields = [key("2")]
         try r.a.edit("k", e1)
         try r.b.edit("k", e2)
         try r.exchange()
         let before = try TwoReplicas.dump(r.a)
         func kind(_ body: () throws -> Void) -> CofferError.Kind? {
-            do { try body(); return nil } catch { return (error as? CofferError)?.kind }
+            do {
+                try body()
+                return nil
+            } catch { return (error as? CofferError)?.kind }
         }
         #expect(kind { try r.a.resolve("k", field: nil, with: .keep(3)) } == .usage)
         #expect(kind { try r.a.resolve("k", field: nil, with: .keep(0)) } == .usage)
@@ -302,13 +320,16 @@ struct MergePreviewTests {
         try r.exchange()
         // a: delete gh, change db's username, rename old, add aws.
         try r.a.delete("gh")
-        var e1 = ItemEdit(); e1.setFields = [Field(name: "username", value: "alice", isSecret: false)]
+        var e1 = ItemEdit()
+        e1.setFields = [Field(name: "username", value: "alice", isSecret: false)]
         try r.a.edit("db", e1)
-        var e2 = ItemEdit(); e2.rename = "new"
+        var e2 = ItemEdit()
+        e2.rename = "new"
         try r.a.edit("old", e2)
         try r.a.add(ItemDraft(name: "aws", type: .apiKey, fields: [key("A")]))
         // b: edit gh concurrently, also create aws.
-        var e3 = ItemEdit(); e3.setFields = [key("t1")]
+        var e3 = ItemEdit()
+        e3.setFields = [key("t1")]
         try r.b.edit("gh", e3)
         try r.b.add(ItemDraft(name: "aws", type: .apiKey, fields: [key("B")]))
         let bundle = r.dir.appendingPathComponent("a.cb").path

@@ -114,7 +114,8 @@ struct CredentialManagerTests {
         let vaultBox = try TemporaryVault()
         let vault = vaultBox.vault
         let m = CredentialManager(vault: vault)
-        let writers = 40, readers = 200
+        let writers = 40
+        let readers = 200
         let written = Set((0..<writers).map { "key-\($0)-" + String(repeating: "x", count: 20) })
         try await withThrowingTaskGroup(of: String?.self) { group in
             for i in 0..<writers {
@@ -171,9 +172,10 @@ struct CredentialStoreRetrieveTests {
         // An older unexpired item and a newer expired one: lookups prefer
         // the unexpired one, so store must write there.
         try vault.add(ItemDraft(name: "ads/old", type: .apiKey, fields: [Field(name: "key", value: "old-key-0123456789abcdef", isSecret: true)], source: "ads"))
-        try vault.add(ItemDraft(
-            name: "ads/new", type: .apiKey, fields: [Field(name: "key", value: "new-key-0123456789abcdef", isSecret: true)], source: "ads",
-            expires: Day.today.adding(days: -10)))
+        try vault.add(
+            ItemDraft(
+                name: "ads/new", type: .apiKey, fields: [Field(name: "key", value: "new-key-0123456789abcdef", isSecret: true)], source: "ads",
+                expires: Day.today.adding(days: -10)))
         let m = CredentialManager(vault: vault)
         let stored = "stored-key-0123456789abcdef"
         try await m.store(apiKey: stored, for: "ads")

@@ -92,7 +92,8 @@ struct HostileBundleTests {
     /// Issue: "dot M:1, vector {R1:2^40}".
     @Test func vectorNotHoldingItsOwnDotIsRefused() throws {
         let (box, a, forge) = try setup()
-        let m = ReplicaID.random(), r1 = try a.replicaID()
+        let m = ReplicaID.random()
+        let r1 = try a.replicaID()
         let svc = try a.item(named: "svc").id
         let bytes = try forge.bundle(
             replica: m, createdAt: now, summary: VersionVector([m: 1, r1: 1 << 40]),
@@ -124,11 +125,13 @@ struct HostileBundleTests {
     /// and a bundle at most a day ahead of the receiver's clock.
     @Test func farFutureWriteTimeIsRefused() throws {
         let (box, a, forge) = try setup()
-        let m = ReplicaID.random(), r = try a.replicaID()
+        let m = ReplicaID.random()
+        let r = try a.replicaID()
         let svc = try a.item(named: "svc").id
         let held = try a.state(of: "svc").registers[forge.field("key", of: svc)]!.first!
         let year3000: Int64 = 32_503_680_000_000
-        let concurrent = forge.keyWrite(svc, "secret-6", dot: Dot(replica: m, counter: 1), vector: VersionVector([m: 1, r: held.dot.counter - 1]), at: year3000)
+        let concurrent = forge.keyWrite(
+            svc, "secret-6", dot: Dot(replica: m, counter: 1), vector: VersionVector([m: 1, r: held.dot.counter - 1]), at: year3000)
         let lying = try forge.bundle(replica: m, createdAt: now, summary: VersionVector([m: 1]), writes: [concurrent])
         try expectRefused(a, box, lying, rule: .writtenAfterBundle)
         let future = try forge.bundle(replica: m, createdAt: year3000, summary: VersionVector([m: 1]), writes: [concurrent])
@@ -148,7 +151,8 @@ struct HostileBundleTests {
     /// claiming version as a conflict, and the bundle merges.
     @Test func versionClaimingUnmadeWritesOfTheReceiverRebindsIt() throws {
         let (box, a, forge) = try setup()
-        let m = ReplicaID.random(), r = try a.replicaID()
+        let m = ReplicaID.random()
+        let r = try a.replicaID()
         let svc = try a.item(named: "svc").id
         // The summary leaves the receiver out (as a legitimate exporter
         // does for replicas whose writes sit in its local-only items).
@@ -173,7 +177,8 @@ struct HostileBundleTests {
 
     @Test func versionsThatWouldSupersedeEachOtherAreRefused() throws {
         let (box, a, forge) = try setup()
-        let m = ReplicaID.random(), n = ReplicaID.random()
+        let m = ReplicaID.random()
+        let n = ReplicaID.random()
         let id = newID()
         // N's bundle: a new item whose key has seen M:5 (N's summary does
         // not name M, so nothing bounds that entry).

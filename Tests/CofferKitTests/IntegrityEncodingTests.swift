@@ -195,19 +195,26 @@ struct IntegrityEncodingTests {
         if let u = s.url {
             changes.append(.init(register: v.registerID(field: "url", item: id), payload: payload("url", u), tombstone: false))
         }
-        changes.append(.init(register: v.registerID(field: "password", item: id), payload: payload("password", Array("pw".utf8), secret: true), tombstone: false))
+        changes.append(
+            .init(register: v.registerID(field: "password", item: id), payload: payload("password", Array("pw".utf8), secret: true), tombstone: false))
         var state = ItemState(id: id)
         v.apply(changes, to: &state, dot: Dot(replica: ReplicaID.random(), counter: 3), at: 1_700_000_000_000)
         if s.deadURL {
-            v.apply([.init(register: v.registerID(field: "url", item: id), payload: payload("url", []), tombstone: true)], to: &state, dot: Dot(replica: ReplicaID.random(), counter: 9), at: 1_700_000_000_500)
+            v.apply(
+                [.init(register: v.registerID(field: "url", item: id), payload: payload("url", []), tombstone: true)], to: &state,
+                dot: Dot(replica: ReplicaID.random(), counter: 9), at: 1_700_000_000_500)
         }
         if i % 2 == 1 {
             var other = ItemState(id: id)
-            v.apply([.init(register: .name, payload: payload("@name", Array("other".utf8)), tombstone: false)], to: &other, dot: Dot(replica: ReplicaID.random(), counter: 1), at: 1_700_000_000_100)
+            v.apply(
+                [.init(register: .name, payload: payload("@name", Array("other".utf8)), tombstone: false)], to: &other,
+                dot: Dot(replica: ReplicaID.random(), counter: 1), at: 1_700_000_000_100)
             state.registers[.name]! += other.registers[.name]!
         }
         if deleted {
-            v.apply([.init(register: .deleted, payload: payload("@deleted", []), tombstone: false)], to: &state, dot: Dot(replica: ReplicaID.random(), counter: 12), at: 1_700_000_001_000)
+            v.apply(
+                [.init(register: .deleted, payload: payload("@deleted", []), tombstone: false)], to: &state, dot: Dot(replica: ReplicaID.random(), counter: 12),
+                at: 1_700_000_001_000)
         }
         let row = try v.derivedRow(for: state, policy: policy, createdAt: 1_700_000_000_000, updatedAt: 1_700_000_001_000)
         return (state, row)
@@ -298,7 +305,13 @@ struct IntegrityEncodingTests {
             var cut = state
             if i == 4 {
                 // Malformed (short) payloads: their bytes stand for their tags.
-                for (rid, list) in cut.registers { cut.registers[rid] = list.map { var x = $0; x.payload = Array(x.payload.prefix(7)); return x } }
+                for (rid, list) in cut.registers {
+                    cut.registers[rid] = list.map {
+                        var x = $0
+                        x.payload = Array(x.payload.prefix(7))
+                        return x
+                    }
+                }
             }
             #expect(IntegrityTerm.item(row, record: record, state: cut) == Self.referenceItemTerm(row, record: record, state: cut))
             #expect(IntegrityTerm.item(row, record: [], state: cut) == Self.referenceItemTerm(row, record: [], state: cut))
@@ -343,7 +356,9 @@ struct IntegrityEncodingTests {
         let v = vBox.vault
         // 65,534 ASCII bytes, then "é" (2 bytes) straddling byte 65,535.
         let url = "https://x/" + String(repeating: "a", count: 65_524) + "é" + String(repeating: "b", count: 5_000)
-        try v.add(ItemDraft(name: "site", type: .login, fields: [Field(name: "url", value: url, isSecret: false), Field(name: "username", value: "me", isSecret: false)]))
+        try v.add(
+            ItemDraft(
+                name: "site", type: .login, fields: [Field(name: "url", value: url, isSecret: false), Field(name: "username", value: "me", isSecret: false)]))
         let listed = try #require(try v.list().first)
         #expect(listed.url == "https://x/" + String(repeating: "a", count: 65_524))
         #expect(listed.username == "me")

@@ -25,7 +25,10 @@ struct IntegrityKitTests {
         let vBox = try TemporaryVault()
         let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [secret("1")], tags: ["t"], source: "openai"))
-        try v.add(ItemDraft(name: "b", type: .login, fields: [Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false)]))
+        try v.add(
+            ItemDraft(
+                name: "b", type: .login,
+                fields: [Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false)]))
         try v.edit("a", edit(setting: [secret("2")]))
         try v.edit("a", edit(policy: .localOnly))
         try v.delete("b")
@@ -39,7 +42,13 @@ struct IntegrityKitTests {
     @Test func listingComesFromRecordsWithUsernameAndURL() throws {
         let vBox = try TemporaryVault()
         let v = vBox.vault
-        try v.add(ItemDraft(name: "site", type: .login, fields: [Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false), Field(name: "password", value: "pw", isSecret: true)], source: "github"))
+        try v.add(
+            ItemDraft(
+                name: "site", type: .login,
+                fields: [
+                    Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false),
+                    Field(name: "password", value: "pw", isSecret: true),
+                ], source: "github"))
         try v.add(ItemDraft(name: "hidden", type: .login, fields: [Field(name: "username", value: "who", isSecret: true)]))
         let list = try v.list()
         #expect(list.map(\.name) == ["hidden", "site"])
@@ -78,7 +87,8 @@ struct IntegrityKitTests {
         try v.add(ItemDraft(name: "a-much-longer-name", type: .apiKey, fields: [secret(String(repeating: "y", count: 40))]))
         // The secret and the name of both items: nonce 24 + tag 16 + one
         // 64-byte block, whatever their lengths.
-        let a = try v.state(of: "s").id, b = try v.state(of: "a-much-longer-name").id
+        let a = try v.state(of: "s").id
+        let b = try v.state(of: "a-much-longer-name").id
         let registers = [v.registerID(field: "key", item: a), v.registerID(field: "key", item: b), RegisterID.name]
         let lengths = try v.store.read { db in
             try Data.fetchAll(
@@ -100,7 +110,8 @@ struct IntegrityKitTests {
     }
 
     @Test func passphrasesAndFieldNamesAreNFC() throws {
-        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        let nfc = "caf\u{E9}"
+        let nfd = "cafe\u{301}"
         #expect(Array(nfc.utf8) != Array(nfd.utf8))
         let vBox = try TemporaryVault(passphrase: nfd)
         let v = vBox.vault

@@ -27,9 +27,12 @@ struct ItemTermTests {
     func populated() throws -> TemporaryVault {
         let vBox = try TemporaryVault()
         let v = vBox.vault
-        try v.add(ItemDraft(name: "web/mail", type: .login, fields: [
-            Field(name: "password", value: "p1", isSecret: true), Field(name: "username", value: "me", isSecret: false),
-        ]))
+        try v.add(
+            ItemDraft(
+                name: "web/mail", type: .login,
+                fields: [
+                    Field(name: "password", value: "p1", isSecret: true), Field(name: "username", value: "me", isSecret: false),
+                ]))
         var e = ItemEdit()
         e.setFields = [Field(name: "password", value: "p2", isSecret: true)]
         _ = try v.edit("web/mail", e)
@@ -193,7 +196,10 @@ struct ItemTermTests {
         ("UPDATE fieldVersion SET vector = (SELECT vector FROM fieldVersion ORDER BY counter DESC LIMIT 1)", "item rows"),
         ("DELETE FROM fieldVersion WHERE registerId = (SELECT registerId FROM fieldVersion LIMIT 1)", "item rows"),
         ("INSERT INTO fieldHistory SELECT *, 0 FROM fieldVersion LIMIT 1", "history"),
-        ("INSERT INTO fieldVersion SELECT randomblob(16), registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion LIMIT 1", "of no item"),
+        (
+            "INSERT INTO fieldVersion SELECT randomblob(16), registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion LIMIT 1",
+            "of no item"
+        ),
     ])
     func versionEditsAreNamed(statement: String, named: String) throws {
         let vBox = try populated()

@@ -52,7 +52,13 @@ struct KeyEpochTests {
     @Test func aForgedEpochJumpIsRefusedAndRekeyStillWorks() throws {
         let (box, a, b, dir) = try setup()
         box.write("sync/forged.coffer-bundle", try forgedEpochBundle(a, box, epoch: KeyEpoch.maxNumber))
-        try b.edit("svc", { var e = ItemEdit(); e.setFields = [Field(name: "key", value: "from-b", isSecret: true)]; return e }())
+        try b.edit(
+            "svc",
+            {
+                var e = ItemEdit()
+                e.setFields = [Field(name: "key", value: "from-b", isSecret: true)]
+                return e
+            }())
         _ = try b.sync(dir: dir)
         let before = try BundleSandbox.dump(a)
         // import: refused whole, the rule named, before any Argon2id run.

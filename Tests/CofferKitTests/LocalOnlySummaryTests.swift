@@ -32,7 +32,8 @@ struct LocalOnlySummaryTests {
         try b.add(ItemDraft(name: "later", type: .apiKey, fields: [Field(name: "key", value: "sk-later", isSecret: true)]))
         _ = try b.exportBundle(to: dir + "/b1.cb")
         _ = try c.importBundle(at: dir + "/b1.cb")
-        var e = ItemEdit(); e.policy = .localOnly
+        var e = ItemEdit()
+        e.policy = .localOnly
         try c.edit("secret/x", e)
         _ = try c.exportBundle(to: dir + "/c1.cb")
 
@@ -43,7 +44,8 @@ struct LocalOnlySummaryTests {
         #expect(try a.item(named: "later").primaryField?.value == "sk-later")
 
         // A later edit on B arrives whole, not as a nameless fragment.
-        var e2 = ItemEdit(); e2.setFields = [Field(name: "extra", value: "later", isSecret: false)]
+        var e2 = ItemEdit()
+        e2.setFields = [Field(name: "extra", value: "later", isSecret: false)]
         try b.edit("secret/x", e2)
         _ = try b.exportBundle(to: dir + "/b2.cb")
         _ = try a.importBundle(at: dir + "/b2.cb")

@@ -55,14 +55,16 @@ struct ReferenceTests {
         let vBox = try TemporaryVault()
         let v = vBox.vault
         try v.add(ItemDraft(name: "work/openai", type: .apiKey, fields: [Field(name: "key", value: "sk-1", isSecret: true)]))
-        try v.add(ItemDraft(name: "a/b", type: .custom, fields: [Field(name: "c", value: "field-c", isSecret: false), Field(name: "d", value: "field-d", isSecret: true)]))
+        try v.add(
+            ItemDraft(
+                name: "a/b", type: .custom, fields: [Field(name: "c", value: "field-c", isSecret: false), Field(name: "d", value: "field-d", isSecret: true)]))
         try v.add(ItemDraft(name: "a/b/c", type: .apiKey, fields: [Field(name: "key", value: "item-abc", isSecret: true)]))
         try v.add(ItemDraft(name: "empty", type: .custom))
         var resolver = ReferenceResolver(vault: v)
         func value(_ text: String) throws -> String { try resolver.resolve(try Reference(parsing: text)).value }
         #expect(try value("coffer://work/openai") == "sk-1")
         #expect(try value("coffer://work/openai/key") == "sk-1")
-        #expect(try value("coffer://a/b") == "field-d")  // custom: first secret field
+        #expect(try value("coffer://a/b") == "field-d") // custom: first secret field
         #expect(try value("coffer://a/b/d") == "field-d")
         #expect(try value("coffer://a/b?field=c") == "field-c")
         #expect(try value("coffer://a/b/c?field=key") == "item-abc")
@@ -70,9 +72,12 @@ struct ReferenceTests {
         #expect(resolved.item == "a/b" && resolved.field == "d" && resolved.isSecret)
 
         func kind(_ text: String) -> CofferError.Kind? {
-            do { _ = try value(text); return nil } catch let e as CofferError { return e.kind } catch { return nil }
+            do {
+                _ = try value(text)
+                return nil
+            } catch let e as CofferError { return e.kind } catch { return nil }
         }
-        #expect(kind("coffer://a/b/c") == .ambiguousName)  // item a/b/c and field c of a/b
+        #expect(kind("coffer://a/b/c") == .ambiguousName) // item a/b/c and field c of a/b
         #expect(kind("coffer://work/openai/nope") == .itemNotFound)
         #expect(kind("coffer://nope") == .itemNotFound)
         #expect(kind("coffer://nope/deeper/x") == .itemNotFound)
@@ -143,7 +148,11 @@ struct StreamMaskerTests {
         for _ in 0..<300 {
             var text = ""
             for _ in 0..<Int.random(in: 0...60, using: &rng) {
-                if Int.random(in: 0..<5, using: &rng) == 0 { text += secrets.randomElement(using: &rng)! } else { text.append(alphabet.randomElement(using: &rng)!) }
+                if Int.random(in: 0..<5, using: &rng) == 0 {
+                    text += secrets.randomElement(using: &rng)!
+                } else {
+                    text.append(alphabet.randomElement(using: &rng)!)
+                }
             }
             let whole = masked(text, secrets, chunks: [Int.max])
             let chunks = (0..<5).map { _ in Int.random(in: 1...7, using: &rng) }

@@ -21,7 +21,8 @@ struct RekeyTests {
         var out = ""
         for s in try v.list() {
             let item = try v.item(named: "id:" + s.id.hex)
-            out += "\(item.name) \(item.fields.map { "\($0.name)=\($0.value)" }) \(item.conflicts.map { "\($0.field):\($0.sides.map(\.value))" }) \(item.vector)\n"
+            out +=
+                "\(item.name) \(item.fields.map { "\($0.name)=\($0.value)" }) \(item.conflicts.map { "\($0.field):\($0.sides.map(\.value))" }) \(item.vector)\n"
             let state = try v.state(of: "id:" + s.id.hex)
             for rid in state.registers.keys.sorted() { out += "  \(rid) \(state.registers[rid]!.map(\.dot))\n" }
         }
@@ -51,9 +52,11 @@ struct RekeyTests {
     static func rows(_ path: String) throws -> (registers: Set<Data>, nameHashes: Set<Data>, payloads: Set<Data>) {
         let q = try DatabaseQueue(path: path)
         return try q.read { db in
-            (Set(try Data.fetchAll(db, sql: "SELECT registerId FROM fieldVersion UNION SELECT registerId FROM fieldHistory")),
-             Set(try Data.fetchAll(db, sql: "SELECT nameHash FROM item WHERE nameHash IS NOT NULL")),
-             Set(try Data.fetchAll(db, sql: "SELECT payload FROM fieldVersion UNION SELECT payload FROM fieldHistory")))
+            (
+                Set(try Data.fetchAll(db, sql: "SELECT registerId FROM fieldVersion UNION SELECT registerId FROM fieldHistory")),
+                Set(try Data.fetchAll(db, sql: "SELECT nameHash FROM item WHERE nameHash IS NOT NULL")),
+                Set(try Data.fetchAll(db, sql: "SELECT payload FROM fieldVersion UNION SELECT payload FROM fieldHistory"))
+            )
         }
     }
 
@@ -61,11 +64,14 @@ struct RekeyTests {
         let box = BundleSandbox()
         let a = try box.newVault()
         try a.add(apiKey("work/openai", "sk-1"))
-        try Self.edit(a, "work/openai", "key", "sk-2")  // sk-1 goes to history
-        try a.add(ItemDraft(name: "mail", type: .login, fields: [
-            Field(name: "username", value: "me", isSecret: false), Field(name: "password", value: "pw", isSecret: true),
-            Field(name: "café", value: "nfc name", isSecret: false),
-        ]))
+        try Self.edit(a, "work/openai", "key", "sk-2") // sk-1 goes to history
+        try a.add(
+            ItemDraft(
+                name: "mail", type: .login,
+                fields: [
+                    Field(name: "username", value: "me", isSecret: false), Field(name: "password", value: "pw", isSecret: true),
+                    Field(name: "café", value: "nfc name", isSecret: false),
+                ]))
         try a.add(apiKey("home/local", "local-secret", policy: .localOnly))
         try a.add(apiKey("gone", "deleted-secret"))
         try a.delete("gone")
@@ -149,11 +155,11 @@ struct RekeyTests {
         // A rekeys; B and C edit before they see it.
         try b.exportBundle(to: box.path("b-old.cb"))
         (a, _) = try a.file.rekey(a, passphrase: box.passphrase)
-        try Self.edit(b, "shared", "key", "from-b")           // concurrent with C's edit of the same field
+        try Self.edit(b, "shared", "key", "from-b") // concurrent with C's edit of the same field
         try b.add(apiKey("only-b", "b-secret"))
         try Self.edit(c, "shared", "key", "from-c")
-        try Self.edit(c, "db", "password", "c-pw")             // a new field: a new register id
-        _ = try c.sync(dir: dir)                               // C's old-epoch bundle reaches the folder
+        try Self.edit(c, "db", "password", "c-pw") // a new field: a new register id
+        _ = try c.sync(dir: dir) // C's old-epoch bundle reaches the folder
 
         // A skips C's old-epoch bundle; an explicit import of one is refused whole.
         let ra = try a.sync(dir: dir, adoptKey: Self.adopt(box))
@@ -255,7 +261,7 @@ struct RekeyTests {
         let (b2, _) = try b.adoptKeyEpoch(ofBundleAt: box.path("a1.cb"), passphrase: SecretBytes(copying: Array("the new one".utf8)))
         try b2.importBundle(at: box.path("a1.cb"))
         #expect(try Self.secret(b2, "k") == "v0")
-        #expect(throws: CofferError.self) { try Self.open(box, "b.coffer") }  // the old passphrase is gone with the old key
+        #expect(throws: CofferError.self) { try Self.open(box, "b.coffer") } // the old passphrase is gone with the old key
     }
 
     /// A format-4 vault (what the build before rekey wrote: no keyEpoch

@@ -99,7 +99,8 @@ struct ManifestParsingTests {
     }
 
     @Test func parsesExtensions() throws {
-        let m = try parseManifest("""
+        let m = try parseManifest(
+            """
             {"version": 1, "name": "ai", "sources": [
               {"id": "ollama", "type": "custom", "fields": {"url": {"urlSchemes": ["http", "https"]}}},
               {"id": "stripe", "type": "api-key", "format": {"prefix": ["sk_live_", "sk_test_"], "maxLength": 200}}]}
@@ -122,19 +123,52 @@ struct ManifestParsingTests {
         (#"{"version": 1, "sources": [], "extra": 1}"#, "$", "unknown key 'extra'"),
         (#"{"version": 1, "sources": [{"type": "api-key"}]}"#, "$.sources[0]", "missing required key 'id'"),
         (#"{"version": 1, "sources": [{"id": "a b", "type": "api-key"}]}"#, "$.sources[0].id", "expected a source id"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "apikey"}]}"#, "$.sources[0].type", "expected one of api-key, email, api-key-with-email, login, custom, found 'apikey'"),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "apikey"}]}"#, "$.sources[0].type",
+            "expected one of api-key, email, api-key-with-email, login, custom, found 'apikey'"
+        ),
         (#"{"version": 1, "sources": [{"id": "a", "type": "email", "required": "yes"}]}"#, "$.sources[0].required", "expected true or false, found a string"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "email", "registrationURL": "ftp://x"}]}"#, "$.sources[0].registrationURL", "expected an http or https URL"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "email", "unavailableWithout": ["x", 2]}]}"#, "$.sources[0].unavailableWithout[1]", "expected a string, found a number"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": "20"}}]}"#, "$.sources[0].format.minLength", "expected a non-negative integer, found a string"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": -1}}]}"#, "$.sources[0].format.minLength", "expected a non-negative integer"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": 2.5}}]}"#, "$.sources[0].format.minLength", "expected a non-negative integer, found a number"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": 9, "maxLength": 3}}]}"#, "$.sources[0].format.maxLength", "at least minLength"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"pattern": "(["}}]}"#, "$.sources[0].format.pattern", "expected a valid regular expression"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"prefix": 3}}]}"#, "$.sources[0].format.prefix", "expected a string or an array of strings"),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "email", "registrationURL": "ftp://x"}]}"#, "$.sources[0].registrationURL",
+            "expected an http or https URL"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "email", "unavailableWithout": ["x", 2]}]}"#, "$.sources[0].unavailableWithout[1]",
+            "expected a string, found a number"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": "20"}}]}"#, "$.sources[0].format.minLength",
+            "expected a non-negative integer, found a string"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": -1}}]}"#, "$.sources[0].format.minLength",
+            "expected a non-negative integer"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": 2.5}}]}"#, "$.sources[0].format.minLength",
+            "expected a non-negative integer, found a number"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minLength": 9, "maxLength": 3}}]}"#, "$.sources[0].format.maxLength",
+            "at least minLength"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"pattern": "(["}}]}"#, "$.sources[0].format.pattern",
+            "expected a valid regular expression"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"prefix": 3}}]}"#, "$.sources[0].format.prefix",
+            "expected a string or an array of strings"
+        ),
         (#"{"version": 1, "sources": [{"id": "a", "type": "api-key", "format": {"minlength": 3}}]}"#, "$.sources[0].format", "unknown key 'minlength'"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "custom", "fields": {"url": {"urlSchemes": ["https://"]}}}]}"#, "$.sources[0].fields.url.urlSchemes[0]", "expected a URL scheme"),
-        (#"{"version": 1, "sources": [{"id": "a", "type": "email"}, {"id": "a", "type": "email"}]}"#, "$.sources[1].id", "duplicate source id 'a' (also at $.sources[0])"),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "custom", "fields": {"url": {"urlSchemes": ["https://"]}}}]}"#,
+            "$.sources[0].fields.url.urlSchemes[0]", "expected a URL scheme"
+        ),
+        (
+            #"{"version": 1, "sources": [{"id": "a", "type": "email"}, {"id": "a", "type": "email"}]}"#, "$.sources[1].id",
+            "duplicate source id 'a' (also at $.sources[0])"
+        ),
     ])
     func malformedManifests(text: String, path: String, expected: String) {
         do {

@@ -29,7 +29,8 @@ struct RestoredVaultTests {
         try a.add(Self.login("u0"))
         let backup = box.bytes("a.coffer")
         let old = try a.replicaID()
-        var e = ItemEdit(); e.setFields = [Field(name: "username", value: "lost", isSecret: false)]
+        var e = ItemEdit()
+        e.setFields = [Field(name: "username", value: "lost", isSecret: false)]
         try a.edit("db", e)
         try Self.restoreInPlace(box.path("a.coffer"), from: backup)
         a = try VaultFile.open(path: box.path("a.coffer")).unlock(passphrase: box.passphrase)
@@ -46,7 +47,8 @@ struct RestoredVaultTests {
         let b = try VaultFile.clone(box, from: "a1.cb", to: "b.coffer")
         let backup = box.bytes("a.coffer")
         let old = try a.replicaID()
-        var e = ItemEdit(); e.setFields = [Field(name: "username", value: "before-restore", isSecret: false)]
+        var e = ItemEdit()
+        e.setFields = [Field(name: "username", value: "before-restore", isSecret: false)]
         try a.edit("db", e)
         try a.exportBundle(to: box.path("a2.cb"))
         try b.importBundle(at: box.path("a2.cb"))
@@ -54,8 +56,9 @@ struct RestoredVaultTests {
         try Self.restoreInPlace(box.path("a.coffer"), from: backup)
         unlink(WriteMark.path(forVault: box.path("a.coffer")))
         a = try VaultFile.open(path: box.path("a.coffer")).unlock(passphrase: box.passphrase)
-        var e2 = ItemEdit(); e2.setFields = [Field(name: "url", value: "after-restore", isSecret: false)]
-        try a.edit("db", e2)  // reuses the dot of the lost write
+        var e2 = ItemEdit()
+        e2.setFields = [Field(name: "url", value: "after-restore", isSecret: false)]
+        try a.edit("db", e2) // reuses the dot of the lost write
         #expect(try a.replicaID() == old)
         try b.exportBundle(to: box.path("b.cb"))
         let r = try a.importBundle(at: box.path("b.cb"))
@@ -85,7 +88,8 @@ struct RestoredVaultTests {
         try a.exportBundle(to: box.path("a1.cb"))
         let b = try VaultFile.clone(box, from: "a1.cb", to: "b.coffer")
         for i in 0..<3 {
-            var e = ItemEdit(); e.setFields = [Field(name: "username", value: "a\(i)", isSecret: false)]
+            var e = ItemEdit()
+            e.setFields = [Field(name: "username", value: "a\(i)", isSecret: false)]
             try a.edit("db", e)
             try a.exportBundle(to: box.path("a.cb"))
             #expect(try b.importBundle(at: box.path("a.cb")).rebinding == nil)
@@ -106,11 +110,13 @@ struct RestoredVaultTests {
         try a.add(ItemDraft(name: "k", type: .apiKey, fields: [Field(name: "key", value: "v", isSecret: true)], policy: .localOnly))
         let backup = box.bytes("a.coffer")
         let writer = Set(try a.state(of: "k").dots.map(\.replica))
-        var e = ItemEdit(); e.policy = .sync
+        var e = ItemEdit()
+        e.policy = .sync
         try a.edit("k", e)
         try Self.restoreInPlace(box.path("a.coffer"), from: backup)
         a = try VaultFile.open(path: box.path("a.coffer")).unlock(passphrase: box.passphrase)
-        var e2 = ItemEdit(); e2.setFields = [Field(name: "key", value: "v2", isSecret: true)]
+        var e2 = ItemEdit()
+        e2.setFields = [Field(name: "key", value: "v2", isSecret: true)]
         try a.edit("k", e2)
         // The new write uses a new private writer, not the one the lost
         // file may have published.
@@ -124,9 +130,11 @@ struct RestoredVaultTests {
         let a = try box.newVault()
         try a.add(Self.login("u0"))
         let me = try a.replicaID()
-        var lo = ItemEdit(); lo.policy = .localOnly
+        var lo = ItemEdit()
+        lo.policy = .localOnly
         try a.edit("db", lo)
-        var e = ItemEdit(); e.setFields = [Field(name: "username", value: "private", isSecret: false)]
+        var e = ItemEdit()
+        e.setFields = [Field(name: "username", value: "private", isSecret: false)]
         try a.edit("db", e)
         let writers = Set(try a.state(of: "db").dots.map(\.replica)).subtracting([me])
         #expect(writers.count == 1)

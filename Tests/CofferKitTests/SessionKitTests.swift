@@ -84,7 +84,8 @@ struct SessionKitTests {
 
     @Test func passphraseChangeKeepsMasterKey() throws {
         let box = Sandbox()
-        let old = SecretBytes(copying: Array("old".utf8)), new = SecretBytes(copying: Array("new".utf8))
+        let old = SecretBytes(copying: Array("old".utf8))
+        let new = SecretBytes(copying: Array("new".utf8))
         let vault = try VaultFile.create(path: box.vaultPath, passphrase: old, kdf: FastKDF.parameters)
         let s = try Session.start(vault: vault, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
         let file = try VaultFile.open(path: box.vaultPath)

@@ -223,11 +223,17 @@ struct SyncBookkeepingMACTests {
     @Test func aCloneCountsListedItemsAndKeepsUsernamesOnTheWayIn() throws {
         let aBox = try TemporaryVault()
         let a = aBox.vault
-        try a.add(ItemDraft(name: "site", type: .login, fields: [
-            Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false),
-            Field(name: "password", value: "pw", isSecret: true),
-        ]))
-        try a.add(ItemDraft(name: "hidden", type: .login, fields: [Field(name: "username", value: "who", isSecret: true), Field(name: "url", value: "https://y", isSecret: false)]))
+        try a.add(
+            ItemDraft(
+                name: "site", type: .login,
+                fields: [
+                    Field(name: "username", value: "me", isSecret: false), Field(name: "url", value: "https://x", isSecret: false),
+                    Field(name: "password", value: "pw", isSecret: true),
+                ]))
+        try a.add(
+            ItemDraft(
+                name: "hidden", type: .login,
+                fields: [Field(name: "username", value: "who", isSecret: true), Field(name: "url", value: "https://y", isSecret: false)]))
         try a.add(ItemDraft(name: "gone", type: .apiKey, fields: [secret("g")]))
         try a.delete("gone")
         try a.add(ItemDraft(name: "k", type: .apiKey, fields: [secret("k")]))

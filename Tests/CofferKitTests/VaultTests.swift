@@ -56,19 +56,25 @@ struct VaultTests {
         let vBox = try TemporaryVault()
         let v = vBox.vault
         let r = try v.replicaID()
-        try v.add(ItemDraft(name: "svc", type: .login, fields: [
-            Field(name: "username", value: "u", isSecret: false), Field(name: "password", value: "p1", isSecret: true),
-        ]))
+        try v.add(
+            ItemDraft(
+                name: "svc", type: .login,
+                fields: [
+                    Field(name: "username", value: "u", isSecret: false), Field(name: "password", value: "p1", isSecret: true),
+                ]))
         var s = try v.state(of: "svc")
-        let user = v.registerID(field: "username", item: s.id), pass = v.registerID(field: "password", item: s.id)
+        let user = v.registerID(field: "username", item: s.id)
+        let pass = v.registerID(field: "password", item: s.id)
         #expect(s.registers[.name]?.map(\.vector) == [VersionVector([r: 1])])
         #expect(s.registers[pass]?.map(\.vector) == [VersionVector([r: 1])])
         #expect(s.vector == VersionVector([r: 1]))
 
-        var e = ItemEdit(); e.setFields = [Field(name: "password", value: "p2", isSecret: true)]
-        try v.edit("svc", e)                                    // write 2: password only
-        var e2 = ItemEdit(); e2.rename = "svc2"
-        try v.edit("svc", e2)                                   // write 3: name only
+        var e = ItemEdit()
+        e.setFields = [Field(name: "password", value: "p2", isSecret: true)]
+        try v.edit("svc", e) // write 2: password only
+        var e2 = ItemEdit()
+        e2.rename = "svc2"
+        try v.edit("svc", e2) // write 3: name only
         s = try v.state(of: "svc2")
         #expect(s.registers[pass]?.map(\.dot) == [Dot(replica: r, counter: 2)])
         #expect(s.registers[pass]?.map(\.vector) == [VersionVector([r: 2])])
@@ -88,7 +94,7 @@ struct VaultTests {
         #expect(row?.isDeleted == true)
         // Superseded versions went to history.
         let hist = try v.store.read { db in try Queries.history(db, item: s.id) }
-        #expect(hist.map(\.1.dot.counter).sorted() == [1, 1])   // old password and old name
+        #expect(hist.map(\.1.dot.counter).sorted() == [1, 1]) // old password and old name
     }
 
     /// A ciphertext moved to another row (or another vault) must not
@@ -98,12 +104,15 @@ struct VaultTests {
         let v = vBox.vault
         try v.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "A", isSecret: true)]))
         try v.add(ItemDraft(name: "b", type: .apiKey, fields: [Field(name: "key", value: "B", isSecret: true)]))
-        let a = try v.state(of: "a").id, b = try v.state(of: "b").id
+        let a = try v.state(of: "a").id
+        let b = try v.state(of: "b").id
         try v.store.write { db in
-            let payload = try Data.fetchOne(db, sql: "SELECT payload FROM fieldVersion WHERE itemId = ? AND registerId = ?",
-                                            arguments: [Data(a.bytes), Data(v.registerID(field: "key", item: a).bytes)])!
-            try db.execute(sql: "UPDATE fieldVersion SET payload = ? WHERE itemId = ? AND registerId = ?",
-                           arguments: [payload, Data(b.bytes), Data(v.registerID(field: "key", item: b).bytes)])
+            let payload = try Data.fetchOne(
+                db, sql: "SELECT payload FROM fieldVersion WHERE itemId = ? AND registerId = ?",
+                arguments: [Data(a.bytes), Data(v.registerID(field: "key", item: a).bytes)])!
+            try db.execute(
+                sql: "UPDATE fieldVersion SET payload = ? WHERE itemId = ? AND registerId = ?",
+                arguments: [payload, Data(b.bytes), Data(v.registerID(field: "key", item: b).bytes)])
         }
         do {
             _ = try v.item(named: "b")

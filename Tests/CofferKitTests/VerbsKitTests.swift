@@ -1,6 +1,6 @@
 import CofferCrypto
-import CofferSync
 import CofferStore
+import CofferSync
 import CofferTestSupport
 import Foundation
 import Testing
@@ -16,11 +16,11 @@ struct TOTPTests {
 
     static let vectors: [(Int64, String, String, String)] = [
         (59, "94287082", "46119246", "90693936"),
-        (1111111109, "07081804", "68084774", "25091201"),
-        (1111111111, "14050471", "67062674", "99943326"),
-        (1234567890, "89005924", "91819424", "93441116"),
-        (2000000000, "69279037", "90698825", "38618901"),
-        (20000000000, "65353130", "77737706", "47863826"),
+        (1_111_111_109, "07081804", "68084774", "25091201"),
+        (1_111_111_111, "14050471", "67062674", "99943326"),
+        (1_234_567_890, "89005924", "91819424", "93441116"),
+        (2_000_000_000, "69279037", "90698825", "38618901"),
+        (20_000_000_000, "65353130", "77737706", "47863826"),
     ]
 
     @Test func appendixBVectors() {
@@ -33,7 +33,7 @@ struct TOTPTests {
 
     @Test func sixDigitsAreTheLastSix() {
         #expect(TOTP(secret: Self.sha1Seed).code(at: 59) == "287082")
-        #expect(TOTP(secret: Self.sha1Seed, digits: 7).code(at: 1111111109) == "7081804")
+        #expect(TOTP(secret: Self.sha1Seed, digits: 7).code(at: 1_111_111_109) == "7081804")
     }
 
     @Test func parsesOtpauthURIs() throws {
@@ -54,7 +54,10 @@ struct TOTPTests {
 
     @Test func badInputNamesThePart() {
         func message(_ text: String) -> String? {
-            do { _ = try TOTP.parse(text); return nil } catch {
+            do {
+                _ = try TOTP.parse(text)
+                return nil
+            } catch {
                 #expect(error.kind == .badData)
                 #expect(error.exitCode == 65)
                 return error.message
@@ -186,7 +189,10 @@ struct EditorDocumentTests {
 
     @Test func errorsNameTheLine() {
         func failure(_ text: String) -> CofferError? {
-            do { _ = try EditorDocument.changes(from: Self.login(), editedText: text); return nil } catch { return error }
+            do {
+                _ = try EditorDocument.changes(from: Self.login(), editedText: text)
+                return nil
+            } catch { return error }
         }
         #expect(failure("pw\nusername octo\n")?.message.hasPrefix("line 2:") == true)
         #expect(failure("pw\nusername: a\nusername: b\n")?.message == "line 3: field 'username' is given twice")

@@ -30,7 +30,7 @@ struct SafeRowTests {
         #expect(try row.int64("minus", table: "t") == -1)
         #expect(try row.optionalInt64("nullValue", table: "t") == nil)
         #expect(try row.optionalInt64("two", table: "t") == 2)
-        #expect(try row.uint32("one", table: "t", in: 1 ... 5) == 1)
+        #expect(try row.uint32("one", table: "t", in: 1...5) == 1)
         #expect(try row.counter("maxCounter", table: "t") == UInt64(StoredLimits.maxCounter))
         #expect(try row.bool("one", table: "t"))
         #expect(try row.blob("bytes", table: "t", length: 2) == Data([0x00, 0xff]))
@@ -70,7 +70,7 @@ struct SafeRowTests {
 
     @Test func aValueOutOfRangeIsDamaged() throws {
         let row = try Self.sample()
-        #expect(throws: StoreError.damaged("t.two is out of range (2)")) { try row.int64("two", table: "t", in: 0 ... 1) }
+        #expect(throws: StoreError.damaged("t.two is out of range (2)")) { try row.int64("two", table: "t", in: 0...1) }
         #expect(throws: StoreError.damaged("t.two is out of range (2)")) { try row.bool("two", table: "t") }
         #expect(throws: StoreError.damaged("t.minus is out of range (-1)")) { try row.bool("minus", table: "t") }
         #expect(throws: StoreError.damaged("t.minus is out of range (-1)")) { try row.uint32("minus", table: "t", in: 0 ... .max) }

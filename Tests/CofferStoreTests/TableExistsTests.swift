@@ -7,11 +7,12 @@ struct TableExistsTests {
     @Test func sameAnswersAsGRDB() throws {
         let queue = try DatabaseQueue()
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE keyEpoch (singleton INTEGER PRIMARY KEY, epoch BLOB);
-                CREATE INDEX keyEpochIndex ON keyEpoch (epoch);
-                CREATE VIEW keyView AS SELECT * FROM keyEpoch;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE keyEpoch (singleton INTEGER PRIMARY KEY, epoch BLOB);
+                    CREATE INDEX keyEpochIndex ON keyEpoch (epoch);
+                    CREATE VIEW keyView AS SELECT * FROM keyEpoch;
+                    """)
         }
         try queue.read { db in
             for name in ["keyEpoch", "KEYEPOCH", "keyepoch", "keyWrapping", "keyEpochIndex", "keyView", "", "keyEpoch'--"] {

@@ -21,7 +21,7 @@ import Testing
 
     @Test func aLaterChangeSupersedesAndAnOlderOneIsIgnored() {
         let first = KeyWrappingVersion.initial.next(by: a, at: 5)
-        let second = first.next(by: b, at: 1)  // an earlier clock does not matter
+        let second = first.next(by: b, at: 1) // an earlier clock does not matter
         #expect(KeyWrappingVersion.resolve(local: first, incoming: second) == .adopt)
         #expect(KeyWrappingVersion.resolve(local: second, incoming: first) == .keepLocal)
         #expect(KeyWrappingVersion.resolve(local: second, incoming: second) == .same)

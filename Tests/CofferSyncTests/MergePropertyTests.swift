@@ -29,7 +29,8 @@ struct MergePropertyTests {
                 for a in pool {
                     #expect(a.merged(with: a) == a, "idempotence")
                     for b in pool {
-                        let ab = a.merged(with: b), ba = b.merged(with: a)
+                        let ab = a.merged(with: b)
+                        let ba = b.merged(with: a)
                         #expect(ab == ba, "commutativity")
                         #expect(ab.merged(with: b) == ab, "merging again changes nothing")
                         // The derived facts follow the state.

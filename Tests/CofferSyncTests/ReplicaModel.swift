@@ -175,7 +175,7 @@ struct ModelWorld {
         let roll = Int.random(in: 0..<100, using: &rng)
         let t = tick()
         switch roll {
-        case 0..<40:  // write a field (creates the item when missing)
+        case 0..<40: // write a field (creates the item when missing)
             if replicas[r].items[item] == nil {
                 // Item ids are random in real life: only one replica ever
                 // creates a given item (others create their own, possibly
@@ -187,30 +187,30 @@ struct ModelWorld {
             guard replicas[r].isLive(item) else { return }
             let f = ModelIDs.fields.randomElement(using: &rng)!
             replicas[r].write(item: item, register: f, value: "v\(Int.random(in: 0..<5, using: &rng))", at: t, log: &log)
-        case 40..<48:  // remove a field
+        case 40..<48: // remove a field
             guard replicas[r].isLive(item) else { return }
             replicas[r].write(item: item, register: ModelIDs.fields.randomElement(using: &rng)!, value: nil, at: t, log: &log)
-        case 48..<58:  // rename
+        case 48..<58: // rename
             guard replicas[r].isLive(item) else { return }
             replicas[r].write(item: item, register: .name, value: ModelIDs.names.randomElement(using: &rng)!, at: t, log: &log)
-        case 58..<66:  // delete
+        case 58..<66: // delete
             guard replicas[r].isLive(item) else { return }
             replicas[r].delete(item: item, at: t, log: &log)
-        case 66..<78:  // publish a full bundle, deliver it to one other replica
+        case 66..<78: // publish a full bundle, deliver it to one other replica
             let b = replicas[r].bundle()
             published.append(b)
             let to = Int.random(in: 0..<replicas.count, using: &rng)
             if to != r { replicas[to].merge(b) }
-        case 78..<86:  // a delta bundle computed for one receiver
+        case 78..<86: // a delta bundle computed for one receiver
             let to = Int.random(in: 0..<replicas.count, using: &rng)
             guard to != r else { return }
             replicas[to].merge(replicas[r].bundle(deltaFor: replicas[to].summary))
-        case 86..<94:  // a stale bundle delivered late (out of order)
+        case 86..<94: // a stale bundle delivered late (out of order)
             guard !published.isEmpty else { return }
             let b = published.randomElement(using: &rng)!
             let to = Int.random(in: 0..<replicas.count, using: &rng)
             if to != b.from { replicas[to].merge(b) }
-        default:  // a replica syncs with a folder holding the latest bundle of everyone
+        default: // a replica syncs with a folder holding the latest bundle of everyone
             for other in replicas.indices where other != r {
                 replicas[r].merge(replicas[other].bundle())
             }

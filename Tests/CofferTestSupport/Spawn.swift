@@ -93,8 +93,8 @@ public enum Spawn {
         let argv = (["/usr/bin/env", "-C", workDir, exe] + args).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for p in argv { free(p) }
+            for p in envp { free(p) }
         }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, "/usr/bin/env", &actions, &attr, argv, envp)

@@ -12,11 +12,14 @@ extension CofferError {
     init(_ e: SecretInputError) {
         switch e {
         case .unreadableDescriptor(let fd, let why):
-            self.init(.usage, "cannot read the passphrase from file descriptor \(fd): \(why)", hint: "open the descriptor before starting the program, e.g. `3<file`")
+            self.init(
+                .usage, "cannot read the passphrase from file descriptor \(fd): \(why)", hint: "open the descriptor before starting the program, e.g. `3<file`")
         case .unreadableFile(let path, let why):
             self.init(.fileNotFound, "cannot read the passphrase file \(path): \(why)", hint: "check the passphrase file path")
         case .noTerminal:
-            self.init(.locked, "a passphrase is needed and there is no terminal to ask on", remedy: .init(.givePassphrase, "unlock a shell session, or give the passphrase through a file descriptor, a file or COFFER_PASSPHRASE"))
+            self.init(
+                .locked, "a passphrase is needed and there is no terminal to ask on",
+                remedy: .init(.givePassphrase, "unlock a shell session, or give the passphrase through a file descriptor, a file or COFFER_PASSPHRASE"))
         case .tooLong:
             self.init(.usage, "the passphrase is longer than 64 KiB")
         case .interrupted:

@@ -1,6 +1,7 @@
 import CofferStore
 import CofferSync
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -167,7 +168,11 @@ final class ChangeWatcher: @unchecked Sendable {
     func takeBaseline() {
         file = ChangeWatcher.identity(vault.path)
         store = try? VaultStore.open(path: vault.path)
-        guard let store else { dataVersion = nil; rows = [:]; return }
+        guard let store else {
+            dataVersion = nil
+            rows = [:]
+            return
+        }
         let snapshot = try? store.read { db in (try Self.version(db), try Self.fingerprints(db)) }
         dataVersion = snapshot?.0
         rows = snapshot?.1 ?? [:]

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -91,7 +92,8 @@ extension Coffer {
             let check = try vault.validate(fields: fields, type: type, source: effectiveSource)
             if !check.passes {
                 let refusal = check.refusal
-                throw CofferError(refusal.kind, refusal.message, remedy: .init(.checkValue, "check the value; the rule is in the registered requirements manifest"))
+                throw CofferError(
+                    refusal.kind, refusal.message, remedy: .init(.checkValue, "check the value; the rule is in the registered requirements manifest"))
             }
             var warnings = check.typedWarnings
             let stored: Item
@@ -101,7 +103,7 @@ extension Coffer {
                 do throws(CofferError) {
                     stored = try vault.add(
                         ItemDraft(name: normalized, type: type, fields: fields, source: source, expires: expires, policy: policy ?? .sync))
-                } catch where error.kind == .duplicateName {
+                } catch  where error.kind == .duplicateName {
                     // Another process created it meanwhile: update it.
                     stored = try Coffer.update(vault, normalized, type: type, fields: fields, source: source, expires: expires, policy: policy)
                 }
@@ -142,7 +144,7 @@ extension Coffer {
                 if checkScope, !isInScope(try vault.item(named: target).name) { return false }
                 try vault.delete(target)
                 return true
-            } catch where error.kind == .itemNotFound {
+            } catch  where error.kind == .itemNotFound {
                 return false
             }
         }
@@ -165,7 +167,7 @@ extension Coffer {
     public func item(named name: String) async throws(CofferError) -> Item? {
         let target = try vaultName(name)
         let found = try await run { (vault) throws(CofferError) -> Item? in
-            do throws(CofferError) { return try vault.item(named: target) } catch where error.kind == .itemNotFound { return nil }
+            do throws(CofferError) { return try vault.item(named: target) } catch  where error.kind == .itemNotFound { return nil }
         }
         return found.flatMap { scoped($0) }
     }

@@ -4,18 +4,17 @@
 // in particular CofferCrypto's AEAD, secretstream and `package` entry
 // points with caller-chosen nonces stay invisible to applications.
 
+@_exported import struct CofferCrypto.KDFParameters
 // Passphrases and keys in guarded memory; Argon2id cost parameters.
 @_exported import class CofferCrypto.SecretBytes
-@_exported import struct CofferCrypto.KDFParameters
-
+@_exported import struct CofferSync.BundleHeader
+@_exported import struct CofferSync.Dot
 // Identifiers, sync policy and version vectors that items, reports and
 // conflicts carry.
 @_exported import struct CofferSync.Identifier16
 @_exported import typealias CofferSync.ItemID
-@_exported import typealias CofferSync.ReplicaID
-@_exported import typealias CofferSync.VaultID
-@_exported import enum CofferSync.SyncPolicy
-@_exported import struct CofferSync.VersionVector
-@_exported import struct CofferSync.Dot
-@_exported import struct CofferSync.BundleHeader
 @_exported import struct CofferSync.KeyEpoch
+@_exported import typealias CofferSync.ReplicaID
+@_exported import enum CofferSync.SyncPolicy
+@_exported import typealias CofferSync.VaultID
+@_exported import struct CofferSync.VersionVector

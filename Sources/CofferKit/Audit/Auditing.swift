@@ -3,6 +3,7 @@ import CofferStore
 import CofferSync
 import Dispatch
 import Foundation
+
 /// Audit: weak, reused, breached, old and expiring credentials, and the
 /// vault's own health (docs/audit.md). The façade's forwarders are in
 /// Audit/Vault+Audit.swift.
@@ -183,7 +184,8 @@ extension Auditing {
         for (gi, g) in groups.enumerated() {
             for member in g where selected(member.item) {
                 let others = g.filter { $0 != member }
-                let list = others.prefix(5).map { "\($0.item) (\($0.field))" }.joined(separator: ", ")
+                let list =
+                    others.prefix(5).map { "\($0.item) (\($0.field))" }.joined(separator: ", ")
                     + (others.count > 5 ? ", and \(others.count - 5) more" : "")
                 findings.append(
                     AuditFinding(

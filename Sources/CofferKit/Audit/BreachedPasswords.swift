@@ -86,8 +86,10 @@ public final class HIBPFile: BreachSource, @unchecked Sendable {
     /// How often the password with this SHA-1 digest was seen (0: never).
     public func count(sha1 digest: [UInt8]) throws(CofferError) -> Int {
         guard digest.count == 20 else { throw CofferError(.usage, "a SHA-1 digest has 20 bytes, not \(digest.count)") }
-        var lo = 0, hi = map.bytes.count
-        var lowKey: [UInt8]? = nil, highKey: [UInt8]? = nil
+        var lo = 0
+        var hi = map.bytes.count
+        var lowKey: [UInt8]? = nil
+        var highKey: [UInt8]? = nil
         while lo < hi {
             let mid = lo + (hi - lo) / 2
             // Back to the start of the line holding `mid` (never before lo,
@@ -140,7 +142,8 @@ public final class HIBPFile: BreachSource, @unchecked Sendable {
         }
         guard b[start + 40] == UInt8(ascii: ":") else { throw malformed(at: start, "no ':' after the 40-digit hash") }
         var i = start + 41
-        var count = 0, digits = 0
+        var count = 0
+        var digits = 0
         while i < n, let d = HIBPFile.decimalValue(b[i]) {
             digits += 1
             guard digits <= 18 else { throw malformed(at: start, "a count with more than 18 digits") }

@@ -222,7 +222,10 @@ private struct Analysis {
             var subbed = lower
             var changed = [Bool](repeating: false, count: lower.count)
             for (i, c) in lower.enumerated() {
-                if let r = Analysis.leet[c] { subbed[i] = r; changed[i] = true }
+                if let r = Analysis.leet[c] {
+                    subbed[i] = r
+                    changed[i] = true
+                }
             }
             scanWords(subbed, substituted: changed, dict: dict)
             if lower.contains(UInt8(ascii: "1")) {
@@ -244,7 +247,7 @@ private struct Analysis {
                 guard entry.rank > 0, j - i >= 3 || entry.list == .passwords && j - i >= 2 else { continue }
                 var subs = 0
                 if let substituted { for k in i..<j where substituted[k] { subs += 1 } }
-                if substituted != nil && subs == 0 { continue }  // found by the plain scan
+                if substituted != nil && subs == 0 { continue } // found by the plain scan
                 let bits = log2(Double(entry.rank)) + capitalBits(i, j) + Double(subs)
                 let pattern: PasswordStrength.Pattern =
                     switch entry.list {
@@ -261,13 +264,15 @@ private struct Analysis {
     /// for the usual Capitalised/ALL CAPS/lasT forms, else the number of
     /// ways to place that many capitals.
     func capitalBits(_ i: Int, _ j: Int) -> Double {
-        var upper = 0, lowerCount = 0
+        var upper = 0
+        var lowerCount = 0
         for k in i..<j {
             let v = s[k].value
             if (0x41...0x5A).contains(v) { upper += 1 } else if (0x61...0x7A).contains(v) { lowerCount += 1 }
         }
         if upper == 0 { return 0 }
-        let first = (0x41...0x5A).contains(s[i].value), last = (0x41...0x5A).contains(s[j - 1].value)
+        let first = (0x41...0x5A).contains(s[i].value)
+        let last = (0x41...0x5A).contains(s[j - 1].value)
         if lowerCount == 0 || (upper == 1 && (first || last)) { return 1 }
         var ways = 0.0
         for k in 1...min(upper, lowerCount) { ways += binomial(upper + lowerCount, k) }
@@ -281,11 +286,16 @@ private struct Analysis {
         for graph in [Keyboard.qwerty, Keyboard.keypad] {
             var i = 0
             while i < n - 2 {
-                var j = i + 1, turns = 0, shifted = 0
+                var j = i + 1
+                var turns = 0
+                var shifted = 0
                 var lastDirection = -1
                 if Keyboard.isShifted(s[i]) { shifted += 1 }
                 while j < n, let d = graph.direction(from: s[j - 1], to: s[j]) {
-                    if d != lastDirection { turns += 1; lastDirection = d }
+                    if d != lastDirection {
+                        turns += 1
+                        lastDirection = d
+                    }
                     if Keyboard.isShifted(s[j]) { shifted += 1 }
                     j += 1
                     if j - i >= 3 {
@@ -361,7 +371,10 @@ private struct Analysis {
         }
         func number(_ a: Int, _ b: Int) -> Int? {
             var x = 0
-            for k in a..<b { guard let d = digit(k) else { return nil }; x = x * 10 + d }
+            for k in a..<b {
+                guard let d = digit(k) else { return nil }
+                x = x * 10 + d
+            }
             return x
         }
         let referenceYear = 2025
@@ -381,20 +394,23 @@ private struct Analysis {
             for len in [6, 8] where i + len <= n {
                 guard number(i, i + len) != nil else { continue }
                 let yd = len == 8 ? 4 : 2
-                var ok = false, bestYear = 0
+                var ok = false
+                var bestYear = 0
                 // year last
                 if let y = number(i + len - yd, i + len), let fy = fullYear(y, digits: yd),
                     let a = number(i, i + 2), let b = number(i + 2, i + 4),
                     validDayMonth(a, b) || validDayMonth(b, a)
                 {
-                    ok = true; bestYear = fy
+                    ok = true
+                    bestYear = fy
                 }
                 // year first
                 if !ok, let y = number(i, i + yd), let fy = fullYear(y, digits: yd),
                     let a = number(i + yd, i + yd + 2), let b = number(i + yd + 2, i + yd + 4),
                     validDayMonth(b, a)
                 {
-                    ok = true; bestYear = fy
+                    ok = true
+                    bestYear = fy
                 }
                 if ok { add(i, i + len, log2(365) + yearBits(bestYear), .date) }
             }
@@ -407,10 +423,14 @@ private struct Analysis {
             for len in 6...10 where i + len <= n {
                 var parts: [(Int, Int)] = []
                 var sep: UInt32? = nil
-                var start = i, valid = true
+                var start = i
+                var valid = true
                 for k in i..<(i + len) {
                     if digit(k) != nil { continue }
-                    guard separators.contains(s[k].value), sep == nil || sep == s[k].value, k > start else { valid = false; break }
+                    guard separators.contains(s[k].value), sep == nil || sep == s[k].value, k > start else {
+                        valid = false
+                        break
+                    }
                     sep = s[k].value
                     parts.append((start, k))
                     start = k + 1
@@ -422,7 +442,7 @@ private struct Analysis {
                 let vals = parts.compactMap { number($0.0, $0.1) }
                 guard vals.count == 3 else { continue }
                 var year: Int?
-                if (lens[2] == 4 || lens[2] == 2), lens[0] <= 2, lens[1] <= 2,
+                if lens[2] == 4 || lens[2] == 2, lens[0] <= 2, lens[1] <= 2,
                     validDayMonth(vals[0], vals[1]) || validDayMonth(vals[1], vals[0])
                 {
                     year = fullYear(vals[2], digits: lens[2])
@@ -473,7 +493,7 @@ private struct Keyboard: Sendable {
     /// Builds a graph from rows of keys and, per row, how far (in keys)
     /// the row is shifted right of the one above it, in half keys.
     init(rows: [String], halfOffsets: [Int], diagonal: Bool) {
-        var positions: [UInt32: (Int, Int)] = [:]  // key → (row, x in half keys)
+        var positions: [UInt32: (Int, Int)] = [:] // key → (row, x in half keys)
         for (r, row) in rows.enumerated() {
             for (c, ch) in row.unicodeScalars.enumerated() where ch != " " {
                 positions[ch.value] = (r, halfOffsets[r] + 2 * c)
@@ -484,7 +504,8 @@ private struct Keyboard: Sendable {
         for (a, pa) in positions {
             var out: [UInt32: Int] = [:]
             for (b, pb) in positions where a != b {
-                let dr = pb.0 - pa.0, dx = pb.1 - pa.1
+                let dr = pb.0 - pa.0
+                let dx = pb.1 - pa.1
                 let adjacent: Bool
                 if diagonal {
                     adjacent = abs(dr) <= 1 && abs(dx) <= 2

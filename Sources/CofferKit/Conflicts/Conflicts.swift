@@ -229,12 +229,16 @@ extension ConflictResolution {
                         var vector = old.vector
                         vector[dot.replica] = dot.counter
                         state.registers[.deleted] = [
-                            seal(FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector, at: now, tombstone: false)
+                            seal(
+                                FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector,
+                                at: now, tombstone: false)
                         ]
                         result.deleted = true
                     } else {
                         // A tombstone over every delete marker: the item stays.
-                        apply([Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true)], to: &state, dot: dot, at: now)
+                        apply(
+                            [Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true)], to: &state,
+                            dot: dot, at: now)
                     }
                 } else {
                     let rid = Self.metadataID(conflict.field) ?? registerID(field: conflict.field, item: id)
@@ -268,7 +272,9 @@ extension ConflictResolution {
                         let newName = payload.text
                         let others = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(newName, nameKey: keys.nameIndex)).filter { $0 != id }
                         guard others.isEmpty else {
-                            throw CofferError(.duplicateName, "an item named '\(newName)' already exists", remedy: .init(.chooseAnotherNameForConflict, "choose another name", item: itemName))
+                            throw CofferError(
+                                .duplicateName, "an item named '\(newName)' already exists",
+                                remedy: .init(.chooseAnotherNameForConflict, "choose another name", item: itemName))
                         }
                         result.item = newName
                     }
@@ -290,7 +296,9 @@ extension ConflictResolution {
 
     static func side(_ n: Int, of c: VaultConflict) throws(CofferError) -> VaultConflict.Side {
         guard n >= 1, n <= c.sides.count else {
-            throw CofferError(.usage, "side number \(n) is out of range: field \(c.field) of '\(c.item)' has sides 1 to \(c.sides.count)", remedy: .init(.seeConflictSides, "see the sides of the conflict", item: c.item, field: c.field), argument: "keep")
+            throw CofferError(
+                .usage, "side number \(n) is out of range: field \(c.field) of '\(c.item)' has sides 1 to \(c.sides.count)",
+                remedy: .init(.seeConflictSides, "see the sides of the conflict", item: c.item, field: c.field), argument: "keep")
         }
         return c.sides[n - 1]
     }

@@ -330,8 +330,19 @@ extension ItemRecord {
             /// The text a metadata register gives, nil for one that is
             /// not listed.
             init?(metadata rid: RegisterID) {
-                if rid == .name { self = .name } else if rid == .type { self = .type } else if rid == .tags { self = .tags }
-                else if rid == .source { self = .source } else if rid == .expires { self = .expires } else { return nil }
+                if rid == .name {
+                    self = .name
+                } else if rid == .type {
+                    self = .type
+                } else if rid == .tags {
+                    self = .tags
+                } else if rid == .source {
+                    self = .source
+                } else if rid == .expires {
+                    self = .expires
+                } else {
+                    return nil
+                }
             }
 
             /// The text a user field of this name gives (`username`, `url`).
@@ -438,7 +449,8 @@ extension VaultCore {
         try check(record, row: row)
         guard record.versionsDigest == ItemRecord.digest(of: state) else {
             throw StoreError.damaged(
-                "the current versions of item \(row.id.hex.prefix(8)) differ from its integrity record (a version was added, removed, replaced or moved from history)")
+                "the current versions of item \(row.id.hex.prefix(8)) differ from its integrity record (a version was added, removed, replaced or moved from history)"
+            )
         }
     }
 

@@ -25,7 +25,9 @@ extension VaultCore {
     }
 
     /// Stores an item's new state with a fresh record (MAC kept).
-    package func save(_ db: StoreConnection, row: ItemRow, old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC, shown: [RegisterID: FieldPayload] = [:]) throws {
+    package func save(_ db: StoreConnection, row: ItemRow, old: ItemState?, new: ItemState, now: Int64, mac: VaultMAC, shown: [RegisterID: FieldPayload] = [:])
+        throws
+    {
         let record = try sealRecord(state: new, row: row, shown: shown)
         try Queries.saveItem(db, row: row, record: record, old: old, new: new, now: now, mac: mac)
     }
@@ -148,7 +150,7 @@ extension VaultCore {
     static func macMismatches(computed: VaultMAC, whole: [UInt8], areas: [UInt8]) -> [String] {
         var out: [String] = []
         for area in VaultMAC.Area.allCases {
-            let range = area.rawValue * VaultMAC.length ..< (area.rawValue + 1) * VaultMAC.length
+            let range = area.rawValue * VaultMAC.length..<(area.rawValue + 1) * VaultMAC.length
             if !constantTimeEqual(computed.area(area), Array(areas[range])) {
                 out.append("\(area.rows) were added, removed or changed outside coffer")
             }
@@ -189,7 +191,9 @@ extension VaultCore {
                             report.problems.append(
                                 VerifyReport.Problem(
                                     check: .vaultMAC, item: nil,
-                                    message: "the vault MAC does not match: rows of the header, the replica table, items, versions, history or sync's bookkeeping were added, removed or changed outside coffer"))
+                                    message:
+                                        "the vault MAC does not match: rows of the header, the replica table, items, versions, history or sync's bookkeeping were added, removed or changed outside coffer"
+                                ))
                         }
                     }
                 } else {

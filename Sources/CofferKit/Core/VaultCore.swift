@@ -144,7 +144,11 @@ package final class VaultCore: Sendable {
 
     /// Decrypts an item's shown values and its conflicts.
     func decode(_ state: ItemState, row: ItemRow) throws -> Item {
-        var name = "", type = ItemType.custom, tags: [String] = [], source: String?, expires: Day?
+        var name = ""
+        var type = ItemType.custom
+        var tags: [String] = []
+        var source: String?
+        var expires: Day?
         var env: [String: String] = [:]
         var allowedEnv: Set<String> = []
         var fields: [Field] = []
@@ -191,7 +195,8 @@ package final class VaultCore: Sendable {
         }
         let declared = type.fields.map(\.name)
         fields.sort { a, b in
-            let ia = declared.firstIndex(of: a.name) ?? Int.max, ib = declared.firstIndex(of: b.name) ?? Int.max
+            let ia = declared.firstIndex(of: a.name) ?? Int.max
+            let ib = declared.firstIndex(of: b.name) ?? Int.max
             return ia != ib ? ia < ib : a.name < b.name
         }
         conflicts.sort { $0.field < $1.field }

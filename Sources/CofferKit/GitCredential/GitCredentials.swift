@@ -35,7 +35,8 @@ public struct GitCredentialRequest: Sendable, Equatable {
     /// line, never its value.
     public static func parse(_ bytes: [UInt8]) throws(CofferError) -> GitCredentialRequest {
         guard bytes.count <= maximumSize else {
-            throw CofferError(.badData, "git credential input is larger than \(maximumSize / 1024) KiB", hint: "git sends key=value lines; see git-credential(1)")
+            throw CofferError(
+                .badData, "git credential input is larger than \(maximumSize / 1024) KiB", hint: "git sends key=value lines; see git-credential(1)")
         }
         var r = GitCredentialRequest()
         var lineNumber = 0
@@ -46,17 +47,21 @@ public struct GitCredentialRequest: Sendable, Equatable {
             start = end + 1
             lineNumber += 1
             if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            if line.isEmpty { break }  // a blank line ends the request
+            if line.isEmpty { break } // a blank line ends the request
             guard !line.contains(0) else {
-                throw CofferError(.badData, "git credential input line \(lineNumber) contains a NUL byte", hint: "git sends key=value lines; see git-credential(1)")
+                throw CofferError(
+                    .badData, "git credential input line \(lineNumber) contains a NUL byte", hint: "git sends key=value lines; see git-credential(1)")
             }
             guard let text = String(validating: line, as: UTF8.self) else {
                 throw CofferError(.badData, "git credential input line \(lineNumber) is not valid UTF-8", hint: "coffer stores text; give the value in UTF-8")
             }
             guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
-                throw CofferError(.badData, "git credential input line \(lineNumber) is not key=value", hint: "git sends key=value lines ending with a blank line; see git-credential(1)")
+                throw CofferError(
+                    .badData, "git credential input line \(lineNumber) is not key=value",
+                    hint: "git sends key=value lines ending with a blank line; see git-credential(1)")
             }
-            let key = String(text[..<eq]), value = String(text[text.index(after: eq)...])
+            let key = String(text[..<eq])
+            let value = String(text[text.index(after: eq)...])
             switch key {
             case "protocol": r.protocol = value
             case "host": r.host = value
@@ -65,7 +70,9 @@ public struct GitCredentialRequest: Sendable, Equatable {
             case "password": r.password = value
             case "url":
                 guard let parts = GitCredentialRequest.parseURL(value) else {
-                    throw CofferError(.badData, "git credential input line \(lineNumber) has a url= that is not a URL", hint: "give protocol=, host= and path= instead, or a URL such as https://example.com/repo.git")
+                    throw CofferError(
+                        .badData, "git credential input line \(lineNumber) has a url= that is not a URL",
+                        hint: "give protocol=, host= and path= instead, or a URL such as https://example.com/repo.git")
                 }
                 r.protocol = parts.protocol
                 r.host = parts.host
@@ -223,7 +230,9 @@ extension GitCredentials {
         guard let proto = r.protocol, let host = r.host, !host.isEmpty, let username = r.username, let password = r.password,
             !password.isEmpty
         else {
-            throw CofferError(.badData, "git credential store needs protocol, host, username and password", hint: "git sends them after a successful login; see git-credential(1)")
+            throw CofferError(
+                .badData, "git credential store needs protocol, host, username and password",
+                hint: "git sends them after a successful login; see git-credential(1)")
         }
         if let existing = try gitCandidates(r).first(where: { $0.username == username }) {
             if existing.password == password { return .unchanged(existing.name) }
@@ -247,7 +256,7 @@ extension GitCredentials {
             do {
                 try items.add(draft(name))
                 return .created(try Vault.normalizeName(name))
-            } catch where error.kind == .duplicateName {
+            } catch  where error.kind == .duplicateName {
                 lastError = error
             }
         }

@@ -2,6 +2,7 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
+
 /// Interchange: importing other programs' exports into items and
 /// exporting items to them, through InterchangeEntry
 /// (docs/import-export.md). The façade's forwarders are in
@@ -178,7 +179,8 @@ extension Interchange {
     /// Rejects an entry Coffer cannot store, naming where it is in its file.
     static func checkEntry(_ e: InterchangeEntry) throws(CofferError) {
         func bad(_ why: String) -> CofferError {
-            CofferError(.badData, "\(e.origin.isEmpty ? "entry '\(e.name)'" : e.origin): \(why)", hint: "fix the file and import it again; nothing was imported")
+            CofferError(
+                .badData, "\(e.origin.isEmpty ? "entry '\(e.name)'" : e.origin): \(why)", hint: "fix the file and import it again; nothing was imported")
         }
         var seen = Set<String>()
         for version in e.history.map(\.fields) + [e.fields] {
@@ -186,7 +188,8 @@ extension Interchange {
             for f in version {
                 // Printable ASCII without '=' and not starting with '@' is
                 // valid (most names): no per-character Unicode look-ups.
-                let plain = f.name.utf8.first.map { $0 != UInt8(ascii: "@") } == true
+                let plain =
+                    f.name.utf8.first.map { $0 != UInt8(ascii: "@") } == true
                     && f.name.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "=") }
                 if !plain {
                     do { try Vault.checkFieldName(f.name) } catch { throw bad("invalid field name '\(f.name)'") }
@@ -198,7 +201,9 @@ extension Interchange {
             guard total <= Field.maxItemBytes else { throw bad("its values total \(total) bytes; an item may hold at most 28 MiB") }
         }
         for t in e.tags {
-            do { try Vault.checkTag(t) } catch { throw bad("invalid tag '\(t.replacingOccurrences(of: "\n", with: "\\n"))' (tags contain no comma or newline)") }
+            do { try Vault.checkTag(t) } catch {
+                throw bad("invalid tag '\(t.replacingOccurrences(of: "\n", with: "\\n"))' (tags contain no comma or newline)")
+            }
         }
         for (field, variable) in e.env where !EnvNaming.isValidOverride(variable) {
             throw bad("invalid variable name '\(variable)' for field '\(field)'")
@@ -227,11 +232,15 @@ extension Interchange {
         var changes: [Change] = []
         let before = Dictionary(old.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for f in new where before[f.name] != f {
-            changes.append(Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
+            changes.append(
+                Change(
+                    register: registerID(field: f.name, item: item),
+                    payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
         }
         let names = Set(new.map(\.name))
         for f in old where !names.contains(f.name) {
-            changes.append(Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: [], isSecret: false), tombstone: true))
+            changes.append(
+                Change(register: registerID(field: f.name, item: item), payload: FieldPayload(name: f.name, value: [], isSecret: false), tombstone: true))
         }
         return changes
     }
@@ -286,18 +295,30 @@ extension Interchange {
 
     /// `--on-conflict overwrite`: one edit making the item equal to the
     /// entry (the sync policy stays as it is).
-    private func overwrite(_ db: StoreConnection, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (StoreConnection) throws -> Dot, mac: VaultMAC) throws {
+    private func overwrite(
+        _ db: StoreConnection, row oldRow: ItemRow, state old: ItemState, item current: Item, with e: InterchangeEntry, dot: (StoreConnection) throws -> Dot,
+        mac: VaultMAC
+    ) throws {
         var changes: [Change] = []
         if current.type != e.type { changes.append(Self.meta(.type, "@type", e.type.rawValue)) }
         changes += fieldChanges(from: current.fields, to: e.fields, item: current.id)
         if Set(current.tags) != Set(e.tags) {
-            changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(e.tags).utf8), isSecret: false), tombstone: e.tags.isEmpty))
+            changes.append(
+                Change(
+                    register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(e.tags).utf8), isSecret: false), tombstone: e.tags.isEmpty
+                ))
         }
         if current.source != e.source {
-            changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array((e.source ?? "").utf8), isSecret: false), tombstone: e.source == nil))
+            changes.append(
+                Change(
+                    register: .source, payload: FieldPayload(name: "@source", value: Array((e.source ?? "").utf8), isSecret: false), tombstone: e.source == nil)
+            )
         }
         if current.expires != e.expires {
-            changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array((e.expires?.description ?? "").utf8), isSecret: false), tombstone: e.expires == nil))
+            changes.append(
+                Change(
+                    register: .expires, payload: FieldPayload(name: "@expires", value: Array((e.expires?.description ?? "").utf8), isSecret: false),
+                    tombstone: e.expires == nil))
         }
         if current.env != e.env {
             // An import never sets an opt-in for a guarded variable, nor
@@ -312,7 +333,10 @@ extension Interchange {
         // too, so the overwrite settles them.
         for c in current.conflicts where !c.field.hasPrefix("@") && !changes.contains(where: { $0.payload.name == c.field }) {
             if let f = e.fields.first(where: { $0.name == c.field }) {
-                changes.append(Change(register: registerID(field: f.name, item: current.id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
+                changes.append(
+                    Change(
+                        register: registerID(field: f.name, item: current.id),
+                        payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
             }
         }
         guard !changes.isEmpty else { return }
@@ -361,7 +385,10 @@ extension Interchange {
     /// version of every user field (superseded and current) replayed in
     /// write order, one state per write, the last (current) one left out.
     private func fieldHistory(_ db: StoreConnection, state: ItemState) throws -> [InterchangeVersion] {
-        struct V { var register: RegisterID; var version: FieldVersion }
+        struct V {
+            var register: RegisterID
+            var version: FieldVersion
+        }
         var all: [V] = []
         for (rid, v, _) in try Queries.history(db, item: state.id) where !rid.isMetadata { all.append(V(register: rid, version: v)) }
         for (rid, versions) in state.registers where !rid.isMetadata {

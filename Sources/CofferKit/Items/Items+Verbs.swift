@@ -32,7 +32,10 @@ struct TextMatcher {
             var text = text
             if let found = text.withUTF8({ bytes -> Bool? in
                 var ascii = true
-                for b in bytes where b >= 0x80 { ascii = false; break }
+                for b in bytes where b >= 0x80 {
+                    ascii = false
+                    break
+                }
                 guard ascii else { return nil }
                 return TextMatcher.contains(bytes, n)
             }) {
@@ -121,7 +124,10 @@ extension Items {
     }
 
     private func transfer(_ pairs: [(from: String, to: String)], copy: Bool) throws(CofferError) {
-        for p in pairs { try Vault.checkNotReserved(p.to); try Vault.checkNotReserved(p.from) }
+        for p in pairs {
+            try Vault.checkNotReserved(p.to)
+            try Vault.checkNotReserved(p.from)
+        }
         let targets = pairs.map(\.to)
         if let dup = targets.first(where: { t in targets.filter { $0 == t }.count > 1 }) {
             throw CofferError(.usage, "two items would be named '\(dup)'")
@@ -134,7 +140,8 @@ extension Items {
                     let clash = try Queries.itemIDs(db, nameHash: KeyHierarchy.nameHash(p.to, nameKey: keys.nameIndex))
                     // Moving a/ to b/ may rename onto a name another moved item frees.
                     if !clash.isEmpty && (copy || !clash.allSatisfy(moving.contains)) {
-                        throw CofferError(.duplicateName, "an item named '\(p.to)' already exists", hint: "choose another name, or remove or move that item first")
+                        throw CofferError(
+                            .duplicateName, "an item named '\(p.to)' already exists", hint: "choose another name, or remove or move that item first")
                     }
                 }
                 for (id, p) in zip(ids, pairs) {
@@ -144,7 +151,9 @@ extension Items {
                         let item = try decode(old, row: oldRow)
                         try insertCopy(db, of: item, named: p.to, policy: oldRow.policy, now: now, mac: mac)
                     } else {
-                        var changes = [Change(register: .name, payload: FieldPayload(name: "@name", value: Array(p.to.utf8), isSecret: false), tombstone: false)]
+                        var changes = [
+                            Change(register: .name, payload: FieldPayload(name: "@name", value: Array(p.to.utf8), isSecret: false), tombstone: false)
+                        ]
                         if !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
                             // Renaming an item deleted concurrently keeps it (as any edit does).
                             changes.append(Change(register: .deleted, payload: FieldPayload(name: "@deleted", value: [], isSecret: false), tombstone: true))
@@ -172,7 +181,10 @@ extension Items {
             changes.append(meta(.env, "@env", Interchange.envText(item.env, allowed: item.allowedEnvNames)))
         }
         for f in item.fields {
-            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
+            changes.append(
+                Change(
+                    register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile),
+                    tombstone: false))
         }
         var state = ItemState(id: id)
         apply(changes, to: &state, dot: try identity.nextDot(db, mac), at: now)

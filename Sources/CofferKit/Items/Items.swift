@@ -45,7 +45,9 @@ extension Items {
                 for (name, draft) in checked {
                     let hash = KeyHierarchy.nameHash(name, nameKey: keys.nameIndex)
                     guard seen.insert(name).inserted, try Queries.itemIDs(db, nameHash: hash).isEmpty else {
-                        throw CofferError(.duplicateName, "an item named '\(name)' already exists", remedy: .init(.chooseAnotherName, "choose another name, or rename the existing item", item: name))
+                        throw CofferError(
+                            .duplicateName, "an item named '\(name)' already exists",
+                            remedy: .init(.chooseAnotherName, "choose another name, or rename the existing item", item: name))
                     }
                     added.append(try insert(db, name: name, draft: draft, mac: mac))
                 }
@@ -63,16 +65,21 @@ extension Items {
             Change(register: .type, payload: FieldPayload(name: "@type", value: Array(draft.type.rawValue.utf8), isSecret: false), tombstone: false),
         ]
         if !draft.tags.isEmpty {
-            changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(draft.tags).utf8), isSecret: false), tombstone: false))
+            changes.append(
+                Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(draft.tags).utf8), isSecret: false), tombstone: false))
         }
         if let s = draft.source {
             changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array(s.utf8), isSecret: false), tombstone: false))
         }
         if let e = draft.expires {
-            changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
+            changes.append(
+                Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array(e.description.utf8), isSecret: false), tombstone: false))
         }
         for f in draft.fields {
-            changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
+            changes.append(
+                Change(
+                    register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile),
+                    tombstone: false))
         }
         var state = ItemState(id: id)
         apply(changes, to: &state, dot: dot, at: now)
@@ -97,7 +104,7 @@ extension Items {
         do {
             _ = try CofferError.wrap { try store.read { db in try resolve(db, name) } }
             return true
-        } catch where error.kind == .itemNotFound {
+        } catch  where error.kind == .itemNotFound {
             return false
         }
     }
@@ -198,39 +205,57 @@ extension Items {
                     changes.append(Change(register: .name, payload: FieldPayload(name: "@name", value: Array(n.utf8), isSecret: false), tombstone: false))
                 }
                 if let t = edit.type, t != current.type {
-                    changes.append(Change(register: .type, payload: FieldPayload(name: "@type", value: Array(t.rawValue.utf8), isSecret: false), tombstone: false))
+                    changes.append(
+                        Change(register: .type, payload: FieldPayload(name: "@type", value: Array(t.rawValue.utf8), isSecret: false), tombstone: false))
                 }
                 for f in edit.setFields {
-                    changes.append(Change(register: registerID(field: f.name, item: id), payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
+                    changes.append(
+                        Change(
+                            register: registerID(field: f.name, item: id),
+                            payload: FieldPayload(name: f.name, value: f.bytes, isSecret: f.isSecret, isFile: f.isFile), tombstone: false))
                 }
                 for f in edit.unsetFields {
                     guard current.field(f) != nil else {
-                        throw CofferError(.itemNotFound, "item '\(current.name)' has no field '\(f)'", hint: "its fields are: \(current.fields.map(\.name).joined(separator: ", "))")
+                        throw CofferError(
+                            .itemNotFound, "item '\(current.name)' has no field '\(f)'",
+                            hint: "its fields are: \(current.fields.map(\.name).joined(separator: ", "))")
                     }
-                    changes.append(Change(register: registerID(field: f, item: id), payload: FieldPayload(name: f, value: [], isSecret: false), tombstone: true))
+                    changes.append(
+                        Change(register: registerID(field: f, item: id), payload: FieldPayload(name: f, value: [], isSecret: false), tombstone: true))
                 }
                 if !edit.addTags.isEmpty || !edit.removeTags.isEmpty {
                     let tags = Set(current.tags).union(edit.addTags).subtracting(edit.removeTags)
                     if tags != Set(current.tags) {
-                        changes.append(Change(register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(Array(tags)).utf8), isSecret: false), tombstone: tags.isEmpty))
+                        changes.append(
+                            Change(
+                                register: .tags, payload: FieldPayload(name: "@tags", value: Array(Vault.tagsText(Array(tags)).utf8), isSecret: false),
+                                tombstone: tags.isEmpty))
                     }
                 }
                 if let s = edit.source {
-                    changes.append(Change(register: .source, payload: FieldPayload(name: "@source", value: Array((s ?? "").utf8), isSecret: false), tombstone: s == nil))
+                    changes.append(
+                        Change(register: .source, payload: FieldPayload(name: "@source", value: Array((s ?? "").utf8), isSecret: false), tombstone: s == nil))
                 }
                 if let e = edit.expires {
-                    changes.append(Change(register: .expires, payload: FieldPayload(name: "@expires", value: Array((e?.description ?? "").utf8), isSecret: false), tombstone: e == nil))
+                    changes.append(
+                        Change(
+                            register: .expires, payload: FieldPayload(name: "@expires", value: Array((e?.description ?? "").utf8), isSecret: false),
+                            tombstone: e == nil))
                 }
                 if edit.env != nil || edit.allowedEnvNames != nil {
-                    let env = edit.env ?? current.env, allowed = edit.allowedEnvNames ?? current.allowedEnvNames
+                    let env = edit.env ?? current.env
+                    let allowed = edit.allowedEnvNames ?? current.allowedEnvNames
                     for (field, variable) in env where !EnvNaming.isValidOverride(variable) {
-                        throw CofferError(.usage, "invalid variable name for field '\(field)'", hint: "use letters, digits and '_', not starting with a digit, or '-' to leave the field out")
+                        throw CofferError(
+                            .usage, "invalid variable name for field '\(field)'",
+                            hint: "use letters, digits and '_', not starting with a digit, or '-' to leave the field out")
                     }
                     for v in allowed where !Dotenv.isValidName(v) {
                         throw CofferError(.usage, "invalid variable name '\(v)' to allow", hint: "use letters, digits and '_', not starting with a digit")
                     }
                     let text = Interchange.envText(env, allowed: allowed)
-                    changes.append(Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: text.isEmpty))
+                    changes.append(
+                        Change(register: .env, payload: FieldPayload(name: "@env", value: Array(text.utf8), isSecret: false), tombstone: text.isEmpty))
                 }
                 if current.hasDeleteConflict || !(old.registers[.deleted] ?? []).filter({ !$0.isTombstone }).isEmpty {
                     // Editing an item that was deleted concurrently keeps it.
@@ -260,7 +285,9 @@ extension Items {
                 vector[dot.replica] = dot.counter
                 var state = old
                 state.registers[.deleted] = [
-                    seal(FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector, at: now, tombstone: false)
+                    seal(
+                        FieldPayload(name: "@deleted", value: Array("1".utf8), isSecret: false), item: id, register: .deleted, dot: dot, vector: vector,
+                        at: now, tombstone: false)
                 ]
                 let row = try derivedRow(for: state, policy: oldRow.policy, createdAt: oldRow.createdAt, updatedAt: now)
                 try save(db, row: row, old: old, new: state, now: now, mac: mac)

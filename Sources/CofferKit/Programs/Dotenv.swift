@@ -66,7 +66,11 @@ public enum Dotenv {
                 var it = rest.startIndex
                 while it < rest.endIndex {
                     let c = rest[it]
-                    if c == "\"" { closed = true; it = rest.index(after: it); break }
+                    if c == "\"" {
+                        closed = true
+                        it = rest.index(after: it)
+                        break
+                    }
                     if c == "\\" {
                         let n = rest.index(after: it)
                         guard n < rest.endIndex else { break }
@@ -75,7 +79,9 @@ public enum Dotenv {
                         case "r": value.append("\r")
                         case "t": value.append("\t")
                         case "\\", "\"", "$", "`": value.append(rest[n])
-                        default: value.append("\\"); value.append(rest[n])
+                        default:
+                            value.append("\\")
+                            value.append(rest[n])
                         }
                         it = rest.index(after: n)
                         continue

@@ -78,14 +78,19 @@ public enum EnvNaming {
                     throw CofferError(
                         .badData,
                         "variable \(name) would hold both '\(other.item)' field '\(other.field)' and '\(item.name)' field '\(f.name)'",
-                        remedy: .init(.renameVariable, "give one of them another variable name (or none, to leave it out), or select fewer items", item: item.name, field: f.name))
+                        remedy: .init(
+                            .renameVariable, "give one of them another variable name (or none, to leave it out), or select fewer items", item: item.name,
+                            field: f.name))
                 }
                 if !allowDangerous, !item.allowedEnvNames.contains(name), let why = dangerousReason(name) {
                     // One line: what is wrong and the opt-in (the value is never named).
                     throw CofferError(
                         .badData,
                         "'\(item.name)' field '\(f.name)' would set \(name), \(why)",
-                        remedy: .init(.allowVariableName, "if you mean it, allow \(name) for this item (or dangerous names for this run), else give the field another variable name", item: item.name, field: f.name, name: name))
+                        remedy: .init(
+                            .allowVariableName,
+                            "if you mean it, allow \(name) for this item (or dangerous names for this run), else give the field another variable name",
+                            item: item.name, field: f.name, name: name))
                 }
                 seen[name] = (item.name, f.name)
                 out.append(Variable(name: name, value: f.value, item: item.name, field: f.name, isSecret: f.isSecret))

@@ -259,7 +259,8 @@ public struct ReferenceResolver {
         }
         func primary(_ item: Item) throws(CofferError) -> Field {
             guard let f = item.primaryField else {
-                throw CofferError(.itemNotFound, "reference '\(ref.text)': item '\(item.name)' has no fields", remedy: .init(.addField, "add a field to it", item: item.name))
+                throw CofferError(
+                    .itemNotFound, "reference '\(ref.text)': item '\(item.name)' has no fields", remedy: .init(.addField, "add a field to it", item: item.name))
             }
             return f
         }
@@ -267,14 +268,16 @@ public struct ReferenceResolver {
         let whole = try item(ref.wholeName)
         if let field = ref.explicitField {
             guard let whole else {
-                throw CofferError(.itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", remedy: .init(.listItems, "list the vault's items"))
+                throw CofferError(
+                    .itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", remedy: .init(.listItems, "list the vault's items"))
             }
             guard let f = whole.field(field) else { throw noField(whole, field) }
             return done(whole, f)
         }
         guard let split = ref.splitReading else {
             guard let whole else {
-                throw CofferError(.itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", remedy: .init(.listItems, "list the vault's items"))
+                throw CofferError(
+                    .itemNotFound, "reference '\(ref.text)': no item named '\(ref.wholeName)'", remedy: .init(.listItems, "list the vault's items"))
             }
             return done(whole, try primary(whole))
         }
@@ -285,7 +288,9 @@ public struct ReferenceResolver {
             throw CofferError(
                 .ambiguousName,
                 "reference '\(ref.text)' is ambiguous: there is an item '\(w.name)' and item '\(p.name)' has a field '\(split.field)'",
-                hint: "write \(Reference(item: p.name, field: split.field).text) for the field, or \(Reference(item: w.name, field: try primary(w).name).text) for the item")
+                hint:
+                    "write \(Reference(item: p.name, field: split.field).text) for the field, or \(Reference(item: w.name, field: try primary(w).name).text) for the item"
+            )
         case (let w?, _, _):
             return done(w, try primary(w))
         case (nil, let p?, let f?):

@@ -41,7 +41,8 @@ public struct Template: Sendable {
             let lineNumber = text.unicodeScalars[..<open.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
             let lineEnd = inner.unicodeScalars.firstIndex(of: "\n") ?? inner.endIndex
             guard let close = Substring(inner.unicodeScalars[..<lineEnd]).range(of: "}}") else {
-                throw CofferError(.badData, "\(source):\(lineNumber): '{{ coffer://' without a closing '}}' on the same line", hint: "write {{ coffer://NAME/FIELD }}")
+                throw CofferError(
+                    .badData, "\(source):\(lineNumber): '{{ coffer://' without a closing '}}' on the same line", hint: "write {{ coffer://NAME/FIELD }}")
             }
             var refText = Substring(inner[..<close.lowerBound])
             while let last = refText.last, last == " " || last == "\t" { refText = refText.dropLast() }
@@ -55,7 +56,10 @@ public struct Template: Sendable {
             } catch {
                 throw CofferError(error.kind, "\(source):\(lineNumber): \(error.message)", hint: error.hint)
             }
-            if !literal.isEmpty { pieces.append(.text(literal)); literal = "" }
+            if !literal.isEmpty {
+                pieces.append(.text(literal))
+                literal = ""
+            }
             pieces.append(.reference(ref))
             rest = inner[close.upperBound...]
         }

@@ -2,6 +2,7 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
+
 /// Key rotation: a new master key (rekey), key epochs and their adoption
 /// from other replicas (docs/key-hierarchy.md, "Key epochs"). The
 /// façade's forwarders are in Rekey/Vault+Rekey.swift.
@@ -118,7 +119,10 @@ extension KeyRotation {
         CofferError(
             .badData,
             "\(path) was written under key epoch \(bundle.number), older than this vault's key epoch \(vault.description); nothing was imported",
-            remedy: .init(.adoptNewerEpochFirst, "the replica that wrote it must first import a bundle of epoch \(vault.number): it adopts the new key and writes its edits again under it", path: path, name: "\(vault.number)"))
+            remedy: .init(
+                .adoptNewerEpochFirst,
+                "the replica that wrote it must first import a bundle of epoch \(vault.number): it adopts the new key and writes its edits again under it",
+                path: path, name: "\(vault.number)"))
     }
 
     /// The refusal of a bundle whose key epoch is further ahead than any
@@ -128,7 +132,9 @@ extension KeyRotation {
         CofferError(
             .badData,
             "\(path) breaks the bundle rule key-epoch-jump (a bundle's key epoch is at most \(KeyEpoch.maxJump) above the receiver's): it claims key epoch \(bundle.number), this vault is on \(vault.number); no key was adopted and nothing was imported",
-            hint: "a key holder forged it, or the vault was rekeyed more than \(KeyEpoch.maxJump) times without this replica: remove the file, or clone the vault again from a machine you trust")
+            hint:
+                "a key holder forged it, or the vault was rekeyed more than \(KeyEpoch.maxJump) times without this replica: remove the file, or clone the vault again from a machine you trust"
+        )
     }
 
     /// The refusal, by `sync`, of a newer key whose Argon2id parameters
@@ -185,7 +191,8 @@ extension KeyRotation {
         } catch .authenticationFailed {
             throw CofferError(
                 .wrongPassphrase, "wrong passphrase for the new key in \(path)",
-                hint: "use the passphrase the vault has since the rekey on \(header.keyEpoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "the other replica")")
+                hint: "use the passphrase the vault has since the rekey on \(header.keyEpoch.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "the other replica")"
+            )
         } catch {
             throw CofferError(.badData, "cannot unwrap the new key in \(path): \(error)")
         }
@@ -199,7 +206,9 @@ extension KeyRotation {
         // translate makes this vault format 7: a rekey made by an older
         // build carries a legacy wrapping, bound here under the KEK the
         // passphrase just derived (same salt, same version).
-        let wrappedKey = header.wrapBinding == .integrity ? header.wrappedMasterKey
+        let wrappedKey =
+            header.wrapBinding == .integrity
+            ? header.wrappedMasterKey
             : KeyHierarchy.rewrapMasterKey(unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
         var report = try translate(
             to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: wrappedKey,
@@ -220,7 +229,7 @@ extension KeyRotation {
             }
             do {
                 return try adoptKeyEpoch(ofBundleAt: path, passphrase: passphrase)
-            } catch where error.kind == .wrongPassphrase {
+            } catch  where error.kind == .wrongPassphrase {
                 last = error
                 attempt += 1
             }
@@ -242,48 +251,50 @@ extension KeyRotation {
         return try CofferError.wrap {
             // Holds the keys (a lock waits; a locked vault is refused), as
             // every write through ``VaultCore/write(_:)`` does.
-            try keys.useAny { try store.writeImmediate { db in
-                guard try Queries.keyEpoch(db).epoch == previous else {
-                    throw CofferError(
-                        .busy, "the master key of \(path) was rotated by another process meanwhile",
-                        hint: "run the command again")
-                }
-                try checkVaultMAC(db)
-                var report = RekeyReport(epoch: epoch, previous: previous)
-                try keys.item.keepingReadable {
-                    try keys.record.keepingReadable {
-                        try target.keys.item.keepingReadable {
-                            try target.keys.record.keepingReadable {
-                                try target.keys.fieldID.keepingReadable {
-                                    try target.keys.nameIndex.keepingReadable {
-                                        for listed in try Queries.listedItems(db) {
-                                            try translateItem(db, listed, into: target, report: &report)
+            try keys.useAny {
+                try store.writeImmediate { db in
+                    guard try Queries.keyEpoch(db).epoch == previous else {
+                        throw CofferError(
+                            .busy, "the master key of \(path) was rotated by another process meanwhile",
+                            hint: "run the command again")
+                    }
+                    try checkVaultMAC(db)
+                    var report = RekeyReport(epoch: epoch, previous: previous)
+                    try keys.item.keepingReadable {
+                        try keys.record.keepingReadable {
+                            try target.keys.item.keepingReadable {
+                                try target.keys.record.keepingReadable {
+                                    try target.keys.fieldID.keepingReadable {
+                                        try target.keys.nameIndex.keepingReadable {
+                                            for listed in try Queries.listedItems(db) {
+                                                try translateItem(db, listed, into: target, report: &report)
+                                            }
                                         }
                                     }
                                 }
                             }
                         }
                     }
+                    // A throwaway accumulator: the MAC is rebuilt from every
+                    // row under the new key below.
+                    let scratch = VaultMAC(key: target.keys.mac)
+                    var header = try Queries.header(db)
+                    header.kdfMemoryKiB = kdf.memoryKiB
+                    header.kdfIterations = kdf.iterations
+                    header.kdfParallelism = kdf.parallelism
+                    header.kdfSalt = salt
+                    header.wrappedMasterKey = wrappedKey
+                    try Queries.updateKeyWrapping(db, header: header, mac: scratch)
+                    try Queries.setFormatVersion(db, VaultStore.formatVersion)
+                    try Queries.setKeyWrapping(db, wrapping(try Queries.keyWrapping(db)), mac: scratch)
+                    try Queries.setKeyEpoch(db, epoch, check: KeyHierarchy.keyCheck(master: master, vault: vaultID, epoch: epoch))
+                    let mac = VaultMAC(key: target.keys.mac)
+                    try Queries.computeMAC(db, into: mac)
+                    try Queries.setStoredMAC(db, mac)
+                    beforeCommit()
+                    return report
                 }
-                // A throwaway accumulator: the MAC is rebuilt from every
-                // row under the new key below.
-                let scratch = VaultMAC(key: target.keys.mac)
-                var header = try Queries.header(db)
-                header.kdfMemoryKiB = kdf.memoryKiB
-                header.kdfIterations = kdf.iterations
-                header.kdfParallelism = kdf.parallelism
-                header.kdfSalt = salt
-                header.wrappedMasterKey = wrappedKey
-                try Queries.updateKeyWrapping(db, header: header, mac: scratch)
-                try Queries.setFormatVersion(db, VaultStore.formatVersion)
-                try Queries.setKeyWrapping(db, wrapping(try Queries.keyWrapping(db)), mac: scratch)
-                try Queries.setKeyEpoch(db, epoch, check: KeyHierarchy.keyCheck(master: master, vault: vaultID, epoch: epoch))
-                let mac = VaultMAC(key: target.keys.mac)
-                try Queries.computeMAC(db, into: mac)
-                try Queries.setStoredMAC(db, mac)
-                beforeCommit()
-                return report
-            } }
+            }
         }
     }
 

@@ -32,7 +32,8 @@ extension ReplicaIdentity {
         guard !moved.isEmpty else { return base }
         // Number of moved counters ≤ c.
         func rank(_ c: UInt64) -> UInt64 {
-            var lo = 0, hi = moved.count
+            var lo = 0
+            var hi = moved.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if moved[mid] <= c { lo = mid + 1 } else { hi = mid }

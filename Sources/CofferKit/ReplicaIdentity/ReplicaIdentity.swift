@@ -2,6 +2,7 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -101,13 +102,18 @@ public struct ReplicaRebinding: Sendable, Equatable {
         case .reusedElsewhere: why = "shares its replica id with another vault file (a bundle holds writes under it that this file never made)"
         case .restoredInPlace: why = "was restored from an older copy (its write counter went back)"
         case .restored(let moved):
-            why = "was restored from a backup (the sync folder has seen more of its writes than it ever exported)"
+            why =
+                "was restored from a backup (the sync folder has seen more of its writes than it ever exported)"
                 + (moved > 0 ? "; its \(moved) write\(moved == 1 ? "" : "s") since its last export now carry the new id" : "")
         case .claimedBeyondCounter(let by, let moved):
-            return "a bundle of replica \(by.hex.prefix(8)) claims writes of this replica (\(old.hex.prefix(8))) that it never made (a buggy or hostile key holder); this vault now writes as replica \(new.hex.prefix(8)) so that its later writes reach every replica"
-                + (moved > 0 ? ", and its \(moved) write\(moved == 1 ? "" : "s") not yet in a bundle carry the new id and stay beside that bundle's values as conflicts" : "")
+            return
+                "a bundle of replica \(by.hex.prefix(8)) claims writes of this replica (\(old.hex.prefix(8))) that it never made (a buggy or hostile key holder); this vault now writes as replica \(new.hex.prefix(8)) so that its later writes reach every replica"
+                + (moved > 0
+                    ? ", and its \(moved) write\(moved == 1 ? "" : "s") not yet in a bundle carry the new id and stay beside that bundle's values as conflicts"
+                    : "")
         }
-        return "this vault file \(why); it now writes as replica \(new.hex.prefix(8)) (was \(old.hex.prefix(8))) so that the two copies never reuse one replica id"
+        return
+            "this vault file \(why); it now writes as replica \(new.hex.prefix(8)) (was \(old.hex.prefix(8))) so that the two copies never reuse one replica id"
     }
 }
 

@@ -1,7 +1,7 @@
 import CofferCrypto
-import CofferSystem
 import CofferStore
 import CofferSync
+import CofferSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -84,11 +84,13 @@ extension CofferError {
         case .malformedHeader(let why):
             return CofferError(.badData, "\(path) has a malformed bundle header: \(why)", hint: "the file is damaged; export the bundle again")
         case .authenticationFailed:
-            return CofferError(.badData, "\(path) is corrupted or was modified (it fails authentication)", hint: "copy or export the bundle again; nothing was imported")
+            return CofferError(
+                .badData, "\(path) is corrupted or was modified (it fails authentication)", hint: "copy or export the bundle again; nothing was imported")
         case .malformedRecord(let why):
             return CofferError(.badData, "\(path) is malformed: \(why)", hint: "the exporting coffer has a bug or the file is damaged; nothing was imported")
         case .trailingData:
-            return CofferError(.badData, "\(path) has data after the end of the bundle", hint: "the file is damaged or two files were joined; export the bundle again")
+            return CofferError(
+                .badData, "\(path) has data after the end of the bundle", hint: "the file is damaged or two files were joined; export the bundle again")
         case .ruleBroken(let rule, let why):
             return CofferError(
                 .badData, "\(path) breaks the bundle rule \(rule.rawValue) (\(rule.summary)): \(why)",
@@ -138,7 +140,9 @@ extension Replication {
         do { summary = try BundleSummaryFile(decoding: bytes) } catch {
             switch error {
             case .notABundle(let like):
-                throw CofferError(.badData, "\(path) is not a Coffer summary file (\(like.map { "it looks like \($0)" } ?? "unrecognized data"))", remedy: .init(.writeSummary, "write one on the receiving machine"))
+                throw CofferError(
+                    .badData, "\(path) is not a Coffer summary file (\(like.map { "it looks like \($0)" } ?? "unrecognized data"))",
+                    remedy: .init(.writeSummary, "write one on the receiving machine"))
             case .unsupportedVersion(let v):
                 throw CofferError(.badData, "\(path) has summary format \(v); this coffer reads format \(BundleFormat.summaryVersion)", hint: "upgrade coffer")
             case .empty:
@@ -223,7 +227,8 @@ extension Replication {
     @discardableResult
     package func importBundle(at path: String, progress: ImportProgress? = nil) throws(CofferError) -> ImportReport {
         let (input, header, prefix) = try openOwnBundle(
-            at: path, remedy: .init(.importIntoReplica, "import bundles only into replicas of the vault that wrote them; cloning makes a new replica from a bundle"))
+            at: path,
+            remedy: .init(.importIntoReplica, "import bundles only into replicas of the vault that wrote them; cloning makes a new replica from a bundle"))
         // A bundle of another key epoch is refused before its stream is
         // read: an older one whole (its writer adopts the new key first and
         // writes its edits again), a newer one until its key is adopted
@@ -307,56 +312,59 @@ extension Replication {
                     // finds its username and url registers, the MAC key hashes
                     // every row: all kept readable too (no mprotect pair per use).
                     try keys.item.keepingReadable {
-                      // The field-id key checks every user field's register
-                      // id (rule register-name) and derives new items' ids.
-                      try keys.record.keepingReadable {
-                      try keys.fieldID.keepingReadable {
-                      try mac.keepingReadable {
-                        try keys.nameIndex.keepingReadable {
-                            // Records are decoded (and new items authenticated)
-                            // on a second thread while this one writes.
-                            // Into an empty vault, that thread also builds the
-                            // INSERT statements; this one only runs them.
-                            let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
-                            // Seals the new items' records on the decoding
-                            // thread (nonces drawn 64 at a time).
-                            let sealer = AEAD.BatchSealer(key: keys.record)
-                            let pipeline = ImportPipeline(
-                                reader: reader, path: path,
-                                transform: { [self] incoming in
-                                    try rules.check(record: incoming)
-                                    let unseen = Self.unseenPart(of: incoming, seen: seen)
-                                    if unseen.registers.isEmpty { return [.unchanged] }
-                                    return empty ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity != .none, sealer: sealer)) : [.merge(unseen)]
-                                },
-                                atEnd: { buffer.finish() })
-                            pipeline.start()
-                            defer { pipeline.stop() }
-                            while let batch = try pipeline.nextBatch() {
-                                for record in batch {
-                                    switch record {
-                                    case .write(let statement):
-                                        try inserter.execute(statement)
-                                        continue
-                                    case .unchanged:
-                                        report.unchanged += 1
-                                    case .added(let id, let hasConflict, let versions, let listed):
-                                        report.added += 1
-                                        if listed { report.addedListed += 1 }
-                                        if hasConflict { report.conflictsOpened += 1 }
-                                        report.versionsAdded += versions
-                                        report.touchedItems.append(id)
-                                    case .merge(let unseen):
-                                        try mergeIncoming(unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac, rules: rules)
+                        // The field-id key checks every user field's register
+                        // id (rule register-name) and derives new items' ids.
+                        try keys.record.keepingReadable {
+                            try keys.fieldID.keepingReadable {
+                                try mac.keepingReadable {
+                                    try keys.nameIndex.keepingReadable {
+                                        // Records are decoded (and new items authenticated)
+                                        // on a second thread while this one writes.
+                                        // Into an empty vault, that thread also builds the
+                                        // INSERT statements; this one only runs them.
+                                        let buffer = NewItemBuffer(mac: decodeMAC, integrity: integrity)
+                                        // Seals the new items' records on the decoding
+                                        // thread (nonces drawn 64 at a time).
+                                        let sealer = AEAD.BatchSealer(key: keys.record)
+                                        let pipeline = ImportPipeline(
+                                            reader: reader, path: path,
+                                            transform: { [self] incoming in
+                                                try rules.check(record: incoming)
+                                                let unseen = Self.unseenPart(of: incoming, seen: seen)
+                                                if unseen.registers.isEmpty { return [.unchanged] }
+                                                return empty
+                                                    ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity != .none, sealer: sealer))
+                                                    : [.merge(unseen)]
+                                            },
+                                            atEnd: { buffer.finish() })
+                                        pipeline.start()
+                                        defer { pipeline.stop() }
+                                        while let batch = try pipeline.nextBatch() {
+                                            for record in batch {
+                                                switch record {
+                                                case .write(let statement):
+                                                    try inserter.execute(statement)
+                                                    continue
+                                                case .unchanged:
+                                                    report.unchanged += 1
+                                                case .added(let id, let hasConflict, let versions, let listed):
+                                                    report.added += 1
+                                                    if listed { report.addedListed += 1 }
+                                                    if hasConflict { report.conflictsOpened += 1 }
+                                                    report.versionsAdded += versions
+                                                    report.touchedItems.append(id)
+                                                case .merge(let unseen):
+                                                    try mergeIncoming(
+                                                        unseen, db: db, inserter: inserter, report: &report, path: path, now: now, mac: mac, rules: rules)
+                                                }
+                                                report.records += 1
+                                                if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
+                                            }
+                                        }
                                     }
-                                    report.records += 1
-                                    if let progress, report.records % 1000 == 0 { progress(report.records, header.recordCount) }
                                 }
                             }
                         }
-                      }
-                      }
-                      }
                     }
                     try inserter.finish()
                     mac.absorb(decodeMAC)
@@ -376,7 +384,10 @@ extension Replication {
     }
 
     /// Merges one item from a bundle into the database.
-    func mergeIncoming(_ incoming: ItemState, db: StoreConnection, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC, rules: ReceiverRules) throws {
+    func mergeIncoming(
+        _ incoming: ItemState, db: StoreConnection, inserter: NewItemInserter, report: inout ImportReport, path: String, now: Int64, mac: VaultMAC,
+        rules: ReceiverRules
+    ) throws {
         guard let (oldRow, old, _) = try loadItem(db, id: incoming.id) else {
             return try insert(prepareNew(incoming, path: path), into: inserter, report: &report)
         }
@@ -505,7 +516,9 @@ extension Replication {
     /// (`mac` false), or without them and the item records (`records`
     /// false): vaults no coffer command accepts, the baselines of their cost
     /// in docs/benchmarks.md.
-    package static func _cloneForBenchmarks(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, records: Bool, mac: Bool) throws(CofferError) -> ImportReport {
+    package static func _cloneForBenchmarks(bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, records: Bool, mac: Bool) throws(CofferError)
+        -> ImportReport
+    {
         let integrity: BulkIntegrity = !records ? .none : mac ? .full : .recordsOnly
         return try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: false, progress: nil, integrity: integrity)
     }
@@ -516,13 +529,18 @@ extension Replication {
     ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
-            throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", remedy: .init(.importIntoExistingVault, "choose another path for the vault, or import the bundle into that vault", path: path, vaultPath: vaultPath))
+            throw CofferError(
+                .vaultExists, "a file already exists at \(vaultPath)",
+                remedy: .init(
+                    .importIntoExistingVault, "choose another path for the vault, or import the bundle into that vault", path: path, vaultPath: vaultPath))
         }
         let input = try BundleFileInput(path: path)
         let (header, prefix): (BundleHeader, [UInt8])
         do { (header, prefix) = try BundleHeader.read(from: input) } catch { throw .bundle(error, path: path) }
         guard header.kind == .full else {
-            throw CofferError(.badData, "\(path) is a delta bundle; a clone needs a full bundle", remedy: .init(.exportFullBundle, "export a full bundle on the exporting machine", path: path))
+            throw CofferError(
+                .badData, "\(path) is a delta bundle; a clone needs a full bundle",
+                remedy: .init(.exportFullBundle, "export a full bundle on the exporting machine", path: path))
         }
         guard header.keyEpoch.number <= KeyEpoch.maxCloneNumber else {
             throw CofferError(
@@ -549,16 +567,23 @@ extension Replication {
         // The clone is a format-7 vault: a bundle of an older build
         // carries a legacy wrapping, bound here under the same KEK and salt
         // (its version, and so the passphrase, stay the bundle's).
-        let wrappedKey = header.wrapBinding == .integrity ? header.wrappedMasterKey
+        let wrappedKey =
+            header.wrapBinding == .integrity
+            ? header.wrappedMasterKey
             : KeyHierarchy.rewrapMasterKey(unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
         // Built under a temporary name, linked into place when complete
         // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
         return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
-            try cloneInto(tempPath: tempPath, header: header, master: master, wrappedKey: wrappedKey, reader: reader, path: path, progress: progress, integrity: integrity)
+            try cloneInto(
+                tempPath: tempPath, header: header, master: master, wrappedKey: wrappedKey, reader: reader, path: path, progress: progress, integrity: integrity
+            )
         }
     }
 
-    private static func cloneInto(tempPath: String, header: BundleHeader, master: SecretBytes, wrappedKey: [UInt8], reader: BundleReader, path: String, progress: ImportProgress?, integrity: BulkIntegrity) throws(CofferError) -> ImportReport {
+    private static func cloneInto(
+        tempPath: String, header: BundleHeader, master: SecretBytes, wrappedKey: [UInt8], reader: BundleReader, path: String, progress: ImportProgress?,
+        integrity: BulkIntegrity
+    ) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
             kdfIterations: header.kdf.iterations, kdfParallelism: header.kdf.parallelism, kdfSalt: header.salt,

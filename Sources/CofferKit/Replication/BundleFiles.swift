@@ -1,6 +1,6 @@
 import CofferCrypto
-import CofferSystem
 import CofferSync
+import CofferSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -22,7 +22,9 @@ final class BundleFileInput: BundleInput {
         if path == "-" {
             let fd = dup(0)
             guard fd >= 0 else {
-                throw CofferError(.fileNotFound, "cannot read standard input: \(String(cString: strerror(errno)))", hint: "give the path of a bundle, or redirect standard input from one")
+                throw CofferError(
+                    .fileNotFound, "cannot read standard input: \(String(cString: strerror(errno)))",
+                    hint: "give the path of a bundle, or redirect standard input from one")
             }
             self.fd = fd
             return
@@ -32,7 +34,9 @@ final class BundleFileInput: BundleInput {
             throw CofferError(.fileNotFound, "no such file: \(path)", hint: "check the path of the bundle")
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw CofferError(.fileNotFound, "\(path) is not a regular file", remedy: .init(.giveBundleOrStandardInput, "give the path of a bundle file (or `-` for standard input)"))
+            throw CofferError(
+                .fileNotFound, "\(path) is not a regular file",
+                remedy: .init(.giveBundleOrStandardInput, "give the path of a bundle file (or `-` for standard input)"))
         }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
@@ -100,9 +104,10 @@ final class AtomicFileOutput: BundleOutput {
             fd = Glibc.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
                 let code = errno
-                throw CofferError(FileWriteFailure(
-                    path: path, message: "cannot create \(path): \(String(cString: strerror(code)))",
-                    hint: "check that the folder \(dir.isEmpty ? "." : dir) exists and is writable", errno: code))
+                throw CofferError(
+                    FileWriteFailure(
+                        path: path, message: "cannot create \(path): \(String(cString: strerror(code)))",
+                        hint: "check that the folder \(dir.isEmpty ? "." : dir) exists and is writable", errno: code))
             }
             TempFiles.lock(fd: fd)
         }
@@ -162,7 +167,7 @@ final class AtomicFileOutput: BundleOutput {
             discard()
             throw self.error("\(error)")
         }
-        guard let tempPath else { return }  // a stream: written in order, nothing to rename
+        guard let tempPath else { return } // a stream: written in order, nothing to rename
         guard fsync(fd) == 0 else {
             failure = failure ?? .writing(path: path, errno: errno)
             discard()

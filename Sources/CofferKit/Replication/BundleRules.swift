@@ -1,6 +1,6 @@
 import CofferStore
-import Foundation
 import CofferSync
+import Foundation
 
 /// The validation rules that need the receiving vault (docs/sync.md
 /// §Hostile bundles). ``BundleReader`` checks the rules that need only the
@@ -57,7 +57,8 @@ struct ReceiverRules: Sendable {
                 throw CofferError.bundle(
                     .ruleBroken(
                         .localReplicaBound,
-                        "item \(state.id.hex.prefix(8))… holds a version that saw write \(v.vector[localReplica]) of this replica, which has written \(localCounter)"),
+                        "item \(state.id.hex.prefix(8))… holds a version that saw write \(v.vector[localReplica]) of this replica, which has written \(localCounter)"
+                    ),
                     path: path)
             }
         }

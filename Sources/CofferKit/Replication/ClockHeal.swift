@@ -49,7 +49,8 @@ extension Replication {
     func restamp(_ db: StoreConnection, _ mac: VaultMAC, now: Int64, above floor: UInt64) throws -> ClockRestamp? {
         let limit = now &+ BundleValidation.clockSkew
         let own = try Queries.localReplica(db).id
-        var versions = 0, items = 0
+        var versions = 0
+        var items = 0
         var since = Int64.max
         for id in try Queries.itemsWithVersions(db, replica: own, above: floor, writtenAfter: limit) {
             guard let (row, old, _) = try loadItem(db, id: id), row.policy == .sync else { continue }

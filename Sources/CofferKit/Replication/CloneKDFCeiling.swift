@@ -10,7 +10,8 @@ extension Replication {
         guard !over.isEmpty else { return }
         throw CofferError(
             .badData, "\(path) asks for Argon2id \(over.joined(separator: ", ")), above this machine's ceiling for a clone",
-            remedy: .init(.allowExpensiveKDF, "if you made the vault with these parameters, clone it allowing Argon2id parameters above the ceiling", path: path))
+            remedy: .init(
+                .allowExpensiveKDF, "if you made the vault with these parameters, clone it allowing Argon2id parameters above the ceiling", path: path))
     }
 
     static func describeKiB(_ k: UInt32) -> String {

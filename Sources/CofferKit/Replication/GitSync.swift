@@ -1,5 +1,5 @@
-import CofferSystem
 import CofferSync
+import CofferSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -31,7 +31,9 @@ extension Replication {
             throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "clone your sync repository first: git clone URL \(dir)")
         }
         guard let inside = try? git.output(["rev-parse", "--is-inside-work-tree"]), inside == "true" else {
-            throw CofferError(.usage, "\(dir) is not a git work tree", remedy: .init(.cloneSyncRepository, "clone your sync repository there first (git clone URL \(dir)), or sync without git", path: dir))
+            throw CofferError(
+                .usage, "\(dir) is not a git work tree",
+                remedy: .init(.cloneSyncRepository, "clone your sync repository there first (git clone URL \(dir)), or sync without git", path: dir))
         }
         guard let branch = try? git.output(["symbolic-ref", "--short", "-q", "HEAD"]), !branch.isEmpty else {
             throw CofferError(.usage, "\(dir) is not on a branch (detached HEAD)", hint: "check out the branch the machines share: git -C \(dir) switch main")
@@ -45,7 +47,9 @@ extension Replication {
             remoteName = "origin"
         }
         guard (try? git.output(["remote", "get-url", "--", remoteName])) != nil else {
-            throw CofferError(.usage, "\(dir) has no git remote named '\(remoteName)'", remedy: .init(.addGitRemote, "add it with `git -C \(dir) remote add \(remoteName) URL`, or name another remote", path: dir, name: remoteName))
+            throw CofferError(
+                .usage, "\(dir) has no git remote named '\(remoteName)'",
+                remedy: .init(.addGitRemote, "add it with `git -C \(dir) remote add \(remoteName) URL`, or name another remote", path: dir, name: remoteName))
         }
         let gitDir = (try? git.output(["rev-parse", "--absolute-git-dir"])) ?? (dir + "/.git")
         let lock = try GitSyncLock(path: gitDir + "/coffer-sync.lock")
@@ -83,7 +87,9 @@ extension Replication {
                         // Rebasing only fails on one file changed on both
                         // sides, or on an unusable repository.
                         guard rebase.errors.contains("CONFLICT") || rebase.output.contains("CONFLICT") else {
-                            throw CofferError(.cannotCreate, "git could not rebase \(dir) onto \(remoteName)/\(branch): \(rebase.lastErrorLine)", hint: "run `git -C \(dir) rebase \(remoteName)/\(branch)` by hand to see why")
+                            throw CofferError(
+                                .cannotCreate, "git could not rebase \(dir) onto \(remoteName)/\(branch): \(rebase.lastErrorLine)",
+                                hint: "run `git -C \(dir) rebase \(remoteName)/\(branch)` by hand to see why")
                         }
                         throw CofferError(
                             .badData, "git could not rebase \(dir) onto \(remoteName)/\(branch): two machines changed the same file",
@@ -94,10 +100,15 @@ extension Replication {
             }
             let push = try git.run(["push", "--porcelain", "-q", "--set-upstream", "--", remoteName, "HEAD:refs/heads/\(branch)"])
             if push.status == 0 { return report }
-            let rejected = push.output.split(separator: "\n").contains { $0.hasPrefix("!") && ($0.contains("rejected") || $0.contains("fetch first") || $0.contains("non-fast-forward")) }
+            let rejected =
+                push.output.split(separator: "\n").contains {
+                    $0.hasPrefix("!") && ($0.contains("rejected") || $0.contains("fetch first") || $0.contains("non-fast-forward"))
+                }
                 || push.errors.contains("[rejected]") || push.errors.contains("fetch first") || push.errors.contains("non-fast-forward")
             guard rejected else {
-                throw CofferError(.ioError, "git push to \(remoteName) failed: \(push.lastErrorLine)", hint: "check the remote and your access to it; the vault and its bundle are up to date locally")
+                throw CofferError(
+                    .ioError, "git push to \(remoteName) failed: \(push.lastErrorLine)",
+                    hint: "check the remote and your access to it; the vault and its bundle are up to date locally")
             }
             note("the push was rejected (another machine pushed first); pulling again (attempt \(attempt + 1) of \(attempts))")
             usleep(UInt32.random(in: 100_000...400_000) * UInt32(attempt))
@@ -163,7 +174,9 @@ struct GitRunner {
 
     func check(_ args: [String], what: String, kind: CofferError.Kind = .cannotCreate) throws(CofferError) {
         let r = try run(args)
-        guard r.status == 0 else { throw CofferError(kind, "git could not \(what): \(r.lastErrorLine)", hint: "run the git command by hand in \(dir) to see why") }
+        guard r.status == 0 else {
+            throw CofferError(kind, "git could not \(what): \(r.lastErrorLine)", hint: "run the git command by hand in \(dir) to see why")
+        }
     }
 }
 
@@ -181,7 +194,8 @@ final class GitSyncLock {
             if Date() > deadline {
                 close(fd)
                 fd = -1
-                throw CofferError(.busy, "another git sync is running in this repository", remedy: .init(.waitForOtherSync, "wait for it to finish, then try again"))
+                throw CofferError(
+                    .busy, "another git sync is running in this repository", remedy: .init(.waitForOtherSync, "wait for it to finish, then try again"))
             }
             usleep(100_000)
         }

@@ -110,7 +110,8 @@ extension Replication {
         case .adopt:
             return sameBytes ? nil : PassphraseChange(outcome: .adopted, replica: by, changedAt: incoming.changedAt, concurrentWith: nil)
         case .concurrentAdopt:
-            return sameBytes ? nil : PassphraseChange(outcome: .adoptedOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
+            return sameBytes
+                ? nil : PassphraseChange(outcome: .adoptedOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
         case .concurrentKeep:
             return PassphraseChange(outcome: .keptOverConcurrent, replica: by, changedAt: incoming.changedAt, concurrentWith: local.changedBy)
         }
@@ -137,7 +138,8 @@ extension PassphraseChange {
         let who = replica.hex.prefix(8)
         switch outcome {
         case .adopted, .adoptedOverConcurrent:
-            return "would adopt the passphrase changed on \(who) at \(when)\(outcome == .adopted ? "" : " (concurrent with this vault's change; it wins)"): this vault would then open only with the new one"
+            return
+                "would adopt the passphrase changed on \(who) at \(when)\(outcome == .adopted ? "" : " (concurrent with this vault's change; it wins)"): this vault would then open only with the new one"
         case .keptOverConcurrent:
             return "the passphrase change made on \(who) at \(when) is concurrent with this vault's and would lose: this vault would keep its passphrase"
         }
@@ -151,9 +153,11 @@ extension PassphraseChange {
         case .adopted:
             return "passphrase changed on \(who) at \(when); this vault now opens with the new one"
         case .adoptedOverConcurrent:
-            return "passphrase changed on \(who) at \(when), concurrently with the change made on \(concurrentWith.map { String($0.hex.prefix(8)) } ?? "this replica"); \(who)'s change wins on every replica, and this vault now opens with its new passphrase"
+            return
+                "passphrase changed on \(who) at \(when), concurrently with the change made on \(concurrentWith.map { String($0.hex.prefix(8)) } ?? "this replica"); \(who)'s change wins on every replica, and this vault now opens with its new passphrase"
         case .keptOverConcurrent:
-            return "passphrase changed on \(who) at \(when), concurrently with the change made on \(concurrentWith.map { String($0.hex.prefix(8)) } ?? "this replica"); that change wins on every replica, and this vault keeps its passphrase"
+            return
+                "passphrase changed on \(who) at \(when), concurrently with the change made on \(concurrentWith.map { String($0.hex.prefix(8)) } ?? "this replica"); that change wins on every replica, and this vault keeps its passphrase"
         }
     }
 }

@@ -164,10 +164,13 @@ extension Replication {
     static func syncFiles(in dir: String, sweepingStale: Bool = false) throws(CofferError) -> [String] {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) else {
-            throw CofferError(.fileNotFound, "no such folder: \(dir)", hint: "create it, or give the folder your sync tool shares (Syncthing, Dropbox, a git work tree)")
+            throw CofferError(
+                .fileNotFound, "no such folder: \(dir)", hint: "create it, or give the folder your sync tool shares (Syncthing, Dropbox, a git work tree)")
         }
         guard isDir.boolValue else {
-            throw CofferError(.usage, "\(dir) is not a folder", remedy: .init(.giveSyncFolder, "give the folder that holds the bundles, not a bundle; importing merges one file", path: dir))
+            throw CofferError(
+                .usage, "\(dir) is not a folder",
+                remedy: .init(.giveSyncFolder, "give the folder that holds the bundles, not a bundle; importing merges one file", path: dir))
         }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
@@ -188,7 +191,10 @@ extension Replication {
     /// Reads the clear header of every file in `dir`; sorts them into
     /// candidates to merge, skipped files and failures. Needs no key.
     /// `sweep`: the listing also removes stale bundle temporaries.
-    static func scan(dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch, sweep: Bool = false, report: inout SyncReport) throws(CofferError) -> [SyncCandidate] {
+    static func scan(
+        dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch, sweep: Bool = false,
+        report: inout SyncReport
+    ) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
         for path in try syncFiles(in: dir, sweepingStale: sweep) {
             let header: BundleHeader
@@ -211,9 +217,13 @@ extension Replication {
             }
             guard header.vaultID == vaultID else {
                 report.foreignVaults.insert(header.vaultID)
-                report.failed.append(.init(path: path, error: CofferError(
-                    .badData, "\(path) is a bundle of a different vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
-                    remedy: .init(.separateVaults, "keep one vault's bundles per sync folder: move it to that vault's folder", path: path))))
+                report.failed.append(
+                    .init(
+                        path: path,
+                        error: CofferError(
+                            .badData,
+                            "\(path) is a bundle of a different vault (vault id \(header.vaultID.hex.prefix(8))…, this vault is \(vaultID.hex.prefix(8))…)",
+                            remedy: .init(.separateVaults, "keep one vault's bundles per sync folder: move it to that vault's folder", path: path))))
                 continue
             }
             report.ownVaultBundles += 1
@@ -242,7 +252,9 @@ extension Replication {
     /// A bundle dated more than ``BundleValidation/clockSkew`` ahead of
     /// now (written while this machine's clock ran fast) is not current:
     /// every receiver refuses it (`future-bundle`), so it is written again.
-    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch) -> Bool {
+    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch)
+        -> Bool
+    {
         guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
         return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
             && h.keyEpoch == epoch && h.createdAt <= Clock.nowMillis() &+ BundleValidation.clockSkew
@@ -264,7 +276,8 @@ extension Replication {
         // Bundles whose writer was killed before the rename (here or on a
         // machine that replicates this folder) are litter (issues 13, 24):
         // swept from the folder's one listing, except in a dry run.
-        var candidates = try Replication.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, sweep: !dryRun, report: &report)
+        var candidates = try Replication.scan(
+            dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, sweep: !dryRun, report: &report)
         // A folder that has seen more of this replica id than this file
         // ever exported shows a restored backup: take a new id (and move
         // the writes since the last export to it) before merging or
@@ -272,11 +285,14 @@ extension Replication {
         if !dryRun, let r = try identity.adoptIfRestored(seen: report.seenOwn, bundles: Replication.syncFiles(in: dir)) {
             rebinding = r
             (local, summary, exportable, wrapping) = try CofferError.wrap {
-                try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
+                try store.read { db in
+                    (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db))
+                }
             }
             ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
             report = SyncReport(dir: dir, ownBundle: ownPath)
-            candidates = try Replication.scan(dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, report: &report)
+            candidates = try Replication.scan(
+                dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, report: &report)
         }
         report.rebinding = rebinding
         // Never put this vault's bundle into another vault's folder: every
@@ -342,7 +358,10 @@ extension Replication {
                 }
             }
             report.preview = MergePreview(bundles: bundles, items: Replication.collapse(items))
-            report.wroteOwnBundle = !report.merged.isEmpty || !Replication.ownBundleIsCurrent(at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: keyRotation.keyEpoch)
+            report.wroteOwnBundle =
+                !report.merged.isEmpty
+                || !Replication.ownBundleIsCurrent(
+                    at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: keyRotation.keyEpoch)
             return report
         }
 
@@ -372,7 +391,9 @@ extension Replication {
         }
         let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
         report.ownBundle = nowOwn
-        if !Replication.ownBundleIsCurrent(at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping, epoch: keyRotation.keyEpoch) {
+        if !Replication.ownBundleIsCurrent(
+            at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping, epoch: keyRotation.keyEpoch)
+        {
             try exportBundle(to: nowOwn)
             report.wroteOwnBundle = true
         }
@@ -383,7 +404,10 @@ extension Replication {
         CofferError(
             .badData,
             "\(dir) holds the bundles of a different vault (vault id \(other.hex.prefix(8))…; this vault is \(vaultID.hex.prefix(8))…); nothing was written",
-            remedy: .init(.cloneOrUseAnotherFolder, "to make this machine a replica of that vault, move \(vaultPath) aside and clone it from \(dir); to sync this vault, use another folder", path: dir, vaultPath: vaultPath))
+            remedy: .init(
+                .cloneOrUseAnotherFolder,
+                "to make this machine a replica of that vault, move \(vaultPath) aside and clone it from \(dir); to sync this vault, use another folder",
+                path: dir, vaultPath: vaultPath))
     }
 
     package static func checkSyncFolder(_ dir: String, file: VaultFile) throws(CofferError) {
@@ -398,7 +422,10 @@ extension Replication {
         let (local, summary, exportable, wrapping, newest) = try CofferError.wrap {
             try file.store.read { db in
                 let local = try Queries.localReplica(db)
-                return (local, try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db), try Queries.newestWriteTime(db, replica: local.id))
+                return (
+                    local, try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db),
+                    try Queries.newestWriteTime(db, replica: local.id)
+                )
             }
         }
         if local.boundHost != MachineIdentity.host || local.boundInode != MachineIdentity.inode(of: file.path) { return false }
@@ -408,7 +435,8 @@ extension Replication {
         if summary[local.id] > local.counter { return false }
         if let mark = WriteMark.read(vault: file.path, replica: local.id), mark > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
-        let candidates = try scan(dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, sweep: true, report: &report)
+        let candidates = try scan(
+            dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, sweep: true, report: &report)
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let exported = try CofferError.wrap { try file.store.read { db in try Queries.exportedCounter(db) } }
         if report.seenOwn > exported { return false }
@@ -457,7 +485,9 @@ extension Replication {
         case .older(let e): throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
         case .newer(let e):
             var error = KeyRotation.newerEpochError(path: path, bundle: e, vault: keyRotation.keyEpoch)
-            error.remedy = .init(.adoptKeyWithoutDryRun, "a dry run cannot show its changes before the new key is adopted; import for real to adopt it (the passphrase is asked once)", path: path)
+            error.remedy = .init(
+                .adoptKeyWithoutDryRun,
+                "a dry run cannot show its changes before the new key is adopted; import for real to adopt it (the passphrase is asked once)", path: path)
             throw error
         }
         let reader: BundleReader
@@ -531,7 +561,8 @@ extension Replication {
 
     /// The change from an overlay's original state to its current one.
     func describe(_ o: Overlay, db: StoreConnection) throws -> MergePreview.ItemChange {
-        let old = o.original, new = o.state
+        let old = o.original
+        let new = o.state
         func text(_ s: ItemState, _ rid: RegisterID) throws -> String? {
             guard let v = Register.shown(s.registers[rid] ?? []), !v.isTombstone else { return nil }
             return try open(v, item: s.id, register: rid).text
@@ -552,7 +583,8 @@ extension Replication {
         }
         var fields: [MergePreview.FieldChange] = []
         for rid in Set(old.registers.keys).union(new.registers.keys) where rid != .deleted {
-            let before = old.registers[rid] ?? [], after = new.registers[rid] ?? []
+            let before = old.registers[rid] ?? []
+            let after = new.registers[rid] ?? []
             guard Set(before.map(\.dot)) != Set(after.map(\.dot)), let shown = Register.shown(after) else { continue }
             let p = try open(shown, item: new.id, register: rid)
             let name = Vault.metadataRegisters.first { $0.0 == rid }?.1 ?? p.name

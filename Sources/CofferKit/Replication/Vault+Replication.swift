@@ -20,7 +20,6 @@ extension Vault {
     /// The name of this replica's own bundle in a sync folder.
     public static func bundleFileName(replica: ReplicaID) -> String { Replication.bundleFileName(replica: replica) }
 
-
     /// Merges every other replica's bundle found in `dir` (whatever its
     /// file name: conflict copies made by Syncthing or Dropbox are just more
     /// bundles), then writes this replica's bundle

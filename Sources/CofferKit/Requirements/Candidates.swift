@@ -18,10 +18,12 @@ extension CredentialRequirements {
         let holding = field.map { f in items.filter { $0.field(f) != nil } } ?? items
         func both(_ i: Item) -> Bool { type == .apiKeyWithEmail && i.type == .apiKeyWithEmail && i.field("key") != nil && i.field("email") != nil }
         return holding.sorted { a, b in
-            let ba = both(a), bb = both(b)
+            let ba = both(a)
+            let bb = both(b)
             if ba != bb { return ba }
             if let field {
-                let ra = typeRank(a.type, field: field), rb = typeRank(b.type, field: field)
+                let ra = typeRank(a.type, field: field)
+                let rb = typeRank(b.type, field: field)
                 if ra != rb { return ra < rb }
             }
             return isPreferred(a, over: b, today: today)

@@ -1,6 +1,7 @@
 import CofferStore
 import CofferSync
 import Foundation
+
 /// Requirements: what credentials each source (an API, a service) needs,
 /// registered manifests, validation of a credential against its source's
 /// rules, and the choice of the item that serves a source
@@ -120,7 +121,8 @@ extension CredentialRequirements {
     /// items: not expired before expired, then the most recently updated,
     /// then (a tie) the smaller id.
     static func isPreferred(_ a: Item, over b: Item, today: Day) -> Bool {
-        let ea = a.isExpired(today: today), eb = b.isExpired(today: today)
+        let ea = a.isExpired(today: today)
+        let eb = b.isExpired(today: today)
         if ea != eb { return !ea }
         if a.updatedAt != b.updatedAt { return a.updatedAt > b.updatedAt }
         return a.id < b.id
@@ -149,14 +151,17 @@ extension CredentialRequirements {
     /// the most recently updated).
     static func best(_ items: [Item], holding field: String, today: Day) -> Item? {
         items.filter { $0.field(field) != nil }.min { a, b in
-            let ra = typeRank(a.type, field: field), rb = typeRank(b.type, field: field)
+            let ra = typeRank(a.type, field: field)
+            let rb = typeRank(b.type, field: field)
             if ra != rb { return ra < rb }
             return isPreferred(a, over: b, today: today)
         }
     }
 
     package func credential(forSource sourceID: String, field: String, today: Day = .today) throws(CofferError) -> (item: Item, value: String)? {
-        guard let item = CredentialRequirements.best(try items(forSource: sourceID), holding: field, today: today), let f = item.field(field) else { return nil }
+        guard let item = CredentialRequirements.best(try items(forSource: sourceID), holding: field, today: today), let f = item.field(field) else {
+            return nil
+        }
         return (item, f.value)
     }
 
@@ -192,7 +197,8 @@ extension CredentialRequirements {
             }
         }
         if !missing.isEmpty {
-            let what = missing == ["no item"]
+            let what =
+                missing == ["no item"]
                 ? "no item has source '\(requirement.id)'"
                 : "no item with source '\(requirement.id)' has " + missing.map { "\(Article.a($0)) \($0)" }.joined(separator: " or ") + " field"
             return SourceStatus(requirement: requirement, state: .missing, items: chosen.map(\.name), expires: nil, problems: [what])
@@ -243,9 +249,9 @@ extension CredentialRequirements {
     func requirementsRegistry(heal: Bool) throws(CofferError) -> Item? {
         do {
             return try items.item(named: CredentialRequirements.registryName)
-        } catch where error.kind == .itemNotFound {
+        } catch  where error.kind == .itemNotFound {
             return nil
-        } catch where error.kind == .ambiguousName {
+        } catch  where error.kind == .ambiguousName {
             var all: [Item] = []
             for s in try items.listIncludingReserved() where s.name == CredentialRequirements.registryName {
                 all.append(try item(id: s.id))
@@ -276,7 +282,8 @@ extension CredentialRequirements {
         guard !name.isEmpty, name.count <= 128,
             name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
         else {
-            throw CofferError(.usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", remedy: .init(.nameManifest, "give the manifest a name"))
+            throw CofferError(
+                .usage, "invalid manifest name '\(name)': use letters, digits, '.', '_' or '-'", remedy: .init(.nameManifest, "give the manifest a name"))
         }
     }
 
@@ -314,14 +321,16 @@ extension CredentialRequirements {
 
     package func registeredRequirementsText(named name: String) throws(CofferError) -> String {
         guard let f = try requirementsRegistry(heal: false)?.field(name) else {
-            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
+            throw CofferError(
+                .itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
         }
         return f.value
     }
 
     package func removeRequirements(named name: String) throws(CofferError) {
         guard let registry = try requirementsRegistry(heal: true), registry.field(name) != nil else {
-            throw CofferError(.itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
+            throw CofferError(
+                .itemNotFound, "no registered requirements manifest named '\(name)'", remedy: .init(.listManifests, "list the registered manifests"))
         }
         var e = ItemEdit()
         e.unsetFields = [name]

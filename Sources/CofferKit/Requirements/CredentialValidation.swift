@@ -48,7 +48,10 @@ public enum CredentialValidation {
             if r.type != .custom && r.type.itemType != type && !(r.type == .apiKey && type == .apiKeyWithEmail)
                 && !(r.type == .email && type == .apiKeyWithEmail)
             {
-                result.typedWarnings.append(CredentialWarning(.typeMismatch, "source '\(r.id)' needs \(Article.a(r.type.rawValue)) \(r.type.rawValue) credential; this item is of type \(type.rawValue)"))
+                result.typedWarnings.append(
+                    CredentialWarning(
+                        .typeMismatch,
+                        "source '\(r.id)' needs \(Article.a(r.type.rawValue)) \(r.type.rawValue) credential; this item is of type \(type.rawValue)"))
             }
             for f in fields {
                 for p in r.problems(field: f.name, value: f.value) { result.errors.append("\(f.name) \(p)") }
@@ -62,7 +65,8 @@ public enum CredentialValidation {
         // fields of an API-key item. A note or a password may well hold
         // spaces and line breaks.
         let holdsKeys = type == .apiKey || type == .apiKeyWithEmail
-        let keyFields = fields.contains { $0.name == "key" }
+        let keyFields =
+            fields.contains { $0.name == "key" }
             ? fields.filter { $0.name == "key" } : holdsKeys ? fields.filter(\.isSecret) : []
         for f in keyFields {
             result.typedWarnings += KeyCatalogue.diagnose(f.value, field: f.name, source: source)

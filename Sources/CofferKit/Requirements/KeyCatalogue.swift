@@ -193,7 +193,10 @@ public enum KeyCatalogue {
             if let wrong = expected.wrongKinds.first(where: { core.hasPrefix($0.prefix) }) {
                 add(.wrongKeyKind, "\(label) is \(Article.a(expected.provider)) \(expected.provider) \(wrong.kind) ('\(wrong.prefix)…'), not a secret key")
             } else if let seen, seen.format.provider != expected.provider {
-                add(.otherProvider, "\(label) looks like \(Article.a(seen.format.provider)) \(seen.format.provider) \(seen.variant.kind) ('\(seen.variant.prefix)…'), but the source is '\(source!)' (\(expected.provider))")
+                add(
+                    .otherProvider,
+                    "\(label) looks like \(Article.a(seen.format.provider)) \(seen.format.provider) \(seen.variant.kind) ('\(seen.variant.prefix)…'), but the source is '\(source!)' (\(expected.provider))"
+                )
             } else if seen == nil && expected.prefixExpected {
                 let prefixes = expected.variants.map { "'\($0.prefix)'" }
                 add(.missingPrefix, "\(label) does not start with \(prefixes.joined(separator: ", ")) as \(expected.provider) keys do")
@@ -201,9 +204,15 @@ public enum KeyCatalogue {
         }
         if let (f, v) = seen, expected == nil || f.provider == expected?.provider {
             if core.count < v.minLength {
-                add(.truncated, "\(label) looks truncated: \(Article.a(f.provider)) \(f.provider) \(v.kind) has at least \(v.minLength) characters, this one has \(core.count)")
+                add(
+                    .truncated,
+                    "\(label) looks truncated: \(Article.a(f.provider)) \(f.provider) \(v.kind) has at least \(v.minLength) characters, this one has \(core.count)"
+                )
             } else if let max = v.maxLength, core.count > max {
-                add(.tooLong, "\(label) is longer than \(Article.a(f.provider)) \(f.provider) \(v.kind) (\(max) characters, this one has \(core.count)); two values pasted together?")
+                add(
+                    .tooLong,
+                    "\(label) is longer than \(Article.a(f.provider)) \(f.provider) \(v.kind) (\(max) characters, this one has \(core.count)); two values pasted together?"
+                )
             }
         }
         return out

@@ -218,7 +218,8 @@ public struct RequirementsManifest: Sendable, Equatable {
         } catch {
             var isDirectory: ObjCBool = false
             if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-                throw CofferError(.fileNotFound, "no requirements manifest at \(path)", remedy: .init(.checkManifestPath, "check the manifest's path", path: path))
+                throw CofferError(
+                    .fileNotFound, "no requirements manifest at \(path)", remedy: .init(.checkManifestPath, "check the manifest's path", path: path))
             }
             if isDirectory.boolValue {
                 throw CofferError(.usage, "\(path) is a folder, not a requirements manifest", hint: "give the path of the manifest's JSON file")
@@ -243,7 +244,9 @@ public struct RequirementsManifest: Sendable, Equatable {
         do {
             return try ManifestParser(file: file).manifest(root)
         } catch let e as ManifestError {
-            throw CofferError(.badData, "\(file): at \(e.path): \(e.message)", hint: "fix the manifest; its format is in docs/requirements.md and Schemas/requirements.schema.json")
+            throw CofferError(
+                .badData, "\(file): at \(e.path): \(e.message)",
+                hint: "fix the manifest; its format is in docs/requirements.md and Schemas/requirements.schema.json")
         } catch {
             throw CofferError(.internalError, "\(error)")
         }
@@ -276,11 +279,17 @@ enum JSONValue: Decodable, Sendable {
             return
         }
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int.self) { self = .int(i) }
-        else if let d = try? c.decode(Double.self) { self = .double(d) }
-        else { self = .string(try c.decode(String.self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int.self) {
+            self = .int(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .double(d)
+        } else {
+            self = .string(try c.decode(String.self))
+        }
     }
 
     struct AnyKey: CodingKey {
@@ -457,7 +466,8 @@ extension FormatRule {
     /// progress callback lets the search be stopped).
     static func match(_ re: NSRegularExpression, _ value: String) -> MatchOutcome {
         let deadline = Date().addingTimeInterval(patternTimeLimit)
-        var found = false, timedOut = false
+        var found = false
+        var timedOut = false
         re.enumerateMatches(in: value, options: [.reportProgress], range: NSRange(value.startIndex..<value.endIndex, in: value)) { m, _, stop in
             if m != nil {
                 found = true

@@ -1,7 +1,7 @@
 import CofferCrypto
 import CofferStore
-import CofferSystem
 import CofferSync
+import CofferSystem
 import Foundation
 
 /// Shell sessions (docs/sessions.md): after one unlock, commands get the
@@ -120,7 +120,9 @@ public enum Session {
         }
         guard master.count == 32 else { throw unusable("session invalid (the token or its file was altered)") }
         guard header.vaultID == file.header.vaultID else {
-            throw CofferError(.locked, "session belongs to another vault (\(header.vaultPath)), not \(file.path)", remedy: .init(.unlockAgain, "unlock \(file.path)", path: file.path))
+            throw CofferError(
+                .locked, "session belongs to another vault (\(header.vaultPath)), not \(file.path)",
+                remedy: .init(.unlockAgain, "unlock \(file.path)", path: file.path))
         }
         if refresh { directory.touch(name: name) }
         return (master, parsed.id)

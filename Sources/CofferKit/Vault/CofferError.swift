@@ -2,6 +2,7 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import CofferSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -352,19 +353,26 @@ extension CofferError {
                 .badData, "\(path) has vault format \(found); this coffer reads up to \(supported)",
                 hint: "upgrade coffer")
         case .alreadyExists(let path):
-            return CofferError(.vaultExists, "a file already exists at \(path)", remedy: Remedy(.useExistingVault, "use it as it is, or choose another path", path: path))
+            return CofferError(
+                .vaultExists, "a file already exists at \(path)", remedy: Remedy(.useExistingVault, "use it as it is, or choose another path", path: path))
         case .cannotCreate(let path, let reason):
             return CofferError(.cannotCreate, "cannot create \(path): \(reason)")
         case .busy(let path):
             return CofferError(.busy, "the vault \(path) is busy (another coffer is writing)", hint: "try again in a moment")
         case .permissionDenied(let path, let reason):
-            return CofferError(.permissionDenied, "cannot read the vault \(path): \(reason)", remedy: Remedy(.checkPermissions, "check the owner and mode of the file and its folders, or open another path", path: path))
+            return CofferError(
+                .permissionDenied, "cannot read the vault \(path): \(reason)",
+                remedy: Remedy(.checkPermissions, "check the owner and mode of the file and its folders, or open another path", path: path))
         case .readOnly(let path, let reason):
-            return CofferError(.permissionDenied, "cannot write the vault \(path): \(reason)", hint: "make it writable (or remount the disk read-write) and run the command again; nothing was changed")
+            return CofferError(
+                .permissionDenied, "cannot write the vault \(path): \(reason)",
+                hint: "make it writable (or remount the disk read-write) and run the command again; nothing was changed")
         case .diskFull(let path):
-            return CofferError(.ioError, "no space left on \(Disk.describe(holding: path))", hint: "free some space and run the command again; nothing was changed")
+            return CofferError(
+                .ioError, "no space left on \(Disk.describe(holding: path))", hint: "free some space and run the command again; nothing was changed")
         case .io(let path, let reason):
-            return CofferError(.ioError, "cannot read or write the vault \(path): \(reason)", hint: "check the disk (dmesg); the vault is unchanged unless a write completed")
+            return CofferError(
+                .ioError, "cannot read or write the vault \(path): \(reason)", hint: "check the disk (dmesg); the vault is unchanged unless a write completed")
         case .damaged(let what):
             return .modifiedOutside(what)
         case .database(let message):
@@ -385,7 +393,8 @@ extension CofferError {
     public init(_ failure: FileWriteFailure) {
         switch failure.errno {
         case ENOSPC, EDQUOT:
-            self.init(.ioError, "no space left on \(Disk.describe(holding: failure.path))", hint: "free some space and run the command again; nothing was changed")
+            self.init(
+                .ioError, "no space left on \(Disk.describe(holding: failure.path))", hint: "free some space and run the command again; nothing was changed")
         case EIO:
             self.init(.ioError, failure.message, hint: failure.hint)
         default:

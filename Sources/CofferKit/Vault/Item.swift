@@ -48,12 +48,16 @@ public struct Day: Sendable, Hashable, Comparable, CustomStringConvertible, Coda
 
     public init?(year: Int, month: Int, day: Int) {
         var c = DateComponents()
-        c.year = year; c.month = month; c.day = day
+        c.year = year
+        c.month = month
+        c.day = day
         guard (1...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
             let date = Day.calendar.date(from: c),
             Day.calendar.component(.day, from: date) == day
         else { return nil }
-        self.year = year; self.month = month; self.day = day
+        self.year = year
+        self.month = month
+        self.day = day
     }
 
     /// Parses `YYYY-MM-DD`.
@@ -68,7 +72,9 @@ public struct Day: Sendable, Hashable, Comparable, CustomStringConvertible, Coda
     /// The day `date` falls on, in UTC.
     public init(_ date: Date) {
         let c = Day.calendar.dateComponents([.year, .month, .day], from: date)
-        year = c.year!; month = c.month!; day = c.day!
+        year = c.year!
+        month = c.month!
+        day = c.day!
     }
 
     public static var today: Day { Day(Date()) }

@@ -79,7 +79,9 @@ enum NewVaultFile {
             let code = errno
             removeTemp()
             if code == EEXIST {
-                throw CofferError(.vaultExists, "a file already exists at \(vaultPath)", remedy: .init(.chooseAnotherVaultPath, "choose another path for the vault", path: vaultPath))
+                throw CofferError(
+                    .vaultExists, "a file already exists at \(vaultPath)",
+                    remedy: .init(.chooseAnotherVaultPath, "choose another path for the vault", path: vaultPath))
             }
             throw CofferError(FileWriteFailure(path: vaultPath, message: "cannot create \(vaultPath): \(String(cString: strerror(code)))", errno: code))
         }

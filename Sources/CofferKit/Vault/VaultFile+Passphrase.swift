@@ -59,7 +59,8 @@ extension VaultFile {
                 // Another passwd may have run since this one read the header.
                 let now = try Queries.header(db)
                 guard now.wrappedMasterKey == expected.wrappedMasterKey, now.kdfSalt == expected.kdfSalt else {
-                    throw CofferError(.busy, "the passphrase of \(path) was changed by another process meanwhile", hint: "run the command again with the newest passphrase")
+                    throw CofferError(
+                        .busy, "the passphrase of \(path) was changed by another process meanwhile", hint: "run the command again with the newest passphrase")
                 }
                 try Queries.updateHeaderWrapping(db, header: updated, mac: mac)
                 // Stamp the new wrapping so it travels to the other

@@ -1,7 +1,7 @@
 import CofferCrypto
-import CofferSystem
 import CofferStore
 import CofferSync
+import CofferSystem
 import Foundation
 
 /// Non-secret facts about a vault, readable without the passphrase.
@@ -83,7 +83,8 @@ public final class VaultFile: Sendable {
         }
         sweepStaleTemporaries(forVaultAt: path)
         if FileManager.default.fileExists(atPath: path) {
-            throw CofferError(.vaultExists, "a file already exists at \(path)", remedy: .init(.useExistingVault, "use it as it is, or choose another path", path: path))
+            throw CofferError(
+                .vaultExists, "a file already exists at \(path)", remedy: .init(.useExistingVault, "use it as it is, or choose another path", path: path))
         }
         let vaultID = VaultID.random()
         let master = SecretBytes.random(count: 32)

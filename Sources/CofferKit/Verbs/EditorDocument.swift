@@ -33,12 +33,16 @@ public enum EditorDocument {
         var lines = [main?.value ?? ""]
         for f in item.fields where !f.isFile && f.name != main?.name && f.name != notesField {
             guard !f.value.contains("\n") && !f.value.contains("\r") else {
-                throw CofferError(.usage, "field '\(f.name)' has several lines, which the editor format cannot show", remedy: .init(.editFieldDirectly, "change it outside the editor", item: item.name, field: f.name))
+                throw CofferError(
+                    .usage, "field '\(f.name)' has several lines, which the editor format cannot show",
+                    remedy: .init(.editFieldDirectly, "change it outside the editor", item: item.name, field: f.name))
             }
             lines.append("\(f.name): \(f.value)")
         }
         if let main, main.value.contains("\n") || main.value.contains("\r") {
-            throw CofferError(.usage, "field '\(main.name)' has several lines, which the editor format cannot show", remedy: .init(.editFieldDirectly, "change it outside the editor", item: item.name, field: main.name))
+            throw CofferError(
+                .usage, "field '\(main.name)' has several lines, which the editor format cannot show",
+                remedy: .init(.editFieldDirectly, "change it outside the editor", item: item.name, field: main.name))
         }
         var text = lines.joined(separator: "\n") + "\n"
         if let notes = item.field(notesField), !notes.isFile {
@@ -78,7 +82,9 @@ public enum EditorDocument {
         } else if !first.isEmpty {
             let name = item.type.primaryFieldName.flatMap { $0 == notesField ? nil : $0 }
             guard let name else {
-                throw CofferError(.badData, "line 1: this \(item.type.rawValue) item has no main secret, so line 1 must stay empty", hint: "add the value as a `field: value` line instead")
+                throw CofferError(
+                    .badData, "line 1: this \(item.type.rawValue) item has no main secret, so line 1 must stay empty",
+                    hint: "add the value as a `field: value` line instead")
             }
             seen.insert(name)
             set(name, first)
@@ -95,13 +101,16 @@ public enum EditorDocument {
             var value = String(line[line.index(after: colon)...])
             if value.hasPrefix(" ") { value.removeFirst() }
             do { try Vault.checkFieldName(name) } catch {
-                throw CofferError(.badData, "line \(number): '\(name)' is not a valid field name", hint: "use letters, digits, '-', '_' or '.'; '@' and '=' are reserved")
+                throw CofferError(
+                    .badData, "line \(number): '\(name)' is not a valid field name", hint: "use letters, digits, '-', '_' or '.'; '@' and '=' are reserved")
             }
             guard name != notesField else {
                 throw CofferError(.badData, "line \(number): notes go after an empty line, not on a `notes:` line")
             }
             if let f = item.field(name), f.isFile {
-                throw CofferError(.badData, "line \(number): '\(name)' is an attachment and cannot be edited as text", remedy: .init(.replaceAttachment, "replace it with a file", item: item.name, name: name))
+                throw CofferError(
+                    .badData, "line \(number): '\(name)' is an attachment and cannot be edited as text",
+                    remedy: .init(.replaceAttachment, "replace it with a file", item: item.name, name: name))
             }
             guard seen.insert(name).inserted else {
                 throw CofferError(.badData, "line \(number): field '\(name)' is given twice")

@@ -50,7 +50,9 @@ public enum PasswordGenerator {
         var out: [CharacterClass] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             guard let c = CharacterClass(rawValue: part.trimmingCharacters(in: .whitespaces)) else {
-                throw CofferError(.usage, "unknown character class '\(part)' in the character class list", argument: "classes", hint: "use a comma-separated list of lower, upper, digits, symbols (or all)")
+                throw CofferError(
+                    .usage, "unknown character class '\(part)' in the character class list", argument: "classes",
+                    hint: "use a comma-separated list of lower, upper, digits, symbols (or all)")
             }
             if !out.contains(c) { out.append(c) }
         }
@@ -64,9 +66,13 @@ public enum PasswordGenerator {
             guard (1...maxLength).contains(length) else {
                 throw CofferError(.usage, "the length must be between 1 and \(maxLength), got \(length)", argument: "length")
             }
-            guard !classes.isEmpty else { throw CofferError(.usage, "the character class list names no character class", argument: "classes", hint: "use lower, upper, digits, symbols") }
+            guard !classes.isEmpty else {
+                throw CofferError(.usage, "the character class list names no character class", argument: "classes", hint: "use lower, upper, digits, symbols")
+            }
             guard length >= classes.count else {
-                throw CofferError(.usage, "the length \(length) is shorter than the \(classes.count) character classes it must contain", argument: "length", hint: "use a longer length or fewer character classes")
+                throw CofferError(
+                    .usage, "the length \(length) is shorter than the \(classes.count) character classes it must contain", argument: "length",
+                    hint: "use a longer length or fewer character classes")
             }
         case .words(let count, let separator):
             guard (1...maxWords).contains(count) else {
@@ -111,7 +117,10 @@ public enum PasswordGenerator {
         for mask in 0..<(1 << n) {
             var size = total
             var dropped = 0
-            for i in 0..<n where mask & (1 << i) != 0 { size -= classSizes[i]; dropped += 1 }
+            for i in 0..<n where mask & (1 << i) != 0 {
+                size -= classSizes[i]
+                dropped += 1
+            }
             guard size > 0 else { continue }
             terms.append((dropped % 2 == 0 ? 1 : -1, Double(length) * log2(Double(size))))
         }
@@ -127,7 +136,8 @@ public enum Wordlist {
     public static func eff() throws(CofferError) -> [String] {
         let list = parsed
         guard list.count == 7776 else {
-            throw CofferError(.internalError, "the built-in wordlist has \(list.count) words instead of 7776", hint: "this coffer was built wrongly; rebuild it")
+            throw CofferError(
+                .internalError, "the built-in wordlist has \(list.count) words instead of 7776", hint: "this coffer was built wrongly; rebuild it")
         }
         return list
     }

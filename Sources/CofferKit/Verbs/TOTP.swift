@@ -28,7 +28,8 @@ public struct TOTP: Sendable, Equatable {
         let mac = algorithm.authenticationCode(key: secret, message: msg)
         // Dynamic truncation (RFC 4226 §5.3).
         let offset = Int(mac[mac.count - 1] & 0x0f)
-        let bin = (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16)
+        let bin =
+            (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16)
             | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])
         var mod: UInt32 = 1
         for _ in 0..<digits { mod *= 10 }
@@ -59,7 +60,8 @@ public struct TOTP: Sendable, Equatable {
             throw CofferError(.badData, "the otpauth URI has no type", hint: "write otpauth://totp/…")
         }
         guard host == "totp" else {
-            throw CofferError(.badData, "the otpauth URI's type is '\(host.prefix(16))'; only totp is supported", hint: "counter-based (hotp) codes are not supported")
+            throw CofferError(
+                .badData, "the otpauth URI's type is '\(host.prefix(16))'; only totp is supported", hint: "counter-based (hotp) codes are not supported")
         }
         var label = url.path
         if label.hasPrefix("/") { label.removeFirst() }
@@ -97,7 +99,7 @@ public struct TOTP: Sendable, Equatable {
             case "issuer":
                 totp.issuer = value
             default:
-                continue  // image, counter of other types, vendor extensions
+                continue // image, counter of other types, vendor extensions
             }
         }
         guard sawSecret else {
@@ -118,7 +120,7 @@ public enum Base32 {
         var table = [Int8](repeating: -1, count: 256)
         for (i, c) in alphabet.enumerated() {
             table[Int(c)] = Int8(i)
-            if c >= UInt8(ascii: "A") { table[Int(c) + 32] = Int8(i) }  // lower case letters
+            if c >= UInt8(ascii: "A") { table[Int(c) + 32] = Int8(i) } // lower case letters
         }
         var body = Array(text.utf8).filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "-") }
         while body.last == UInt8(ascii: "=") { body.removeLast() }
@@ -132,7 +134,8 @@ public enum Base32 {
         for (i, c) in body.enumerated() {
             let v = table[Int(c)]
             guard v >= 0 else {
-                throw CofferError(.badData, "\(what) is not base32: character \(i + 1) is not a letter A–Z or a digit 2–7", hint: "copy the secret again from the service")
+                throw CofferError(
+                    .badData, "\(what) is not base32: character \(i + 1) is not a letter A–Z or a digit 2–7", hint: "copy the secret again from the service")
             }
             buffer = (buffer << 5) | UInt32(v)
             bits += 5
@@ -144,7 +147,8 @@ public enum Base32 {
         // A valid encoding leaves fewer than 5 bits over (RFC 4648 §6:
         // lengths 1, 3 and 6 mod 8 cannot occur).
         guard [0, 2, 4, 5, 7].contains(body.count % 8) else {
-            throw CofferError(.badData, "\(what) has \(body.count) base32 characters, a length no base32 encoding has", hint: "copy the whole secret again from the service")
+            throw CofferError(
+                .badData, "\(what) has \(body.count) base32 characters, a length no base32 encoding has", hint: "copy the whole secret again from the service")
         }
         return out
     }
