@@ -14,7 +14,7 @@ struct Audit: ParsableCommand {
             --expiring (default 30d); old: unchanged for more than --older-than (default 365d); \
             breached: listed in --hibp-file, a Have I Been Pwned SHA-1 file (HASH:COUNT lines \
             sorted by hash). Exit status: 1 when an issue named in --fail-on is found, else 0; \
-            64-77 for errors as everywhere (docs/audit.md).
+            64-77 for errors as everywhere (`coffer help audit`).
               coffer audit --fail-on weak,reused,breached --hibp-file pwned-passwords-sha1.txt
             """)
 

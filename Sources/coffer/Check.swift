@@ -10,7 +10,7 @@ struct Check: ParsableCommand {
             Each source is ready, missing, invalid (fails its format rule) or expired. Without \
             --requirements, checks every manifest registered with `coffer requirements add`. \
             Exit status: 0 when every required source is ready (with --all: every source), \
-            1 when one is not, 64-77 for errors as everywhere (docs/requirements.md).
+            1 when one is not, 64-77 for errors as everywhere (`coffer help requirements`).
               coffer check --requirements app-requirements.json || echo "keys missing"
             """)
 
@@ -19,7 +19,7 @@ struct Check: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Option(help: ArgumentHelp("Requirements manifest (JSON, docs/requirements.md).", valueName: "file"))
+    @Option(help: ArgumentHelp("Requirements manifest (JSON, `coffer help requirements`).", valueName: "file"))
     var requirements: String?
 
     @Flag(help: "Treat optional sources as required for the exit status.")

@@ -18,8 +18,8 @@ struct Coffer: ParsableCommand {
             $XDG_DATA_HOME/coffer/vault.coffer. Exit codes: 0 success, 64 usage, 65 bad data, \
             66 not found, 73 cannot create, 74 I/O error (a full disk), 75 busy, 77 wrong passphrase, \
             locked or permission denied \
-            (docs/exit-codes.md); `coffer check` exits 1 when a required source is not ready. Shell completions (item and field names too): \
-            coffer --generate-completion-script bash|zsh|fish (docs/user-guide.md).
+            (`coffer help exit-codes`); `coffer check` exits 1 when a required source is not ready. Shell completions (item and field names too): \
+            coffer --generate-completion-script bash|zsh|fish (`coffer help guide`).
             """,
         version: CofferVersion.string,
         subcommands: [

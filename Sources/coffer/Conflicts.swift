@@ -8,7 +8,7 @@ struct Conflicts: ParsableCommand {
         commandName: "conflicts",
         abstract: "List every open conflict: concurrent values, deletes against edits, shared names.",
         discussion: """
-            A merge keeps concurrent writes side by side instead of dropping one (docs/sync.md). \
+            A merge keeps concurrent writes side by side instead of dropping one (`coffer help sync`). \
             Each conflict shows the item, the field and its sides with their time and replica; the \
             side marked * is the one shown meanwhile. Secret values are shown only with \
             --show-secrets. Settle a conflict with `coffer resolve NAME [--field F] --keep N`. \

@@ -20,7 +20,7 @@ struct Edit: ParsableCommand {
               coffer edit github --totp                        # otpauth:// URI from stdin
               coffer edit github                               # open it in $VISUAL/$EDITOR
             With no change options the item opens in $VISUAL or $EDITOR as text: line 1 the main \
-            secret, then `field: value` lines, then an empty line and notes (docs/user-guide.md). \
+            secret, then `field: value` lines, then an empty line and notes (`coffer help guide`). \
             The file is 0600 in a 0700 folder under $XDG_RUNTIME_DIR (--unsafe-tmp allows a shared \
             temporary folder) and is wiped afterwards.
             """)
@@ -80,7 +80,7 @@ struct Edit: ParsableCommand {
     @Option(
         name: .customLong("allow-env-var"),
         help: ArgumentHelp(
-            "Let `coffer env` set this guarded variable (GIT_PAGER, HTTPS_PROXY, LD_*…; docs/references.md) from this item (repeatable; stored in the item, it syncs).",
+            "Let `coffer env` set this guarded variable (GIT_PAGER, HTTPS_PROXY, LD_*…; `coffer help references`) from this item (repeatable; stored in the item, it syncs).",
             valueName: "VAR"))
     var allowEnvVars: [String] = []
 

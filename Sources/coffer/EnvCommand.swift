@@ -21,10 +21,10 @@ struct Env: ParsableCommand {
             Formats: dotenv (NAME=VALUE, quoted when needed), shell (export NAME='VALUE'), json (an \
             object, Schemas/env.schema.json). Variables that change how programs run (LD_*, PATH, IFS, ENV, BASH_ENV, \
             PROMPT_COMMAND, PS1-4, *PAGER, EDITOR, GIT_*, *PROXY*, PYTHON*, *_OPTIONS, COFFER_* …; \
-            docs/references.md) are refused unless the item allows them (`coffer edit NAME \
+            `coffer help references`) are refused unless the item allows them (`coffer edit NAME \
             --allow-env-var VAR`) or --allow-dangerous-names is given for the run. Exit codes: 65 two \
             fields map to one variable or a dangerous name, \
-            66 no such item, 77 locked. See docs/references.md.
+            66 no such item, 77 locked. See `coffer help references`.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -35,7 +35,7 @@ struct Env: ParsableCommand {
     @Option(help: "Output format: dotenv, shell or json.")
     var format: EnvFormat = .dotenv
 
-    @Flag(help: "Allow variables that change how programs run (LD_*, PATH, PROMPT_COMMAND, *_OPTIONS…; docs/references.md).")
+    @Flag(help: "Allow variables that change how programs run (LD_*, PATH, PROMPT_COMMAND, *_OPTIONS…; `coffer help references`).")
     var allowDangerousNames = false
 
     func run() throws {

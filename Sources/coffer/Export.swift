@@ -13,7 +13,7 @@ struct Export: ParsableCommand {
             that machine has not seen. The file is written atomically with mode 0600.
 
             With --format json|csv|keepass-xml --plaintext, writes every item UNENCRYPTED instead \
-            (docs/import-export.md): json is Coffer's lossless format (`coffer import --from \
+            (`coffer help import`): json is Coffer's lossless format (`coffer import --from \
             coffer-json` reads it back; --history adds earlier field values), keepass-xml is what \
             `keepassxc-cli import` reads. Attachments go into json (base64) and keepass-xml (KeePass \
             attachments); csv leaves them out, naming each item in a warning. Local-only items only \

@@ -18,7 +18,7 @@ struct GitCredentialCommand: ParsableCommand {
             protocol, host (and path with credential.useHttpPath), or of the item git/HOST; \
             store saves what git confirmed worked (a normal write, so it syncs); erase deletes \
             the matching git/ item. Without a session, passphrase source or terminal it prints \
-            nothing and exits 0, so git asks its next helper (docs/git-credential.md).
+            nothing and exits 0, so git asks its next helper (`coffer help git-credential`).
             """)
 
     @OptionGroup var options: VaultOptions

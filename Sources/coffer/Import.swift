@@ -7,7 +7,7 @@ struct Import: ParsableCommand {
         commandName: "import",
         abstract: "Merge bundles from other replicas, or import another tool's export (--from).",
         discussion: """
-            With --from FORMAT, imports another password manager's export instead (docs/import-export.md): \
+            With --from FORMAT, imports another password manager's export instead (`coffer help import`): \
             pass (a password-store folder, default $PASSWORD_STORE_DIR or ~/.password-store, decrypted \
             by your gpg), keepass-xml, kdbx (read through keepassxc-cli; its password from \
             --source-passphrase-fd N, --source-passphrase-file F, or a no-echo prompt), bitwarden-json, \

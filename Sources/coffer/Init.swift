@@ -23,7 +23,7 @@ struct Init: ParsableCommand {
     @Option(help: ArgumentHelp("Argon2id lanes.", valueName: "n"))
     var kdfParallelism: UInt32?
 
-    @Flag(help: "Accept a passphrase below the minimum strength (docs/user-guide.md).")
+    @Flag(help: "Accept a passphrase below the minimum strength (`coffer help guide`).")
     var force = false
 
     func run() throws {

@@ -17,7 +17,7 @@ struct Inject: ParsableCommand {
               api_key: {{ coffer://work/openai }}
             {{ … }} not starting with coffer:// is left as it is. Exit codes: 65 malformed or \
             ambiguous reference, 66 unknown item or field or missing template, 73 cannot write \
-            the output, 77 locked. See docs/references.md.
+            the output, 77 locked. See `coffer help references`.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -21,7 +21,7 @@ struct NewPassphraseOptions: ParsableArguments {
     @Option(help: ArgumentHelp("New Argon2id lanes.", valueName: "n"))
     var kdfParallelism: UInt32?
 
-    @Flag(help: "Accept a new passphrase below the minimum strength (docs/user-guide.md).")
+    @Flag(help: "Accept a new passphrase below the minimum strength (`coffer help guide`).")
     var force = false
 
     /// A new passphrase is given by file descriptor or file.

@@ -11,7 +11,7 @@ struct Read: ParsableCommand {
             coffer read coffer://work/openai/key      # one field \
             coffer read 'coffer://my item/api key'    # spaces are fine (quote them) \
             coffer read 'coffer://a/b?field=c'        # always field c of item a/b \
-            The reference grammar and how NAME/FIELD is split are in docs/references.md. With \
+            The reference grammar and how NAME/FIELD is split are in `coffer help references`. With \
             --json, prints Schemas/read.schema.json. Exit codes: 65 malformed or ambiguous \
             reference, 66 no such item or field, 77 locked.
             """)

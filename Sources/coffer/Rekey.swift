@@ -19,9 +19,9 @@ struct Rekey: ParsableCommand {
             bundles of the old key. The passphrase comes from --passphrase-fd, --passphrase-file, \
             $COFFER_PASSPHRASE or the terminal (a session is not enough). It stays the same unless \
             --change-passphrase, --new-passphrase-fd or --new-passphrase-file gives a new one: after \
-            a leaked passphrase, change it here, in the same step (docs/threat-model.md). Exit status: \
+            a leaked passphrase, change it here, in the same step (`coffer help threat-model`). Exit status: \
             0; 64 usage; 65 the vault file was modified outside coffer; 75 another process changed \
-            the key meanwhile; 77 wrong passphrase. See docs/key-hierarchy.md and docs/user-guide.md.
+            the key meanwhile; 77 wrong passphrase. See docs/key-hierarchy.md and `coffer help guide`.
             """)
 
     @OptionGroup var options: VaultOptions

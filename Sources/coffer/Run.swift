@@ -27,7 +27,7 @@ struct Run: ParsableCommand {
             status is CMD's (128+N when signal N killed it). Before CMD starts: 64 usage, 65 \
             malformed or ambiguous reference or bad --env-file, 66 unknown item or field or missing \
             --env-file, 77 locked, 126 CMD not executable, 127 CMD not found. See \
-            docs/references.md.
+            `coffer help references`.
             """)
 
     @OptionGroup var options: VaultOptions

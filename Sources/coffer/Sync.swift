@@ -19,7 +19,7 @@ struct Sync: ParsableCommand {
             nothing. Exit status: 0; 65 when a bundle could not be merged (the others were, and this \
             replica's bundle was written, or DIR holds only another vault's bundles and nothing was \
             written); 66 no vault (when DIR holds bundles, the hint says `coffer clone DIR`); 73 DIR \
-            cannot be created; 77 wrong passphrase (docs/sync.md). A missing DIR is created (mode \
+            cannot be created; 77 wrong passphrase (`coffer help sync`). A missing DIR is created (mode \
             0700) and sync says so. With --git, DIR is a clone of a repository every machine \
             pushes to: sync commits this replica's bundle if it changed, pulls with a rebase, \
             merges, and pushes, retrying up to 5 times when another machine pushed first (exit 74 \

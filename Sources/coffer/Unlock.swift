@@ -22,7 +22,7 @@ struct Unlock: ParsableCommand {
             and prints the line that sets COFFER_SESSION. The session ends after --timeout without use \
             (default 15m, or session.timeout in $XDG_CONFIG_HOME/coffer/config), after --max-lifetime \
             in any case (default 8h, session.max-lifetime), or with `coffer lock`. Other sessions are \
-            not affected. Durations: 90s, 15m, 2h, 1d, 1h30m. See docs/sessions.md.
+            not affected. Durations: 90s, 15m, 2h, 1d, 1h30m. See `coffer help sessions`.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -11,7 +11,7 @@ struct Verify: ParsableCommand {
             version, checks each item's integrity record against its rows and name index, and \
             authenticates every current and history version, and compares the schema with a Coffer vault's (a trigger, a view, an index coffer never creates, WAL journal mode). Exits 0 when all hold, 65 when \
             something does (each problem is named on stderr; no value is ever printed). \
-            See docs/threat-model.md.
+            See `coffer help threat-model`.
             """)
 
     @OptionGroup var options: VaultOptions
