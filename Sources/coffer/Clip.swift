@@ -232,7 +232,11 @@ struct ClipClear: ParsableCommand {
     /// argument-parser (whose start-up is most of a coffer process's
     /// instructions, docs/benchmarks-verbs.md); anything else is left to it.
     static func direct(_ args: [String]) -> (tool: String, after: Int)? {
-        guard args.count == 5, args[0] == "clip-clear", args[1] == "--tool", args[3] == "--after", let after = Int(args[4]) else { return nil }
+        // A value that starts with `-` is an option to argument-parser,
+        // which refuses the line (FastPathDriftTests).
+        guard args.count == 5, args[0] == "clip-clear", args[1] == "--tool", args[3] == "--after", !args[2].hasPrefix("-"), !args[4].hasPrefix("-"),
+            let after = Int(args[4])
+        else { return nil }
         return (args[2], after)
     }
 

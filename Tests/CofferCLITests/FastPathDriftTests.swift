@@ -40,6 +40,24 @@ struct FastPathDriftTests {
         #expect(find.term == "term" && !find.json)
     }
 
+    /// The detached clipboard clearer: every line `ClipClear.direct` takes
+    /// parses to the same tool and delay (a value starting with `-` is an
+    /// option to argument-parser, which refuses the line).
+    @Test func theClipboardClearersDirectFormIsArgumentParsers() throws {
+        var taken = 0
+        for tool in ["xclip", "wl-copy", "-x", "--after"] {
+            for after in ["45", "0", "-1", "x", "--tool"] {
+                let args = ["clip-clear", "--tool", tool, "--after", after]
+                guard let direct = ClipClear.direct(args) else { continue }
+                taken += 1
+                let parsed = try Self.parse(args, as: ClipClear.self)
+                #expect(parsed.tool == direct.tool && parsed.after == direct.after, "\(args)")
+            }
+        }
+        #expect(taken == 4)
+        #expect(ClipClear.direct(["clip-clear", "--tool", "xclip", "--after", "-1"]) == nil)
+    }
+
     /// Generated `add` command lines: every one AddFastPath takes must be
     /// the same request as argument-parser's parse of it.
     @Test func addFastPathRequestsAreArgumentParsersRequests() throws {
