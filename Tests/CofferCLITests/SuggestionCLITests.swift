@@ -6,6 +6,12 @@ import Testing
 /// and the configuration file.
 @Suite("suggestions and warnings, black-box")
 struct SuggestionCLITests {
+    /// Adds an api-key item `name` holding a key that must never appear in an error.
+    static func addKey(_ home: TestHome, _ name: String, _ key: String = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB") {
+        let r = home.unlocked(["add", name, "--type", "api-key"], stdin: key)
+        #expect(r.status == 0, "\(r)")
+    }
+
     @Test func mistypedCommandGetsTheNearestOne() {
         let home = TestHome()
         let r = home.run(["lsit"])
@@ -23,7 +29,7 @@ struct SuggestionCLITests {
     @Test func mistypedItemNameGetsTheNearestOne() {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "work/openai", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB").status == 0)
+        Self.addKey(home, "work/openai")
         let r = home.unlocked(["get", "work/opneai"])
         #expect(r.status == 66, "\(r)")
         #expect(r.stderr.contains("no item named 'work/opneai'"), "\(r)")
@@ -36,13 +42,13 @@ struct SuggestionCLITests {
     @Test func aLastPathComponentFindsTheFullName() {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "work/openai", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB").status == 0)
+        Self.addKey(home, "work/openai")
         let one = home.unlocked(["get", "openai"])
         #expect(one.status == 66, "\(one)")
         #expect(one.stderr.contains("did you mean `work/openai`?"), "\(one)")
         // A typo of the last component too.
         #expect(home.unlocked(["get", "opneai"]).stderr.contains("did you mean `work/openai`?"))
-        #expect(home.unlocked(["add", "home/openai", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789CD").status == 0)
+        Self.addKey(home, "home/openai", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789CD")
         let two = home.unlocked(["get", "openai"])
         #expect(two.stderr.contains("did you mean one of `home/openai`, `work/openai`?"), "\(two)")
         #expect(!two.stderr.contains("sk-proj"), "a value leaked into the error")
@@ -51,11 +57,11 @@ struct SuggestionCLITests {
     @Test func suggestedNamesAreQuotedForTheShell() {
         let home = TestHome()
         home.initVault()
-        #expect(home.unlocked(["add", "work/my key", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF").status == 0)
+        Self.addKey(home, "work/my key", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF")
         let r = home.unlocked(["get", "work/my kye"])
         #expect(r.status == 66, "\(r)")
         #expect(r.stderr.contains("did you mean `'work/my key'`?"), "\(r)")
-        #expect(home.unlocked(["add", "it's", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF").status == 0)
+        Self.addKey(home, "it's", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF")
         #expect(home.unlocked(["get", "its"]).stderr.contains(#"did you mean `'it'\''s'`?"#))
     }
 
@@ -63,8 +69,7 @@ struct SuggestionCLITests {
         let home = TestHome()
         home.initVault()
         // What an import makes of a title "web/site" (kept as one name).
-        let add = home.unlocked(["add", "web\u{2215}site", "--type", "api-key"], stdin: "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF")
-        #expect(add.status == 0, "\(add)")
+        Self.addKey(home, "web\u{2215}site", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789EF")
         let id = home.unlocked(["show", "web\u{2215}site", "--json"]).stdout
         let r = home.unlocked(["get", "web/site"])
         #expect(r.status == 66, "\(r)")

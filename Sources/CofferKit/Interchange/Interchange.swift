@@ -48,7 +48,7 @@ extension Interchange {
         var prefix = ""
         if let p = options.prefix?.trimmingCharacters(in: CharacterSet(charactersIn: "/")), !p.isEmpty {
             prefix = try Vault.normalizeName(p)
-            try Vault.checkNotReserved(prefix)
+            try CredentialRequirements.checkNotReserved(prefix)
         }
         var last: Dot?
         /// The first write checks that this file still owns its replica id

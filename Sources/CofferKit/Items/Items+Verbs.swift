@@ -125,8 +125,8 @@ extension Items {
 
     private func transfer(_ pairs: [(from: String, to: String)], copy: Bool) throws(CofferError) {
         for p in pairs {
-            try Vault.checkNotReserved(p.to)
-            try Vault.checkNotReserved(p.from)
+            try CredentialRequirements.checkNotReserved(p.to)
+            try CredentialRequirements.checkNotReserved(p.from)
         }
         let targets = pairs.map(\.to)
         if let dup = targets.first(where: { t in targets.filter { $0 == t }.count > 1 }) {

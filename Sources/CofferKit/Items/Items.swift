@@ -27,7 +27,7 @@ extension Items {
         for original in drafts {
             var draft = original
             let name = try Vault.normalizeName(draft.name)
-            if !allowReserved { try Vault.checkNotReserved(name) }
+            if !allowReserved { try CredentialRequirements.checkNotReserved(name) }
             for i in draft.fields.indices { draft.fields[i].name = try Vault.normalizeFieldName(draft.fields[i].name) }
             try Vault.checkSizes(draft.fields, of: name)
             try Vault.checkItemSize(draft.fields, of: name)
@@ -176,7 +176,7 @@ extension Items {
         edit.unsetFields = edit.unsetFields.map { $0.utf8.allSatisfy({ $0 < 0x80 }) ? $0 : $0.precomposedStringWithCanonicalMapping }
         guard !edit.isEmpty else { throw CofferError(.usage, "nothing to change", remedy: .init(.sayWhatToChange, "say what to change")) }
         let newName = try edit.rename.map { n throws(CofferError) in try Vault.normalizeName(n) }
-        if let n = newName { try Vault.checkNotReserved(n) }
+        if let n = newName { try CredentialRequirements.checkNotReserved(n) }
         try Vault.checkSizes(edit.setFields, of: name)
         for t in edit.addTags { try Vault.checkTag(t) }
         return try CofferError.wrap {

@@ -14,8 +14,6 @@ extension Vault {
     /// Whether `name` is under ``reservedNamePrefix``.
     public static func isReserved(_ name: String) -> Bool { CredentialRequirements.isReserved(name) }
 
-    static func checkNotReserved(_ name: String) throws(CofferError) { try CredentialRequirements.checkNotReserved(name) }
-
     /// The stored value of `field` (`key`, `email`, `password`, …) for the
     /// source `sourceID`, chosen as ``status(of:today:)`` does, with the
     /// item it came from; nil when no live item with that source has the
