@@ -122,7 +122,7 @@ struct Add: ParsableCommand {
         var fieldList = try ItemInput.parseAssignments(r.fields, type: type)
         if let url = r.url { fieldList.append(Field(name: "url", value: url, isSecret: false)) }
         if r.generation.isUsed && !r.generate && r.generateField.isEmpty {
-            throw CofferError(.usage, "--length, --chars, --words, --separator and --no-ambiguous need --generate or --generate-field")
+            throw CofferError(.usage, "--length, --chars, --words, --separator, --no-symbols and --no-ambiguous need --generate or --generate-field")
         }
         _ = try r.generation.recipe()
         if let totpUri = r.totpUri, totpUri != "-" {

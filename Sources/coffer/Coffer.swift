@@ -50,17 +50,17 @@ struct Coffer: ParsableCommand {
         CofferKit.Coffer.hardenProcess()
         originalUmask = umask(0o077)
         MemoryLockWarning.install()
+        let arguments = CommandLineSpelling.movingGlobalOptions(Array(CommandLine.arguments.dropFirst()), root: Coffer.self)
         do {
-            let arguments = Array(CommandLine.arguments.dropFirst())
             if try FastPath.run(arguments) { return }
             if HelpTopics.run(arguments) { return }
             try checkSubcommand(arguments)
-            var command = try LeafParse.command(arguments, among: configuration.subcommands) ?? parseAsRoot()
+            var command = try LeafParse.command(arguments, among: configuration.subcommands) ?? parseAsRoot(arguments)
             try command.run()
         } catch let error as CofferError {
             Output.fail(UnlockedVault.withSuggestion(error))
         } catch {
-            if let usage = usageError(error) { Output.fail(usage) }
+            if let usage = usageError(error, arguments: arguments) { Output.fail(usage) }
             exit(withError: error)
         }
     }
@@ -72,9 +72,20 @@ extension Coffer {
     /// throws: `coffer: error: …`, a hint with the usage line, exit 64
     /// (docs/exit-codes.md). Nil for what is no failure (`--help`,
     /// `--version`), which argument-parser prints itself.
-    static func usageError(_ error: any Error) -> CofferError? {
+    static func usageError(_ error: any Error, arguments: [String] = []) -> CofferError? {
         guard exitCode(for: error) == .validationFailure else { return nil }
         let lines = fullMessage(for: error).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let said = message(for: error)
+        // "Unknown option '--timeout'" with no suggestion of its own: the
+        // nearest option of that verb (CommandLineSpelling.nearest).
+        if said.hasPrefix("Unknown option '"), !said.contains("Did you mean"),
+            let unknown = said.split(separator: "'").dropFirst().first
+        {
+            let leaf = CommandLineSpelling.leaf(arguments, root: Coffer.self)
+            if let near = CommandLineSpelling.nearest(to: String(unknown), among: CommandLineSpelling.options(of: leaf.command)) {
+                return CofferError(.usage, said, hint: "did you mean `\(near)`? (see `\(leaf.path.joined(separator: " ")) --help`)")
+            }
+        }
         var hint: [String] = []
         if let usage = lines.first(where: { $0.hasPrefix("Usage: ") }) { hint.append(usage) }
         if let see = lines.first(where: { $0.hasPrefix("See '") }),
@@ -82,7 +93,7 @@ extension Coffer {
         {
             hint.append("see `\(command)`")
         }
-        return CofferError(.usage, message(for: error), hint: hint.isEmpty ? "see `coffer --help`" : hint.joined(separator: "; "))
+        return CofferError(.usage, said, hint: hint.isEmpty ? "see `coffer --help`" : hint.joined(separator: "; "))
     }
 
     /// A first argument that is no option and no subcommand is a mistyped

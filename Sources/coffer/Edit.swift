@@ -121,7 +121,7 @@ struct Edit: ParsableCommand {
             return
         }
         if generation.isUsed && !generate && generateField.isEmpty {
-            throw CofferError(.usage, "--length, --chars, --words, --separator and --no-ambiguous need --generate or --generate-field")
+            throw CofferError(.usage, "--length, --chars, --words, --separator, --no-symbols and --no-ambiguous need --generate or --generate-field")
         }
         _ = try generation.recipe()
         var envChanges: [(field: String, variable: String?)] = []

@@ -59,6 +59,16 @@ asks for a new passphrase twice, without echo, and creates the vault at `$XDG_DA
 (usually `~/.local/share/coffer/vault.coffer`) with mode 0600 in a folder with mode 0700. Use `--vault PATH`
 or `COFFER_VAULT=PATH` for another file; every command accepts `--vault`.
 
+### Where options go
+
+Options follow the verb (`coffer get --vault PATH NAME`), but the vault options — `--vault`,
+`--passphrase-fd` and `--passphrase-file` — may also come first, as git and gopass users write them:
+`coffer --vault ~/team.coffer edit api/stripe` is `coffer edit --vault ~/team.coffer api/stripe`
+(the `--vault=PATH` spelling too, and before a two-word verb such as `requirements add`). An unknown
+option is refused (exit 64) with the nearest option of that verb: a typo (`--vaul` → `--vault`), a short
+letter Coffer does not have (`generate -l` → `--length`), or another tool's name for it (`clip --timeout`
+→ `--clear-after`, `--output` → `--out`, `--user` → `--username`).
+
 The passphrase is stretched with Argon2id (256 MiB, 3 iterations, 4 lanes by default; measured
 0.7 s per unlock on the 2-core machine the benchmarks run on, docs/benchmarks.md). `--kdf-memory 1G
 --kdf-iterations 4 --kdf-parallelism 2` makes guessing harder; values below 19 MiB or 2 iterations
@@ -853,7 +863,15 @@ coffer generate --words 5 --separator ' '
 coffer add github --type login --field username=me --generate          # stored, never printed
 coffer edit github --generate --words 6                                # a new password, never printed
 coffer edit github --generate-field pin --length 6 --chars digits      # any field
+coffer generate -n                               # pass's --no-symbols: letters and digits
+coffer generate web/mail 30                      # as pass does: store login web/mail, print it
+coffer generate web/mail --in-place              # a new password for it, other fields kept
 ```
+
+`coffer generate NAME [LENGTH]` takes pass's spelling of `pass generate`: it stores the generated
+password as a new login item NAME and prints it (an existing NAME is refused with exit 73 unless
+`--in-place`/`-i`, which replaces only the item's main secret). `-n`/`--no-symbols` is pass's name for
+`--chars lower,upper,digits`; it cannot be combined with `--chars`.
 
 Every character (or word) is drawn uniformly at random with libsodium's `randombytes_uniform` (no
 modulo bias). A character password contains at least one character of every class asked for; the
