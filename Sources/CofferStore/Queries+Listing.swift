@@ -15,11 +15,25 @@ internal import SQLite3
 /// more than the rest of the listing (docs/benchmarks.md).
 extension Queries {
     public static func listedItems(_ db: Database) throws -> [ListedItem] {
+        try listed(db, "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt, record FROM item ORDER BY itemId")
+    }
+
+    /// These items' rows and records (a write's changed items, for the
+    /// listing cache's delta), in id order; ids without a row are left out.
+    public static func listedItems(_ db: Database, ids: some Collection<ItemID>) throws -> [ListedItem] {
+        guard !ids.isEmpty else { return [] }
+        // Literals made here from 16-byte ids, never from input text.
+        let hex = ids.map { "x'\(Hex.encode($0.bytes))'" }
+        return try listed(
+            db,
+            "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt, record FROM item WHERE itemId IN (\(hex.joined(separator: ","))) ORDER BY itemId"
+        )
+    }
+
+    private static func listed(_ db: Database, _ sql: String) throws -> [ListedItem] {
         guard let handle = db.sqliteConnection else { throw StoreError.database("the database is closed") }
         var out: [ListedItem] = []
-        try RawStatement(
-            handle, "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt, record FROM item ORDER BY itemId"
-        ).forEachRow { s in
+        try RawStatement(handle, sql).forEachRow { s in
             let idBytes = try s.blob(0, "item.itemId")
             guard idBytes.count == 16, let id = ItemID(bytes: idBytes) else { throw StoreError.damaged("item id of wrong length") }
             guard let policy = SyncPolicy(rawValue: try s.text(1, "item.policy")) else {

@@ -37,6 +37,8 @@ struct ListingCacheTests {
         return home.environment["XDG_RUNTIME_DIR"]! + "/coffer/\(id).listing"
     }
 
+    static func deltaPath(_ home: TestHome, token: String) -> String { cachePath(home, token: token) + "-delta" }
+
     static func inode(_ path: String) -> (ino: UInt, mode: UInt32, isLink: Bool)? {
         var st = stat()
         guard lstat(path, &st) == 0 else { return nil }
@@ -184,22 +186,122 @@ struct ListingCacheTests {
         }
     }
 
+    @Test("a write's delta brings the cache forward: no record is read again, the output is a full listing's")
+    func deltasBringTheCacheForward() throws {
+        let (home, token) = try Self.home()
+        let session = ["COFFER_SESSION": token]
+        let path = Self.cachePath(home, token: token)
+        let deltas = Self.deltaPath(home, token: token)
+        _ = home.run(["ls"], env: session)
+        let base = try #require(Self.inode(path))
+        let writes: [([String], String?)] = [
+            (["add", "work/new", "--type", "api-key", "--tag", "fresh"], "x\n"), (["rm", "personal/github"], nil),
+            (["edit", "work/aws", "--tag", "billing", "--expires", "2001-02-03"], nil), (["mv", "work/", "job/"], nil),
+            (["edit", "日本/鍵", "--rename", "aaa-first"], nil), (["cp", "job/new", "zzz-last"], nil),
+        ]
+        for (args, stdin) in writes {
+            let w = home.run(args, stdin: stdin, env: session)
+            #expect(w.status == 0, "\(args): \(w)")
+            Self.expectSame(home, token: token, as: Self.truth(home))
+            // Served from the base file and the deltas, not rebuilt.
+            #expect(Self.inode(path)?.ino == base.ino, "\(args): the listing was rebuilt")
+            let delta = try #require(Self.inode(deltas))
+            #expect(delta.mode == 0o600 && !delta.isLink)
+        }
+        // A write made without the session leaves no delta: the next
+        // listing reads the vault and starts over.
+        #expect(home.unlocked(["add", "outside", "--type", "api-key"], stdin: "v\n").status == 0)
+        Self.expectSame(home, token: token, as: Self.truth(home))
+        let rebuilt = try #require(Self.inode(path))
+        #expect(rebuilt.ino != base.ino && !FileManager.default.fileExists(atPath: deltas))
+        // A long chain is folded into a new base by the listing that reads it.
+        for i in 0..<33 {
+            #expect(home.run(["edit", "job/new", "--tag", "t\(i)"], env: session).status == 0)
+        }
+        Self.expectSame(home, token: token, as: Self.truth(home))
+        #expect(Self.inode(path)?.ino != rebuilt.ino && !FileManager.default.fileExists(atPath: deltas))
+    }
+
+    @Test("a damaged, torn, forged, reordered or foreign delta is never applied wrongly")
+    func damagedDeltas() throws {
+        let (home, token) = try Self.home()
+        let session = ["COFFER_SESSION": token]
+        let path = Self.cachePath(home, token: token)
+        let deltas = Self.deltaPath(home, token: token)
+        _ = home.run(["ls"], env: session)
+        let base = try Data(contentsOf: URL(fileURLWithPath: path))
+        for (i, name) in ["one", "two", "three"].enumerated() {
+            #expect(home.run(["add", name, "--type", "api-key", "--tag", "n\(i)"], stdin: "v\n", env: session).status == 0)
+        }
+        let good = try Data(contentsOf: URL(fileURLWithPath: deltas))
+        let truth = Self.truth(home)
+        // Three records of equal layout: split them to reorder.
+        let size = good.count / 3
+        #expect(good.count == size * 3, "records of \(good.count) bytes")
+        let reordered = good.suffix(size) + good.prefix(size) + good.dropFirst(size).prefix(size)
+        var flipped = good
+        flipped[good.count - 10] ^= 1
+        var header = good
+        header[30] ^= 1 // inside the first record's "from" MAC
+        let (other, otherToken) = try Self.home()
+        _ = other.run(["ls"], env: ["COFFER_SESSION": otherToken])
+        #expect(other.run(["add", "only-in-other", "--type", "api-key"], stdin: "v\n", env: ["COFFER_SESSION": otherToken]).status == 0)
+        let foreign = try Data(contentsOf: URL(fileURLWithPath: Self.deltaPath(other, token: otherToken)))
+        let cases: [(String, Data, Bool)] = [
+            ("reordered", reordered, true), ("flipped", flipped, false), ("header", header, false), ("torn", good.dropLast(7), false),
+            ("foreign", foreign, false), ("foreign first", foreign + good, true), ("empty", Data(), false),
+        ]
+        for (label, bytes, served) in cases {
+            try base.write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o600)
+            let before = try #require(Self.inode(path))
+            try bytes.write(to: URL(fileURLWithPath: deltas))
+            chmod(deltas, 0o600)
+            Self.expectSame(home, token: token, as: truth)
+            #expect((Self.inode(path)?.ino == before.ino) == served, "\(label)")
+            #expect(!home.run(["ls"], env: session).stdout.contains("only-in-other"), "\(label)")
+        }
+        // Not private, or a link: not read.
+        try base.write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o600)
+        try good.write(to: URL(fileURLWithPath: deltas))
+        chmod(deltas, 0o644)
+        let before = try #require(Self.inode(path))
+        Self.expectSame(home, token: token, as: truth)
+        #expect(Self.inode(path)?.ino != before.ino)
+    }
+
+    @Test("an edit made with sqlite3 after a write's delta is still refused")
+    func sqliteEditAfterADelta() throws {
+        let (home, token) = try Self.home()
+        let session = ["COFFER_SESSION": token]
+        _ = home.run(["ls"], env: session)
+        #expect(home.run(["rm", "work/openai"], env: session).status == 0)
+        #expect(FileManager.default.fileExists(atPath: Self.deltaPath(home, token: token)))
+        VaultTamperingTests.sql(home.vaultPath, "UPDATE item SET isDeleted = 0;")
+        for args in [["ls"], ["find", "work"]] {
+            VaultTamperingTests.expectModified(home.run(args, env: session))
+        }
+    }
+
     @Test("lock removes the session's listing cache; an expired session's cache is swept")
     func endsWithItsSession() throws {
         let (home, token) = try Self.home()
         let path = Self.cachePath(home, token: token)
         _ = home.run(["ls"], env: ["COFFER_SESSION": token])
-        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(home.run(["add", "one-more", "--type", "api-key"], stdin: "v\n", env: ["COFFER_SESSION": token]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: path) && FileManager.default.fileExists(atPath: path + "-delta"))
         #expect(home.run(["lock"], env: ["COFFER_SESSION": token]).status == 0)
-        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!FileManager.default.fileExists(atPath: path) && !FileManager.default.fileExists(atPath: path + "-delta"))
         SessionTests.expectSessionRefused(home.run(["ls"], env: ["COFFER_SESSION": token]), mentioning: "session ended", token: token)
         // A cache left without its session file goes with the next sweep.
         let short = try SessionTests.unlock(home, ["--timeout", "1s"])
         let shortPath = Self.cachePath(home, token: short)
         _ = home.run(["ls"], env: ["COFFER_SESSION": short])
-        #expect(FileManager.default.fileExists(atPath: shortPath))
+        #expect(home.run(["add", "short-lived", "--type", "api-key"], stdin: "v\n", env: ["COFFER_SESSION": short]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: shortPath) && FileManager.default.fileExists(atPath: shortPath + "-delta"))
         sleep(2)
         _ = try SessionTests.unlock(home)
-        #expect(!FileManager.default.fileExists(atPath: shortPath))
+        #expect(!FileManager.default.fileExists(atPath: shortPath) && !FileManager.default.fileExists(atPath: shortPath + "-delta"))
     }
 }

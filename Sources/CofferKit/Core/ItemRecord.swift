@@ -398,6 +398,7 @@ extension VaultCore {
     package func sealRecord(
         state: ItemState, row: ItemRow, shown known: [RegisterID: FieldPayload] = [:], sealer: AEAD.BatchSealer? = nil
     ) throws -> [UInt8] {
+        listingWrites.touch(row.id)
         let username = registerID(field: "username", item: state.id)
         let url = registerID(field: "url", item: state.id)
         var content = ItemRecord.Content()

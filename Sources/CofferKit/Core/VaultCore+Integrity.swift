@@ -12,16 +12,58 @@ extension VaultCore {
     /// whole transaction (``VaultKeys/use(_:)``): once the vault is locked
     /// it throws ``CofferError/Kind/locked`` before touching the file, and
     /// a lock waits for it, so nothing is ever sealed under a wiped key.
+    ///
+    /// With a session's listing cache, the write also appends what it
+    /// changed in the listing (``ListingCache/Delta``), so the next `ls`
+    /// serves the cache brought forward instead of reading every record
+    /// (docs/key-hierarchy.md, "Listing cache deltas").
     package func write<T>(_ body: (StoreConnection, VaultMAC) throws -> T) throws -> T {
         try keys.useAny {
-            try store.writeImmediate { db in
+            var delta: ListingCache.Delta?
+            let result = try store.writeImmediate { db in
                 try checkKeyEpoch(db)
+                let before = try listingCache == nil ? nil : Queries.listingStamp(db)
+                if before != nil { listingWrites.begin() }
+                defer { if before != nil { _ = listingWrites.end() } }
                 let mac = VaultMAC(key: keys.mac)
                 let result = try body(db, mac)
                 try Queries.commitMAC(db, mac)
+                if let before { delta = try? listingDelta(db, from: before, touched: listingWrites.end()) }
                 return result
             }
+            if let delta, let listingCache { listingCache.append(delta, vault: vaultID, key: keys.listing) }
+            return result
         }
+    }
+
+    /// What this write changed in the listing, from the state `from` to
+    /// the one its commit makes: the vault MAC it just stored and SQLite's
+    /// change counter one higher (a commit increments it once). Nil when
+    /// there is nothing to say or too much (``ListingCache/maxDeltaItems``).
+    /// A wrong guess of the new state costs nothing but speed: no listing
+    /// state will match it, and the next listing reads every record.
+    func listingDelta(_ db: StoreConnection, from: ListingStamp, touched: Set<ItemID>?) throws -> ListingCache.Delta? {
+        guard let touched, touched.count <= ListingCache.maxDeltaItems, let mac = try Queries.storedMAC(db), mac != from.mac else { return nil }
+        var delta = ListingCache.Delta(from: from, to: ListingStamp(mac: mac, changeCounter: from.changeCounter &+ 1), upserts: [], removed: [])
+        try keys.record.keepingReadable {
+            for listed in try Queries.listedItems(db, ids: touched) {
+                if let summary = try listingSummary(listed) { delta.upserts.append(summary) } else { delta.removed.append(listed.row.id) }
+            }
+        }
+        return delta
+    }
+
+    /// The listing's summary of one item from its sealed record, checked
+    /// against its row; nil for a deleted item.
+    func listingSummary(_ l: Queries.ListedItem) throws -> ItemSummary? {
+        let record = try openRecord(l.record, item: l.row.id, withVersions: false)
+        try check(record, row: l.row)
+        if record.isDeleted { return nil }
+        return ItemSummary(
+            id: l.row.id, name: record.name, type: ItemType(rawValue: record.type) ?? .custom, tags: record.tags,
+            source: record.source, expires: record.expires.flatMap(Day.init), policy: record.policy,
+            hasConflict: record.hasConflict, updatedAt: Clock.date(record.updatedAt),
+            username: record.username, url: record.url)
     }
 
     /// Stores an item's new state with a fresh record (MAC kept).

@@ -36,6 +36,8 @@ package final class VaultCore: Sendable {
     package let keys: VaultKeys
     /// The session's listing cache, when unlocked through a session.
     let listingCache: ListingCache?
+    /// The items the current write transaction sealed records for.
+    let listingWrites = ListingWriteLog()
 
     /// `rebuildIntegrity`: a vault without integrity data gets it built
     /// (``ensureIntegrity(rebuild:)``); only a passphrase unlock whose key
@@ -274,4 +276,41 @@ package final class VaultKeys: Sendable {
     var listing: SecretBytes { KeyHierarchy.subKey(.listingCache, of: master) }
 
     var bundle: SecretBytes { KeyHierarchy.subKey(.bundle, of: master) }
+}
+
+/// The ids of the items whose records one write transaction sealed
+/// (``VaultCore/sealRecord(state:row:shown:sealer:)``), gathered between
+/// ``begin()`` and ``end()`` for the listing cache's delta; past
+/// ``ListingCache/maxDeltaItems`` it stops gathering and says so.
+final class ListingWriteLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids: Set<ItemID>?
+    private var overflowed = false
+
+    func begin() {
+        lock.withLock {
+            ids = []
+            overflowed = false
+        }
+    }
+
+    func touch(_ id: ItemID) {
+        lock.withLock {
+            guard ids != nil, !overflowed else { return }
+            ids!.insert(id)
+            if ids!.count > ListingCache.maxDeltaItems {
+                overflowed = true
+                ids = nil
+            }
+        }
+    }
+
+    /// The gathered ids (nil when there were too many, or no write was
+    /// gathering), and stops gathering.
+    func end() -> Set<ItemID>? {
+        lock.withLock {
+            defer { ids = nil }
+            return overflowed ? nil : ids
+        }
+    }
 }

@@ -138,7 +138,10 @@ extension Items {
         let (items, fresh) = try CofferError.wrap {
             try store.read { db -> ([ItemSummary], ListingStamp?) in
                 guard let stamp = try Queries.listingStamp(db) else { return (try fullListing(db), nil) }
-                if let cached = cache.load(vault: vaultID, stamp: stamp, key: keys.listing) { return (cached, nil) }
+                if let cached = cache.load(vault: vaultID, stamp: stamp, key: keys.listing) {
+                    // A long chain of deltas is folded into a new base.
+                    return (cached.items, cached.steps >= ListingCache.compactAfter ? stamp : nil)
+                }
                 return (try fullListing(db), stamp)
             }
         }
@@ -155,15 +158,7 @@ extension Items {
         out.reserveCapacity(listed.count)
         try keys.record.keepingReadable {
             for l in listed {
-                let record = try openRecord(l.record, item: l.row.id, withVersions: false)
-                try check(record, row: l.row)
-                if record.isDeleted { continue }
-                out.append(
-                    ItemSummary(
-                        id: l.row.id, name: record.name, type: ItemType(rawValue: record.type) ?? .custom, tags: record.tags,
-                        source: record.source, expires: record.expires.flatMap(Day.init), policy: record.policy,
-                        hasConflict: record.hasConflict, updatedAt: Clock.date(record.updatedAt),
-                        username: record.username, url: record.url))
+                if let summary = try core.listingSummary(l) { out.append(summary) }
             }
         }
         return out.sorted { ($0.name, $0.id) < ($1.name, $1.id) }

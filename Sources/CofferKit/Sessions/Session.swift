@@ -391,7 +391,9 @@ public struct SessionDirectory: Sendable, Equatable {
         // A session's listing cache ends with it (sealed under a key of
         // the vault, but no use to anyone once the session is over).
         if name.hasSuffix(Session.suffix) {
-            PrivateFile.removeIfPresent(path: path + "/" + name.dropLast(Session.suffix.count) + ListingCache.suffix)
+            for suffix in [ListingCache.suffix, ListingCache.deltaSuffix] {
+                PrivateFile.removeIfPresent(path: path + "/" + name.dropLast(Session.suffix.count) + suffix)
+            }
         }
         return PrivateFile.wipeAndRemove(path: path + "/" + name, maxSize: Self.maxFileSize)
     }
@@ -423,9 +425,11 @@ public struct SessionDirectory: Sendable, Equatable {
         guard (try? checkFolder()) != nil, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         let nowMs = Session.millis(now)
         // Listing caches whose session file is gone.
-        for name in names where name.hasSuffix(ListingCache.suffix) {
-            let session = String(name.dropLast(ListingCache.suffix.count)) + Session.suffix
-            if !names.contains(session) { PrivateFile.removeIfPresent(path: path + "/" + name) }
+        for suffix in [ListingCache.suffix, ListingCache.deltaSuffix] {
+            for name in names where name.hasSuffix(suffix) {
+                let session = String(name.dropLast(suffix.count)) + Session.suffix
+                if !names.contains(session) { PrivateFile.removeIfPresent(path: path + "/" + name) }
+            }
         }
         for name in names where name.hasSuffix(Session.suffix) && !PrivateFile.isIrregular(path + "/" + name) {
             guard let stored = try? read(name: name) else { continue }

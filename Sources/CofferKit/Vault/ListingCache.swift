@@ -46,29 +46,193 @@ struct ListingCache {
     }
 
     /// The cached listing for exactly this vault state, or nil (absent,
-    /// stale, unauthentic, unreadable, not private: never an error).
-    func load(vault: VaultID, stamp: ListingStamp, key: SecretBytes) -> [ItemSummary]? {
-        guard let file = try? PrivateFile.read(path: path, maxSize: Self.maxFileSize) else { return nil }
-        let header = Self.header(vault: vault, stamp: stamp)
-        let bytes = file.bytes
-        guard bytes.count > header.count, bytes[..<header.count].elementsEqual(header) else { return nil }
-        guard let plain = try? AEAD.open(bytes[header.count...], key: key, associatedData: Self.label + header) else { return nil }
-        return Self.decode(plain)
+    /// stale, unauthentic, unreadable, not private: never an error): the
+    /// base file's listing when it was built from `stamp`, else brought
+    /// forward by the chain of write deltas from its state to `stamp`.
+    /// `steps` is the number of deltas applied.
+    func load(vault: VaultID, stamp: ListingStamp, key: SecretBytes) -> (items: [ItemSummary], steps: Int)? {
+        guard let (base, items) = loadBase(vault: vault, key: key) else { return nil }
+        if base == stamp { return (items, 0) }
+        return Self.forward(items, from: base, to: stamp, deltas: deltaRecords(vault: vault), key: key)
     }
 
-    /// Writes the listing for this vault state; failures are ignored (the
-    /// next listing reads the vault again).
+    /// The base file's state and listing, or nil.
+    func loadBase(vault: VaultID, key: SecretBytes) -> (ListingStamp, [ItemSummary])? {
+        guard let file = try? PrivateFile.read(path: path, maxSize: Self.maxFileSize) else { return nil }
+        let bytes = file.bytes
+        guard bytes.count > Self.headerSize, bytes[..<8].elementsEqual(Self.magic), bytes[8..<24].elementsEqual(vault.bytes) else { return nil }
+        var r = ByteReader(Array(bytes[24..<Self.headerSize]))
+        guard let mac = try? r.bytes(32), let counter = try? r.u32() else { return nil }
+        let header = Array(bytes[..<Self.headerSize])
+        guard let plain = try? AEAD.open(bytes[Self.headerSize...], key: key, associatedData: Self.label + header),
+            let items = Self.decode(plain)
+        else { return nil }
+        return (ListingStamp(mac: mac, changeCounter: counter), items)
+    }
+
+    /// Writes the listing for this vault state, which replaces every delta;
+    /// failures are ignored (the next listing reads the vault again).
     func store(_ items: [ItemSummary], vault: VaultID, stamp: ListingStamp, key: SecretBytes) {
         guard let plain = Self.encode(items) else { return }
         let header = Self.header(vault: vault, stamp: stamp)
         let file = header + AEAD.seal(plain, key: key, associatedData: Self.label + header)
         guard file.count <= Self.maxFileSize else { return }
         try? PrivateFile.replace(path: path, bytes: file)
+        PrivateFile.removeIfPresent(path: deltaPath)
+    }
+
+    static let headerSize = 60
+
+    // MARK: Deltas
+
+    /// What one write changed in the listing: the summaries of the items
+    /// it wrote that are live, and the ids of those it deleted, from the
+    /// state `from` to the state `to` (docs/key-hierarchy.md, "Listing
+    /// cache deltas").
+    struct Delta {
+        var from: ListingStamp
+        var to: ListingStamp
+        var upserts: [ItemSummary]
+        var removed: [ItemID]
+    }
+
+    static let deltaSuffix = ".listing-delta"
+    static let deltaMagic = Array("CFLDLT01".utf8)
+    static let deltaLabel = Array("coffer-listing-delta-v1".utf8)
+    static let deltaHeaderSize = 8 + 16 + 2 * (32 + 4)
+    /// Larger delta files are not appended to (the next full listing
+    /// starts a new one).
+    static let maxDeltaFileSize = 4 << 20
+    /// A write that changed more items than this (an import, a sync)
+    /// leaves no delta: the next listing reads the vault.
+    static let maxDeltaItems = 512
+    /// A listing that applies this many deltas writes a new base file.
+    static let compactAfter = 32
+
+    var deltaPath: String { path + "-delta" }
+
+    static func deltaHeader(vault: VaultID, from: ListingStamp, to: ListingStamp) -> [UInt8] {
+        var w = ByteWriter(capacity: deltaHeaderSize)
+        w.bytes(deltaMagic)
+        w.id(vault)
+        w.bytes(from.mac)
+        w.u32(from.changeCounter)
+        w.bytes(to.mac)
+        w.u32(to.changeCounter)
+        return w.data
+    }
+
+    /// Appends one write's delta; failures are ignored (the chain ends and
+    /// the next listing reads the vault).
+    ///
+    /// record = header || u32be box length || XChaCha20-Poly1305(key,
+    ///          u32be r || r × item id || encoded summaries, AD = label || header)
+    func append(_ delta: Delta, vault: VaultID, key: SecretBytes) {
+        guard delta.from.mac.count == 32, delta.to.mac.count == 32, var plain = Self.encode(delta.upserts, padBlock: 64) else { return }
+        var removed = ByteWriter(capacity: 4 + 16 * delta.removed.count)
+        removed.u32(UInt32(delta.removed.count))
+        for id in delta.removed { removed.id(id) }
+        plain = removed.data + plain
+        let header = Self.deltaHeader(vault: vault, from: delta.from, to: delta.to)
+        let box = AEAD.seal(plain, key: key, associatedData: Self.deltaLabel + header)
+        var w = ByteWriter(capacity: header.count + 4 + box.count)
+        w.bytes(header)
+        w.u32(UInt32(box.count))
+        w.bytes(box)
+        try? PrivateFile.append(path: deltaPath, bytes: w.data, maxSize: Self.maxDeltaFileSize)
+    }
+
+    /// One record of the delta file, not yet opened.
+    struct DeltaRecord {
+        var from: ListingStamp
+        var to: ListingStamp
+        var header: [UInt8]
+        var box: ArraySlice<UInt8>
+    }
+
+    /// The delta file's well-formed records of this vault, in file order;
+    /// reading stops at the first malformed one (a torn append).
+    func deltaRecords(vault: VaultID) -> [DeltaRecord] {
+        guard let file = try? PrivateFile.read(path: deltaPath, maxSize: Self.maxDeltaFileSize) else { return [] }
+        let bytes = file.bytes
+        var out: [DeltaRecord] = []
+        var offset = 0
+        while bytes.count - offset >= Self.deltaHeaderSize + 4 {
+            let header = Array(bytes[offset..<offset + Self.deltaHeaderSize])
+            guard header[..<8].elementsEqual(Self.deltaMagic) else { break }
+            var r = ByteReader(Array(header[8...]) + Array(bytes[offset + Self.deltaHeaderSize..<offset + Self.deltaHeaderSize + 4]))
+            guard let id = try? r.bytes(16), let fromMAC = try? r.bytes(32), let fromCounter = try? r.u32(), let toMAC = try? r.bytes(32),
+                let toCounter = try? r.u32(), let length = try? r.u32()
+            else { break }
+            let start = offset + Self.deltaHeaderSize + 4
+            guard Int(length) <= bytes.count - start else { break }
+            if id.elementsEqual(vault.bytes) {
+                out.append(
+                    DeltaRecord(
+                        from: ListingStamp(mac: fromMAC, changeCounter: fromCounter), to: ListingStamp(mac: toMAC, changeCounter: toCounter),
+                        header: header, box: bytes[start..<start + Int(length)]))
+            }
+            offset = start + Int(length)
+        }
+        return out
+    }
+
+    /// `items` (the listing at `base`) brought forward along the deltas
+    /// from `base` to `target`, or nil when they do not lead there or one
+    /// does not open under `key`.
+    static func forward(_ base: [ItemSummary], from: ListingStamp, to target: ListingStamp, deltas: [DeltaRecord], key: SecretBytes)
+        -> (items: [ItemSummary], steps: Int)?
+    {
+        var next: [[UInt8]: DeltaRecord] = [:]
+        for d in deltas {
+            let k = d.from.mac + withUnsafeBytes(of: d.from.changeCounter.bigEndian) { Array($0) }
+            if next[k] == nil { next[k] = d }
+        }
+        var items = base
+        var state = from
+        var steps = 0
+        while state != target {
+            guard steps < deltas.count,
+                let d = next[state.mac + withUnsafeBytes(of: state.changeCounter.bigEndian) { Array($0) }],
+                let plain = try? AEAD.open(d.box, key: key, associatedData: deltaLabel + d.header),
+                plain.count >= 4
+            else { return nil }
+            var r = ByteReader(Array(plain[..<4]))
+            guard let removedCount = try? r.u32(), Int(removedCount) <= (plain.count - 4) / 16 else { return nil }
+            let idsEnd = 4 + Int(removedCount) * 16
+            var removed: Set<ItemID> = []
+            var ids = ByteReader(Array(plain[4..<idsEnd]))
+            for _ in 0..<removedCount {
+                guard let b = try? ids.bytes(16), let id = ItemID(bytes: b) else { return nil }
+                removed.insert(id)
+            }
+            guard let upserts = decode(Array(plain[idsEnd...])) else { return nil }
+            apply(&items, removed: removed, upserts: upserts)
+            state = d.to
+            steps += 1
+        }
+        return (items, steps)
+    }
+
+    /// Removes the `removed` and `upserts` ids from a listing sorted by
+    /// (name, id) and inserts `upserts` in their places.
+    static func apply(_ items: inout [ItemSummary], removed: Set<ItemID>, upserts: [ItemSummary]) {
+        let gone = removed.union(upserts.map(\.id))
+        if !gone.isEmpty { items.removeAll { gone.contains($0.id) } }
+        for u in upserts {
+            var low = 0
+            var high = items.count
+            while low < high {
+                let mid = (low + high) / 2
+                if (items[mid].name, items[mid].id) < (u.name, u.id) { low = mid + 1 } else { high = mid }
+            }
+            items.insert(u, at: low)
+        }
     }
 
     // MARK: Encoding
 
-    static func encode(_ items: [ItemSummary]) -> [UInt8]? {
+    static func encode(_ items: [ItemSummary], padBlock: Int = padBlock) -> [UInt8]? {
         var w = ByteWriter(capacity: 4 + items.count * 96)
         w.u32(UInt32(items.count))
         for s in items {
