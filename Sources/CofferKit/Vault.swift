@@ -44,7 +44,9 @@ public final class Vault: Sendable, VaultComponent {
     /// Checks and normalizes an item name: a `/`-separated path of
     /// non-empty components, no control characters, Unicode NFC.
     public static func normalizeName(_ raw: String) throws(CofferError) -> String {
-        let name = raw.precomposedStringWithCanonicalMapping
+        // ASCII is its own NFC; Foundation's normalization costs a bridge
+        // through NSString and a runtime conformance look-up on every `get`.
+        let name = raw.utf8.allSatisfy({ $0 < 0x80 }) ? raw : raw.precomposedStringWithCanonicalMapping
         guard !name.isEmpty else { throw CofferError(.usage, "an item name cannot be empty") }
         guard !name.hasPrefix("/"), !name.hasSuffix("/"), !name.contains("//") else {
             throw CofferError(.usage, "invalid item name '\(name)': a name is a path like work/openai, without empty parts or leading or trailing '/'")

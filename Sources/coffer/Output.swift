@@ -9,7 +9,8 @@ import Glibc
 /// messages on stderr with a `coffer:` prefix.
 enum Output {
     static func out(_ text: String) {
-        stdout(Data((text + "\n").utf8))
+        var line = text + "\n"
+        line.withUTF8 { writeStdout(UnsafeRawBufferPointer($0)) }
     }
 
     /// Run before exiting when standard output cannot be written (e.g.
@@ -20,19 +21,41 @@ enum Output {
     /// a full disk, /dev/full) ends the command with one line and exit 74
     /// (EX_IOERR) instead of Foundation's trap and backtrace.
     static func stdout(_ data: Data) {
-        do {
-            try FileHandle.standardOutput.write(contentsOf: data)
-        } catch {
-            stdoutFailureCleanup?()
-            err("coffer: error: cannot write to standard output (\(error.localizedDescription))")
-            err("coffer: hint: check where the output is redirected")
-            exit(74)
+        data.withUnsafeBytes { writeStdout($0) }
+    }
+
+    /// write(2) until every byte is out. Not FileHandle: its generic
+    /// `Data` path costs a runtime conformance look-up on every `get`.
+    private static func writeStdout(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(1, base + offset, bytes.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let why = n < 0 ? String(cString: strerror(errno)) : "nothing written"
+                stdoutFailureCleanup?()
+                err("coffer: error: cannot write to standard output (\(why))")
+                err("coffer: hint: check where the output is redirected")
+                exit(74)
+            }
+            offset += n
         }
     }
 
     static func err(_ text: String) {
         // Nowhere to report a failure to write to stderr: ignore it.
-        try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))
+        var line = text + "\n"
+        line.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(2, base + offset, bytes.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                offset += n
+            }
+        }
     }
 
     static func warn(_ text: String) { err("coffer: warning: \(text)") }
