@@ -9,6 +9,10 @@
 # 3. libxml2 linked statically, with its ICU calls going to Foundation's
 #    ICU (Sources/CXMLICU), reads KeePass XML in UTF-8, UTF-16, ISO-8859-1,
 #    ISO-8859-15 and SCSU exactly as the debug build's shared libxml2 does.
+# 4. With ICU's data trimmed (scripts/icu-trim.py), what goes through
+#    Foundation's ICU prints alike in both builds, under a non-English
+#    locale and a far time zone: dates, expiry spans, diacritic- and
+#    case-insensitive search, sizes, JSON.
 set -euo pipefail
 REL="$(realpath "${1:?usage: release-check.sh RELEASE_COFFER DEBUG_COFFER}")"
 DBG="$(realpath "${2:?usage: release-check.sh RELEASE_COFFER DEBUG_COFFER}")"
@@ -76,4 +80,27 @@ for f in utf8 utf16 latin9 latin1 scsu; do
   done
 done
 echo "release-check: KeePass XML in UTF-8, UTF-16, ISO-8859-15, ISO-8859-1 and SCSU read alike by both builds"
+# 4. ICU's data: trimmed unless COFFER_FULL_ICU=1, and both builds print alike.
+if nm "$REL" 2>/dev/null | grep ' coffer_icu_data$' >/dev/null; then
+  echo "release-check: ICU data: trimmed (scripts/icu-trim.py)"
+elif [ "${COFFER_FULL_ICU:-0}" != 1 ]; then
+  fail "the release binary links ICU's whole data; scripts/icu-trim.py did not take (see scripts/static-libs.sh)"
+fi
+vault="$DIR/icu.coffer"
+"$REL" init --vault "$vault" --passphrase-file "$DIR/pass" --kdf-memory 19M --kdf-iterations 2 >/dev/null 2>&1 || fail "init for the ICU check"
+add() { "$REL" add --vault "$vault" --passphrase-file "$DIR/pass" "$@" >/dev/null 2>&1 <<< "v" || fail "add $*"; }
+add "personal/Café-Crème" --type note --expires 2001-02-03 --tag Ärger
+add "work/ÉTÉ-key" --type api-key --expires 30d --source openai
+add "日本/鍵" --type login --field username=ÖSTERREICH --url https://exämple.org
+for args in "ls" "ls --json" "ls --expiring 60d" "ls --expired" "find cafe" "find CAFÉ" "find ete" "find österreich" "find 鍵" \
+  "show personal/Café-Crème" "show work/ÉTÉ-key --json" "history work/ÉTÉ-key" "ls --tree"; do
+  for build in REL DBG; do
+    # shellcheck disable=SC2086
+    LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8 TZ=Pacific/Kiritimati "${!build}" $args --vault "$vault" --passphrase-file "$DIR/pass" \
+      > "$DIR/out-$build" 2>&1 || true
+  done
+  # Timestamps of the last change differ only by when each ran: none here, both read the same file.
+  cmp -s "$DIR/out-REL" "$DIR/out-DBG" || fail "'coffer $args' prints differently in the release build: $(diff "$DIR/out-REL" "$DIR/out-DBG" | head -5)"
+done
+echo "release-check: dates, spans, search and JSON print alike under de_DE and UTC+14 with the trimmed ICU data"
 echo "release-check: ok"

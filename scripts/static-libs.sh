@@ -16,6 +16,10 @@
 #    there: `-llzma` (its dependency) and the ICU forwarders of
 #    Sources/CXMLICU, named with the ICU version suffix libxml2.a itself
 #    calls (`ucnv_open_72` -> `_72`).
+# 4. DIR/icu/icudata.o: Foundation's ICU data trimmed to what coffer uses
+#    (scripts/icu-trim.py: 34 MB -> 5 MB of the binary), with the library's
+#    name for it defined as ours (`--defsym`), so that the archive member
+#    holding the full copy is never pulled into the link.
 # `make release-check` fails if any of these libraries is still loaded as a
 # shared library.
 # libsodium stays shared on purpose: libsodium.a and libargon2.a both
@@ -68,6 +72,14 @@ if [ -e "$DIR/libxml2.a" ]; then
     echo "static-libs: error: libxml2.a calls ICU without a version suffix; Sources/CXMLICU cannot name its forwarders" >&2
     exit 1
   fi
+fi
+ICU_LIB=""
+[ -n "$SWIFT_BIN" ] && ICU_LIB="$(dirname "$(realpath "$SWIFT_BIN")")/../lib/swift_static/linux/lib_FoundationICU.a"
+if [ -n "$ICU_LIB" ] && [ -f "$ICU_LIB" ] && [ "${COFFER_FULL_ICU:-0}" != 1 ]; then
+  python3 "$(dirname "$0")/icu-trim.py" "$ICU_LIB" "$DIR/icu" >&2
+  flags="$flags -Xlinker $DIR/icu/icudata.o -Xlinker --defsym=$(cat "$DIR/icu/symbol")=coffer_icu_data"
+else
+  echo "static-libs: note: Foundation's whole ICU data is linked (no lib_FoundationICU.a found, or COFFER_FULL_ICU=1)" >&2
 fi
 printf '%s\n' "$flags" > "$DIR/flags"
 echo "static-libs: $(cd "$DIR" && ls *.a | tr '\n' ' ')"
