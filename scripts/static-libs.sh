@@ -76,8 +76,11 @@ fi
 ICU_LIB=""
 [ -n "$SWIFT_BIN" ] && ICU_LIB="$(dirname "$(realpath "$SWIFT_BIN")")/../lib/swift_static/linux/lib_FoundationICU.a"
 if [ -n "$ICU_LIB" ] && [ -f "$ICU_LIB" ] && [ "${COFFER_FULL_ICU:-0}" != 1 ]; then
-  python3 "$(dirname "$0")/icu-trim.py" "$ICU_LIB" "$DIR/icu" >&2
-  flags="$flags -Xlinker $DIR/icu/icudata.o -Xlinker --defsym=$(cat "$DIR/icu/symbol")=coffer_icu_data"
+  if python3 "$(dirname "$0")/icu-trim.py" "$ICU_LIB" "$DIR/icu" >&2; then
+    flags="$flags -Xlinker $DIR/icu/icudata.o -Xlinker --defsym=$(cat "$DIR/icu/symbol")=coffer_icu_data"
+  else
+    echo "static-libs: note: could not trim ICU's data (needs python3, ar, nm, objcopy); the whole data is linked" >&2
+  fi
 else
   echo "static-libs: note: Foundation's whole ICU data is linked (no lib_FoundationICU.a found, or COFFER_FULL_ICU=1)" >&2
 fi
