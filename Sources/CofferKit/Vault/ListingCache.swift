@@ -188,7 +188,9 @@ struct ListingCache {
             let k = d.from.mac + withUnsafeBytes(of: d.from.changeCounter.bigEndian) { Array($0) }
             if next[k] == nil { next[k] = d }
         }
-        var items = base
+        // The chain's net change (the last word on each id), applied to
+        // the base in one pass however many deltas there are.
+        var changes: [ItemID: ItemSummary?] = [:]
         var state = from
         var steps = 0
         while state != target {
@@ -200,34 +202,37 @@ struct ListingCache {
             var r = ByteReader(Array(plain[..<4]))
             guard let removedCount = try? r.u32(), Int(removedCount) <= (plain.count - 4) / 16 else { return nil }
             let idsEnd = 4 + Int(removedCount) * 16
-            var removed: Set<ItemID> = []
             var ids = ByteReader(Array(plain[4..<idsEnd]))
             for _ in 0..<removedCount {
                 guard let b = try? ids.bytes(16), let id = ItemID(bytes: b) else { return nil }
-                removed.insert(id)
+                changes[id] = .some(nil)
             }
             guard let upserts = decode(Array(plain[idsEnd...])) else { return nil }
-            apply(&items, removed: removed, upserts: upserts)
+            for u in upserts { changes[u.id] = .some(u) }
             state = d.to
             steps += 1
         }
-        return (items, steps)
+        return (apply(changes, to: base), steps)
     }
 
-    /// Removes the `removed` and `upserts` ids from a listing sorted by
-    /// (name, id) and inserts `upserts` in their places.
-    static func apply(_ items: inout [ItemSummary], removed: Set<ItemID>, upserts: [ItemSummary]) {
-        let gone = removed.union(upserts.map(\.id))
-        if !gone.isEmpty { items.removeAll { gone.contains($0.id) } }
-        for u in upserts {
-            var low = 0
-            var high = items.count
-            while low < high {
-                let mid = (low + high) / 2
-                if (items[mid].name, items[mid].id) < (u.name, u.id) { low = mid + 1 } else { high = mid }
+    /// A listing sorted by (name, id) with `changes` applied: each id in
+    /// `changes` is removed, and its new summary (when not nil) merged in
+    /// at its place in the order.
+    static func apply(_ changes: [ItemID: ItemSummary?], to items: [ItemSummary]) -> [ItemSummary] {
+        guard !changes.isEmpty else { return items }
+        let upserts = changes.values.compactMap { $0 }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+        var out: [ItemSummary] = []
+        out.reserveCapacity(items.count + upserts.count)
+        var next = 0
+        for item in items where changes[item.id] == nil {
+            while next < upserts.count, (upserts[next].name, upserts[next].id) < (item.name, item.id) {
+                out.append(upserts[next])
+                next += 1
             }
-            items.insert(u, at: low)
+            out.append(item)
         }
+        out.append(contentsOf: upserts[next...])
+        return out
     }
 
     // MARK: Encoding
