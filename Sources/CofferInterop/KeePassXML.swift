@@ -39,29 +39,32 @@ public final class StreamedRead: Sendable {
 /// (docs/import-export.md#keepass-xml). Read with the platform's streaming
 /// (SAX) parser: the document is never held as a tree.
 public enum KeePassXML {
-    /// Reads the XML in `data`; `file` names it in messages.
-    public static func read(_ data: Data, file: String) throws(CofferError) -> ImportedFile {
-        try read(stream: InputStream(data: data), file: file, entities: DTDEntityUses.find(data))
+    /// Reads the XML in `data`; `file` names it in messages. `binaries`:
+    /// attachment bytes by pool id from outside the XML (a KDBX 4 inner
+    /// header), used for a `<Value Ref="N"/>` the XML's own
+    /// `<Meta><Binaries>` does not hold.
+    public static func read(_ data: Data, file: String, binaries: [Int: Data]? = nil) throws(CofferError) -> ImportedFile {
+        try read(stream: InputStream(data: data), file: file, entities: DTDEntityUses.find(data), binaries: binaries)
     }
 
     /// Reads the XML file at `path` in chunks: it is never all in memory.
-    public static func read(path: String) throws(CofferError) -> ImportedFile {
+    public static func read(path: String, binaries: [Int: Data]? = nil) throws(CofferError) -> ImportedFile {
         try ImportError.checkReadable(path)
         guard let stream = InputStream(fileAtPath: path) else {
             throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
         }
-        return try read(stream: stream, file: path, entities: DTDEntityUses.find(path: path))
+        return try read(stream: stream, file: path, entities: DTDEntityUses.find(path: path), binaries: binaries)
     }
 
     /// Reads the XML file at `path` into `stream`, entry by entry, while
     /// an import stores them (run on the stream's thread, see
-    /// ``stream(path:)``); returns the warnings.
-    public static func read(path: String, into stream: InterchangeStream) throws(CofferError) -> [InterchangeWarning] {
+    /// ``stream(path:binaries:)``); returns the warnings.
+    public static func read(path: String, into stream: InterchangeStream, binaries: [Int: Data]? = nil) throws(CofferError) -> [InterchangeWarning] {
         try ImportError.checkReadable(path)
         guard let input = InputStream(fileAtPath: path) else {
             throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
         }
-        return try read(stream: input, file: path, entities: DTDEntityUses.find(path: path), sink: { stream.push($0) }).warnings
+        return try read(stream: input, file: path, entities: DTDEntityUses.find(path: path), binaries: binaries, sink: { stream.push($0) }).warnings
     }
 
     /// Starts reading the file at `path` on a second thread for
@@ -69,11 +72,11 @@ public enum KeePassXML {
     /// the file is parsed while the entries before are stored, and never
     /// all in memory. A missing or unreadable file fails here, before any
     /// transaction.
-    public static func stream(path: String) throws(CofferError) -> StreamedRead {
+    public static func stream(path: String, binaries: [Int: Data]? = nil) throws(CofferError) -> StreamedRead {
         try ImportError.checkReadable(path)
         let box = StreamedRead.Box()
         let stream = InterchangeStream.start(expectedCount: countEntries(path: path)) { s throws(CofferError) in
-            box.set(try read(path: path, into: s))
+            box.set(try read(path: path, into: s, binaries: binaries))
         }
         return StreamedRead(stream: stream, box: box)
     }
@@ -111,15 +114,16 @@ public enum KeePassXML {
 
     /// `entities`: where the file uses entities of its own DTD, which the
     /// parser drops (``DTDEntityUses``).
-    static func read(stream: InputStream, file: String, entities: DTDEntityUses = .none, sink: ((InterchangeEntry) -> Bool)? = nil) throws(CofferError)
-        -> ImportedFile
-    {
+    static func read(
+        stream: InputStream, file: String, entities: DTDEntityUses = .none, binaries: [Int: Data]? = nil, sink: ((InterchangeEntry) -> Bool)? = nil
+    ) throws(CofferError) -> ImportedFile {
         // Fed to libxml2 in chunks (a stream): a whole buffer of more than
         // about 10 MB in one piece trips its "huge input" limit.
         let parser = XMLParser(stream: stream)
         let reader = Reader(file: file)
         reader.sink = sink
         reader.entities = entities
+        reader.external = binaries
         parser.delegate = reader
         parser.shouldResolveExternalEntities = false
         let ok = parser.parse()
@@ -138,6 +142,9 @@ public enum KeePassXML {
         }
         return reader.result
     }
+
+    /// The strings KeePass gives every entry, empty or not.
+    static let standardKeys: Set<String> = ["UserName", "Password", "URL", "Notes", "otp"]
 
     /// Maps a KeePass string key to a Coffer field name.
     static func fieldName(_ key: String) -> String {
@@ -229,6 +236,11 @@ public enum KeePassXML {
         var entryNumber = 0
         /// `<Meta><Binaries>`: attachment data by `ID`, decoded.
         var pool: [String: BinaryData] = [:]
+        /// Attachment bytes from outside the XML (a KDBX 4 inner header).
+        var external: [Int: Data]?
+        /// Attachments of the entry being finished whose bytes are neither
+        /// in the pool nor in ``external``, in order.
+        var missingAttachments: [String] = []
         /// Inside an attachment's base64 text (pool or inline).
         var capturingBinary = false
         var binaryOverflow = false
@@ -239,6 +251,8 @@ public enum KeePassXML {
         var binaryInline: BinaryData?
         /// Attachments already warned about for the entry being finished.
         var warnedAttachments = Set<String>()
+        /// Entries already warned about for an unreadable TOTP.
+        var warnedTOTP = Set<String>()
         /// Where finished entries go (a streamed read); else `result`.
         var sink: ((InterchangeEntry) -> Bool)?
         /// The sink took no more entries.
@@ -389,14 +403,38 @@ public enum KeePassXML {
         func fields(of e: EntryBuilder, name: String) throws(CofferError) -> [Field] {
             var entry = InterchangeEntry(name: name, type: .login)
             let order = ["UserName", "Password", "URL", "Notes"]
-            let sorted = e.strings.filter { $0.key != "Title" }.sorted { a, b in
+            var strings = e.strings.filter { $0.key != "Title" }
+            // TOTP in any of the KeePass layouts → one `totp` URI.
+            var totp: String?
+            let byKey = Dictionary(strings.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+            switch KeePassOTP.extract(byKey, label: e.title) {
+            case .none: break
+            case .mapped(let uri, let consumed):
+                totp = uri
+                strings.removeAll { consumed.contains($0.key) }
+            case .unreadable(let why, let keys):
+                if warnedTOTP.insert(name).inserted {
+                    let list = keys.map { "'\($0)'" }.joined(separator: ", ")
+                    result.warnings.append(
+                        InterchangeWarning(
+                            entry: name,
+                            "its TOTP cannot be read (\(why)); kept as the field\(keys.count == 1 ? "" : "s") \(list), which `coffer otp` does not use"))
+                }
+                // `otp` that is not a URI must not become `totp` either.
+                if keys.contains("otp"), let i = strings.firstIndex(where: { $0.key == "otp" }) { strings[i].key = "otp (KeePass)" }
+            }
+            let sorted = strings.sorted { a, b in
                 (order.firstIndex(of: a.key) ?? Int.max) < (order.firstIndex(of: b.key) ?? Int.max)
             }
             for s in sorted {
                 let field = KeePassXML.fieldName(s.key)
-                let secret = s.key == "Password" || s.key == "otp" || s.protected
-                entry.append(field, s.value, secret: secret)
+                let secret = s.key == "Password" || s.protected || KeePassOTP.secretKeys.contains(s.key)
+                // KeePass writes its standard strings even when empty; an
+                // empty custom string is a field the user made: kept.
+                let standard = KeePassXML.standardKeys.contains(s.key) || field == "url"
+                entry.append(field, s.value, secret: secret, keepEmpty: !standard)
             }
+            if let totp { entry.append("totp", totp, secret: true) }
             var fields = entry.fields
             try attach(e, name: name, to: &fields)
             return fields
@@ -405,16 +443,28 @@ public enum KeePassXML {
         /// The entry's attachments as binary fields (secret, like `coffer
         /// attach`), named by the attachment (`2`, `3`… appended to a name
         /// already used). Too large for a field, or for the item: one
-        /// warning per attachment, never its content. Bad base64 or gzip,
-        /// or a reference to a binary the file does not hold: the whole
-        /// import is refused, naming the entry.
+        /// warning per attachment, never its content. A reference to a
+        /// binary the file does not hold (KeePassXC's XML export of a KDBX 4
+        /// database): the entry is imported without it, with one warning
+        /// per entry (``finish(_:)``). Bad base64 or gzip: the whole import
+        /// is refused, naming the entry.
         func attach(_ e: EntryBuilder, name: String, to fields: inout [Field]) throws(CofferError) {
             var total = fields.reduce(0) { $0 + $1.bytes.count }
             for (key, ref) in e.binaries {
                 let data: BinaryData
                 switch ref {
                 case .inline(let d): data = d
-                case .pool(let id): data = pool[id] ?? .malformed("it refers to binary \(id), which is not in the file's <Meta><Binaries>")
+                case .pool(let id):
+                    if let d = pool[id] {
+                        data = d
+                    } else if let n = Int(id), let bytes = external?[n] {
+                        data = bytes.count > Field.maxValueBytes ? .tooLarge : .bytes([UInt8](bytes))
+                    } else {
+                        // KeePassXC's XML export of a KDBX 4 database: the
+                        // bytes are in the database's inner header only.
+                        if !missingAttachments.contains(key) { missingAttachments.append(key) }
+                        continue
+                    }
                 }
                 let why: String
                 switch data {
@@ -450,6 +500,7 @@ public enum KeePassXML {
             let name = (groupPath.map { $0.replacingOccurrences(of: "/", with: "∕") } + [title]).joined(separator: "/")
             var entry = InterchangeEntry(name: name, type: .login, origin: "line \(e.line) (entry '\(name)')")
             warnedAttachments.removeAll()
+            missingAttachments.removeAll()
             if !entities.isEmpty {
                 var used: [String] = []
                 for o in [e.ordinal] + e.history.map(\.ordinal) {
@@ -468,6 +519,15 @@ public enum KeePassXML {
             for h in e.history {
                 let version = InterchangeVersion(fields: try fields(of: h, name: name), writtenAt: h.modified.flatMap(KeePassXML.date))
                 if !version.fields.isEmpty { entry.history.append(version) }
+            }
+            if !missingAttachments.isEmpty {
+                let list = missingAttachments.map { "'\($0)'" }.joined(separator: ", ")
+                let what = missingAttachments.count == 1 ? "attachment \(list) was" : "attachments \(list) were"
+                result.warnings.append(
+                    InterchangeWarning(
+                        entry: name,
+                        "\(what) not imported: the XML refers to \(missingAttachments.count == 1 ? "its bytes" : "their bytes") but does not hold them (KeePassXC's XML export of a KDBX 4 database keeps attachments in the .kdbx only); import the .kdbx instead (coffer import --from kdbx)"
+                    ))
             }
             if let sink {
                 if !sink(entry) { stopped = true }

@@ -8,7 +8,8 @@ struct Otp: ParsableCommand {
         abstract: "Print the current TOTP code of an item.",
         discussion: """
             Reads the item's `totp` field (--field to choose another): an otpauth://totp/… URI or a \
-            bare base32 secret. SHA1, SHA256, SHA512; 6–8 digits; any period (RFC 6238). The \
+            bare base32 secret. SHA1, SHA256, SHA512; 6–8 digits; any period (RFC 6238); Steam Guard's \
+            five characters with `encoder=steam` (as KeePassXC writes it). The \
             seconds until the code changes go to stderr. Store one with \
             `coffer add NAME --type login … --totp-uri -` or `coffer edit NAME --totp` (read from \
             stdin or a prompt). --json prints Schemas/otp.schema.json.

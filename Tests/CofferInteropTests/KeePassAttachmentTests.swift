@@ -103,7 +103,6 @@ import Testing
     @Test(arguments: [
         ("not base64", "<Binary ID=\"0\">%%%not base64%%%</Binary>", "not valid base64"),
         ("not gzip", "<Binary ID=\"0\" Compressed=\"True\">\(b64(Array("plain, not gzip".utf8)))</Binary>", "not valid gzip"),
-        ("unknown ref", "<Binary ID=\"5\">\(b64([1]))</Binary>", "refers to binary 0"),
     ])
     func badAttachmentDataRefusesTheFileNamingTheEntry(_ what: String, pool: String, message: String) {
         do {

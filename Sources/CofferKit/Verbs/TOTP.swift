@@ -10,6 +10,12 @@ public struct TOTP: Sendable, Equatable {
     public var period: Int
     public var issuer: String?
     public var account: String?
+    /// Steam Guard codes (`encoder=steam`, as KeePassXC writes them): five
+    /// characters of Steam's alphabet instead of digits.
+    public var isSteam = false
+
+    /// Steam Guard's 26 characters (KeePassXC `Totp.cpp`, `STEAM_CHARS`).
+    static let steamAlphabet = Array("23456789BCDFGHJKMNPQRTVWXY")
 
     public init(secret: [UInt8], algorithm: HMACAlgorithm = .sha1, digits: Int = 6, period: Int = 30, issuer: String? = nil, account: String? = nil) {
         self.secret = secret
@@ -31,6 +37,15 @@ public struct TOTP: Sendable, Equatable {
         let bin =
             (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16)
             | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])
+        if isSteam {
+            var rest = bin
+            var out = ""
+            for _ in 0..<5 {
+                out.append(TOTP.steamAlphabet[Int(rest % UInt32(TOTP.steamAlphabet.count))])
+                rest /= UInt32(TOTP.steamAlphabet.count)
+            }
+            return out
+        }
         var mod: UInt32 = 1
         for _ in 0..<digits { mod *= 10 }
         let value = String(bin % mod)
@@ -75,6 +90,7 @@ public struct TOTP: Sendable, Equatable {
             }
         }
         var sawSecret = false
+        var digits: String?
         for item in url.queryItems ?? [] {
             let value = item.value ?? ""
             switch item.name.lowercased() {
@@ -87,10 +103,13 @@ public struct TOTP: Sendable, Equatable {
                 }
                 totp.algorithm = a
             case "digits":
-                guard let d = Int(value), (6...8).contains(d) else {
-                    throw CofferError(.badData, "the otpauth URI's digits parameter '\(value.prefix(16))' is not 6, 7 or 8")
+                digits = value
+            case "encoder":
+                // KeePassXC's Steam Guard entries; other encoders are unknown.
+                guard value.lowercased() == "steam" else {
+                    throw CofferError(.badData, "the otpauth URI's encoder parameter '\(value.prefix(16))' is not steam (the only encoder supported)")
                 }
-                totp.digits = d
+                totp.isSteam = true
             case "period":
                 guard let p = Int(value), (1...86400).contains(p) else {
                     throw CofferError(.badData, "the otpauth URI's period parameter '\(value.prefix(16))' is not a number of seconds from 1 to 86400")
@@ -105,6 +124,15 @@ public struct TOTP: Sendable, Equatable {
         guard sawSecret else {
             throw CofferError(.badData, "the otpauth URI has no secret parameter", hint: "it should contain ?secret=BASE32")
         }
+        if totp.isSteam {
+            // Steam Guard codes are always five characters.
+            totp.digits = 5
+        } else if let value = digits {
+            guard let d = Int(value), (6...8).contains(d) else {
+                throw CofferError(.badData, "the otpauth URI's digits parameter '\(value.prefix(16))' is not 6, 7 or 8")
+            }
+            totp.digits = d
+        }
         return totp
     }
 }
@@ -112,6 +140,26 @@ public struct TOTP: Sendable, Equatable {
 /// RFC 4648 base32 (the alphabet of TOTP secrets).
 public enum Base32 {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
+
+    /// Encodes bytes as upper-case base32 without padding (as otpauth URIs
+    /// carry TOTP secrets).
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 8 + 4) / 5)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for b in bytes {
+            buffer = (buffer << 8) | UInt32(b)
+            bits += 8
+            while bits >= 5 {
+                bits -= 5
+                out.append(alphabet[Int((buffer >> UInt32(bits)) & 31)])
+            }
+            buffer &= (1 << UInt32(bits)) - 1
+        }
+        if bits > 0 { out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
 
     /// Decodes base32, case-insensitively, ignoring spaces and hyphens
     /// (as secrets are often shown in groups) and optional `=` padding.

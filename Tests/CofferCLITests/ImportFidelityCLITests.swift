@@ -1,0 +1,73 @@
+import CofferTestSupport
+import Foundation
+import Testing
+
+/// Issue 25 items 3 and 4, driven as a user would: real exports of other
+/// programs imported, then read back with `coffer get` and `coffer otp`.
+@Suite struct ImportFidelityCLITests {
+    static func fixture(_ name: String) -> String { InterchangeCLITests.fixture(name) }
+
+    func get(_ home: TestHome, _ name: String, _ field: String) -> String? {
+        let r = home.unlocked(["get", name, "--field", field])
+        return r.status == 0 ? r.out : nil
+    }
+
+    @Test func keepassXCExportOfAKDBX4DatabaseWithAttachments() {
+        let home = TestHome()
+        home.initVault()
+        let r = home.unlocked(["import", "--from", "keepass-xml", Self.fixture("keepassxc-2.7.4-kdbx41-export.xml")])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("2 added"), "\(r)")
+        #expect(
+            r.stderr.contains(
+                "coffer: warning: 'Work/Mail': attachments 'f', 'g' were not imported: the XML refers to their bytes but does not hold them"), "\(r)")
+        #expect(r.stderr.contains("'Scan': attachment 'scan.pdf' was not imported"), "\(r)")
+        #expect(r.stderr.contains("import the .kdbx instead (coffer import --from kdbx)"))
+        let warnings = r.stderr.split(separator: "\n").filter { $0.contains("not imported") }
+        #expect(warnings.count == 2, "\(r)")
+        #expect(get(home, "Work/Mail", "username") == "alice" && get(home, "Scan", "username") == "bob")
+    }
+
+    @Test func otpWorksOnEveryKeePassTOTPLayout() {
+        let home = TestHome()
+        home.initVault()
+        let r = home.unlocked(["import", "--from", "keepass-xml", Self.fixture("keepass-totp-layouts.xml")])
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stderr.contains("'Broken seed': its TOTP cannot be read ('TOTP Seed' is not base32)"), "\(r)")
+        #expect(!r.stderr.contains("not base32!"))
+        let expected = [
+            ("otp URI", "94287082"), ("KeeOTP", "8920136"), ("Seed and settings", "287082"), ("Steam", "PV9M4"),
+            ("TimeOtp Base32", "84755224"), ("TimeOtp Hex", "46119246"), ("TimeOtp Base64", "90693936"), ("TimeOtp UTF-8", "94287082"),
+        ]
+        for (name, code) in expected {
+            let otp = home.unlocked(["otp", name, "--at", "59"])
+            #expect(otp.status == 0 && otp.out == code, "\(name): \(otp)")
+        }
+        let json = home.unlocked(["otp", "Steam", "--at", "59", "--json"])
+        SchemaValidation.expectValid(json.stdout, schema: "otp.schema.json")
+        #expect(json.stdout.contains("\"digits\":5") || json.stdout.contains("\"digits\" : 5"), "\(json)")
+        #expect(home.unlocked(["otp", "Broken seed"]).status == 66)
+        // Empty custom strings arrive as empty fields.
+        #expect(home.unlocked(["get", "Empty custom", "--field", "security question"]).status == 0)
+        #expect(get(home, "Empty custom", "security question") == "")
+    }
+}
+
+extension ImportFidelityCLITests {
+    @Test func emptyCustomFieldsSurviveKeePassXMLBothWays() {
+        let home = TestHome()
+        home.initVault()
+        let add = home.unlocked(["add", "site", "--type", "login", "--field", "username=al", "--field", "answer=", "--field", "hint="], stdin: "pw")
+        #expect(add.status == 0, "\(add)")
+        let file = home.path("out.xml")
+        let out = home.unlocked(["export", "--format", "keepass-xml", "--plaintext", "--out", file])
+        #expect(out.status == 0, "\(out)")
+        let xml = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+        #expect(xml.contains("<Key>answer</Key>") && xml.contains("<Key>hint</Key>"), "\(xml)")
+        let other = TestHome()
+        other.initVault()
+        let back = other.unlocked(["import", "--from", "keepass-xml", file])
+        #expect(back.status == 0, "\(back)")
+        #expect(get(other, "site", "answer") == "" && get(other, "site", "hint") == "" && get(other, "site", "username") == "al")
+    }
+}

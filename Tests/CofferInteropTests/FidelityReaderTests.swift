@@ -1,0 +1,133 @@
+import CofferInterop
+import CofferKit
+import Foundation
+import Testing
+
+/// Issue 25 item 3: KeePassXC's XML export of a KDBX 4 database refers to
+/// attachments it does not hold.
+@Suite struct KeePassDanglingAttachmentTests {
+    static let file = "keepassxc-2.7.4-kdbx41-export.xml"
+
+    @Test func everyEntryImportedWithOneWarningEach() throws {
+        let r = try KeePassXML.read(try Fixture.data(Self.file), file: "export.xml")
+        #expect(r.entries.map(\.name).sorted() == ["Scan", "Work/Mail"])
+        #expect(r.entry("Work/Mail")?.value("username") == "alice" && r.entry("Scan")?.value("username") == "bob")
+        #expect(r.entries.allSatisfy { !$0.fields.contains(where: \.isFile) })
+        let warned = r.warnings.filter { $0.message.contains("--from kdbx") }
+        // Once per entry, though history versions refer to them again.
+        #expect(warned.map(\.entry).sorted() == ["Scan", "Work/Mail"])
+        let mail = try #require(warned.first { $0.entry == "Work/Mail" })
+        #expect(mail.message.hasPrefix("attachments 'f', 'g' were not imported"), "\(mail.message)")
+        #expect(warned.first { $0.entry == "Scan" }?.message.hasPrefix("attachment 'scan.pdf' was not imported") == true)
+    }
+
+    @Test func readFromPathWarnsToo() throws {
+        let read = try KeePassXML.read(path: Fixture.path(Self.file))
+        #expect(read.entries.count == 2 && read.warnings.filter { $0.message.contains("--from kdbx") }.count == 2)
+    }
+
+    @Test func externalPoolSuppliesTheBytes() throws {
+        let bytes = Data("hello".utf8) + Data([0]) + Data("world".utf8)
+        let r = try KeePassXML.read(try Fixture.data(Self.file), file: "export.xml", binaries: [0: bytes])
+        let mail = try #require(r.entry("Work/Mail"))
+        #expect(mail.fields.filter(\.isFile).map(\.name) == ["f", "g"])
+        #expect(mail.fields.first { $0.name == "f" }?.bytes == [UInt8](bytes))
+        #expect(r.entry("Scan")?.fields.first { $0.name == "scan.pdf" }?.bytes == [UInt8](bytes))
+        #expect(!r.warnings.contains { $0.message.contains("--from kdbx") })
+        // The history versions get their attachment as well.
+        #expect(r.entry("Scan")?.history.contains { $0.fields.contains { $0.name == "scan.pdf" } } == true)
+    }
+
+    @Test func externalBinaryTooLargeIsWarnedNotLoaded() throws {
+        let big = Data(count: Field.maxValueBytes + 1)
+        let r = try KeePassXML.read(try Fixture.data(Self.file), file: "export.xml", binaries: [0: big])
+        #expect(r.entries.count == 2)
+        #expect(r.warnings.contains { $0.entry == "Scan" && $0.message.contains("'scan.pdf' was not imported: it is larger than 16 MiB") })
+    }
+}
+
+/// Issue 25 item 4: the TOTP layouts of KeePass-family programs become one
+/// `totp` URI that `coffer otp` computes (RFC 6238 appendix B's keys).
+@Suite struct KeePassTOTPLayoutTests {
+    func code(_ r: ImportedFile, _ name: String, at time: Int64 = 59) throws -> String {
+        let e = try #require(r.entry(name), "no entry \(name)")
+        let uri = try #require(e.value("totp"), "no totp in \(name): \(e.fields.map(\.name))")
+        #expect(e.isSecret("totp") == true)
+        return try TOTP.parse(uri).code(at: time)
+    }
+
+    @Test func everyLayoutGivesTheRightCode() throws {
+        let r = try KeePassXML.read(try Fixture.data("keepass-totp-layouts.xml"), file: "t.xml")
+        #expect(try code(r, "otp URI") == "94287082")
+        #expect(try code(r, "KeeOTP") == "8920136")
+        #expect(try code(r, "Seed and settings") == "287082")
+        #expect(try code(r, "Steam") == "PV9M4")
+        #expect(try code(r, "Steam", at: 1_111_111_109) == "PY4YB")
+        #expect(try code(r, "TimeOtp Base32") == "84755224")
+        #expect(try code(r, "TimeOtp Hex") == "46119246")
+        #expect(try code(r, "TimeOtp Base64") == "90693936")
+        #expect(try code(r, "TimeOtp UTF-8") == "94287082")
+        let kee = try TOTP.parse(try #require(r.entry("KeeOTP")?.value("totp")))
+        #expect(kee.period == 60 && kee.digits == 7 && kee.algorithm == .sha256)
+        // The strings that held the TOTP are not kept beside it.
+        for e in r.entries where e.name != "Broken seed" {
+            #expect(!e.fields.contains { $0.name.hasPrefix("TimeOtp") || $0.name.hasPrefix("TOTP ") || $0.name == "otp" }, "\(e.name)")
+        }
+    }
+
+    @Test func unreadableTOTPIsKeptAndWarnedWithoutItsValue() throws {
+        let r = try KeePassXML.read(try Fixture.data("keepass-totp-layouts.xml"), file: "t.xml")
+        let broken = try #require(r.entry("Broken seed"))
+        #expect(broken.value("totp") == nil)
+        #expect(broken.value("TOTP Seed") == "not base32!" && broken.isSecret("TOTP Seed") == true)
+        #expect(broken.value("TOTP Settings") == "30;6")
+        let w = try #require(r.warnings.first { $0.entry == "Broken seed" })
+        #expect(w.message.contains("'TOTP Seed' is not base32") && !w.message.contains("not base32!"))
+        #expect(r.warnings.filter { $0.entry == "Broken seed" }.count == 1)
+    }
+
+    @Test(arguments: [
+        (["otp": "key=GEZDGNBVGY3TQOJQ&size=9"], "size"),
+        (["TOTP Seed": "GEZDGNBVGY3TQOJQ", "TOTP Settings": "abc"], "TOTP Settings"),
+        (["TimeOtp-Secret-Hex": "31x2"], "TimeOtp-Secret-Hex"),
+        (["TimeOtp-Secret-Base32": "GEZDGNBVGY3TQOJQ", "TimeOtp-Algorithm": "HMAC-MD5"], "TimeOtp-Algorithm"),
+        (["TimeOtp-Secret-Base32": "GEZDGNBVGY3TQOJQ", "TimeOtp-Length": "4"], "TimeOtp-Length"),
+    ])
+    func badSettingsAreNamed(strings: [String: String], named: String) {
+        guard case .unreadable(let why, let keys) = KeePassOTP.extract(strings, label: "x") else {
+            Issue.record("accepted \(strings)")
+            return
+        }
+        #expect(why.contains(named) && Set(keys) == Set(strings.keys), "\(why)")
+    }
+
+    @Test func uriLabelIsEscaped() throws {
+        guard case .mapped(let uri, _) = KeePassOTP.extract(["TOTP Seed": "GEZDGNBVGY3TQOJQ"], label: "Wörk & Co: mail?") else {
+            Issue.record("not mapped")
+            return
+        }
+        let t = try TOTP.parse(uri)
+        #expect(t.period == 30 && t.digits == 6 && t.issuer == "Wörk & Co" && t.account == "mail?")
+    }
+}
+
+/// Empty custom strings travel both ways through KeePass XML.
+@Suite struct KeePassEmptyFieldTests {
+    @Test func keptOnReadStandardOnesDropped() throws {
+        let r = try KeePassXML.read(try Fixture.data("keepass-totp-layouts.xml"), file: "t.xml")
+        let e = try #require(r.entry("Empty custom"))
+        #expect(e.value("security question") == "" && e.value("PIN") == "" && e.isSecret("PIN") == true)
+        #expect(e.value("url") == nil && e.value("notes") == nil)
+    }
+
+    @Test func roundTrip() throws {
+        let entry = InterchangeEntry(
+            name: "a", type: .login,
+            fields: [
+                Field(name: "username", value: "u", isSecret: false), Field(name: "password", value: "p", isSecret: true),
+                Field(name: "answer", value: "", isSecret: true), Field(name: "hint", value: "", isSecret: false),
+            ])
+        let back = try KeePassXML.read(KeePassXML.write([entry]), file: "w.xml")
+        #expect(Set(back.entries.first?.fields ?? []) == Set(entry.fields))
+    }
+}
