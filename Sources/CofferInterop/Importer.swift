@@ -38,6 +38,9 @@ public enum Importer {
     public struct Options: Sendable {
         /// `csv`: explicit column mapping (`--columns`).
         public var columns: [(field: String, column: String)]?
+        /// `csv`: skip rows that cannot be read, each named in a warning
+        /// (`--lenient`).
+        public var lenient = false
         /// `dotenv`: the item's name (`--prefix`, else the file name).
         public var dotenvName: String?
         /// `kdbx`: asks for the database password when it is needed.
@@ -67,7 +70,7 @@ public enum Importer {
         case .onePasswordPUX:
             return try OnePUX.read(path: path)
         case .csv:
-            return try CSVImport.read(try ImportError.read(path), file: path, columns: options.columns).0
+            return try CSVImport.read(try ImportError.read(path), file: path, columns: options.columns, lenient: options.lenient).0
         case .dotenv:
             return try DotenvImport.read(try ImportError.read(path), file: path, itemName: options.dotenvName ?? DotenvImport.defaultName(for: path))
         case .cofferJSON:

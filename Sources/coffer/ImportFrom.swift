@@ -24,6 +24,9 @@ struct InterchangeImportOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("CSV column mapping FIELD=COLUMN,… (e.g. name=title,password=pass).", valueName: "mapping"))
     var columns: String?
 
+    @Flag(name: .long, help: "--from csv: skip lines that cannot be read (each named in a warning) instead of refusing the file.")
+    var lenient = false
+
     @Option(name: .long, help: ArgumentHelp("--from kdbx: read the database password from this open file descriptor.", valueName: "n"))
     var sourcePassphraseFd: Int32?
 
@@ -42,11 +45,13 @@ struct InterchangeImportOptions: ParsableArguments {
 enum InterchangeImportCommand {
     static func checkUsage(_ o: InterchangeImportOptions, files: [String]) throws(CofferError) {
         guard let from = o.from else {
-            if o.prefix != nil || o.columns != nil || o.json || o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil || o.sourceKeyFile != nil
+            if o.prefix != nil || o.columns != nil || o.lenient || o.json || o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil
+                || o.sourceKeyFile != nil
                 || o.onConflict != ImportConflictPolicy.keepBoth.rawValue
             {
                 throw CofferError(
-                    .usage, "--prefix, --on-conflict, --columns, --json and --source-* apply only with --from FORMAT", hint: "see `coffer import --help`")
+                    .usage, "--prefix, --on-conflict, --columns, --lenient, --json and --source-* apply only with --from FORMAT",
+                    hint: "see `coffer import --help`")
             }
             return
         }
@@ -64,6 +69,7 @@ enum InterchangeImportCommand {
             guard files.count == 1 else { throw CofferError(.usage, "--from \(from) takes exactly one file", hint: "see `coffer import --help`") }
         }
         if o.columns != nil && format != .csv { throw CofferError(.usage, "--columns applies only to --from csv", hint: "see `coffer import --help`") }
+        if o.lenient && format != .csv { throw CofferError(.usage, "--lenient applies only to --from csv", hint: "see `coffer import --help`") }
         if (o.sourcePassphraseFd != nil || o.sourcePassphraseFile != nil || o.sourceKeyFile != nil) && format != .kdbx {
             throw CofferError(.usage, "--source-passphrase-fd/-file and --source-key-file apply only to --from kdbx", hint: "see `coffer import --help`")
         }
@@ -75,6 +81,7 @@ enum InterchangeImportCommand {
         var readOptions = Importer.Options()
         if let c = o.columns { readOptions.columns = try CSVImport.parseColumns(c) }
         readOptions.dotenvName = o.prefix
+        readOptions.lenient = o.lenient
         readOptions.keyFile = o.sourceKeyFile
         if format == .kdbx {
             let fd = o.sourcePassphraseFd

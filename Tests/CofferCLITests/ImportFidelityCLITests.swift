@@ -71,3 +71,23 @@ extension ImportFidelityCLITests {
         #expect(get(other, "site", "answer") == "" && get(other, "site", "hint") == "" && get(other, "site", "username") == "al")
     }
 }
+
+extension ImportFidelityCLITests {
+    @Test func lenientSkipsNamedLinesAndIsCSVOnly() {
+        let home = TestHome()
+        home.initVault()
+        let file = Self.fixture("csv-bad-rows.csv")
+        let before = home.vaultBytes()
+        let strict = home.unlocked(["import", "--from", "csv", file])
+        #expect(strict.status == 65 && strict.stderr.contains("line 3: 7 columns, but the header has 5"), "\(strict)")
+        #expect(strict.stderr.contains("coffer: hint: fix that line, or add --lenient"), "\(strict)")
+        #expect(home.vaultBytes() == before)
+        let r = home.unlocked(["import", "--from", "csv", "--lenient", file])
+        #expect(r.status == 0 && r.stderr.contains("2 added"), "\(r)")
+        #expect(r.stderr.contains("coffer: warning: \(file): line 3: 7 columns, but the header has 5: this line was skipped (--lenient)"), "\(r)")
+        #expect(r.stderr.contains("line 4: 2 columns, but the header has 5: this line was skipped"), "\(r)")
+        #expect(!r.stderr.contains("x-pass"))
+        let usage = home.unlocked(["import", "--from", "bitwarden-json", "--lenient", Self.fixture("bitwarden.json")])
+        #expect(usage.status == 64 && usage.stderr.contains("--lenient applies only to --from csv"), "\(usage)")
+    }
+}

@@ -131,3 +131,95 @@ import Testing
         #expect(Set(back.entries.first?.fields ?? []) == Set(entry.fields))
     }
 }
+
+/// Issue 25 item 4: CSV exports read as their programs meant them.
+@Suite struct CSVFidelityTests {
+    func read(_ name: String, lenient: Bool = false) throws -> (ImportedFile, CSVImport.Layout) {
+        try CSVImport.read(try Fixture.data(name), file: name, lenient: lenient)
+    }
+
+    @Test func bitwardenFieldsOneFieldPerLineLFOrCRLF() throws {
+        let (r, layout) = try read("bitwarden-crlf.csv")
+        #expect(layout == .bitwarden)
+        let router = try #require(r.entry("Home/Router"))
+        #expect(router.value("pin") == "1" && router.value("oldpin") == "2", "\(router.fields)")
+        #expect(router.isSecret("pin") == true && router.isSecret("oldpin") == true)
+        let nas = try #require(r.entry("Home/NAS"))
+        #expect(nas.value("pin") == "3" && nas.value("empty") == "" && nas.value("url") == "https://nas.lan")
+        #expect(nas.value("url2") == "https://nas.example" && nas.value("url3") == "https://nas.lan:5001")
+        #expect(nas.value("notes") == "first\r\nsecond" && nas.tags == ["favorite"])
+        // `reprompt` (Bitwarden's master-password re-prompt) has no place in Coffer.
+        #expect(r.warnings.map(\.message) == ["bitwarden-crlf.csv: column reprompt has values but is not imported (coffer has no place for it)"])
+    }
+
+    @Test func chromeRowsWithoutTheTrailingNoteCell() throws {
+        let (r, layout) = try read("chrome-no-note.csv")
+        #expect(layout == .chrome && r.entries.count == 3 && r.warnings.isEmpty)
+        #expect(r.entry("accounts.example")?.value("password") == "c-pass" && r.entry("accounts.example")?.value("notes") == nil)
+        #expect(r.entry("shop.example")?.value("notes") == "remember the PIN")
+        #expect(r.entry("bare.example")?.value("username") == "erin")
+    }
+
+    @Test func worseRowsRefusedOrSkippedWithLenient() throws {
+        do {
+            _ = try read("csv-bad-rows.csv")
+            Issue.record("accepted")
+        } catch let error as CofferError {
+            #expect(error.kind == .badData && error.message == "csv-bad-rows.csv: line 3: 7 columns, but the header has 5")
+            #expect(error.hint?.contains("--lenient") == true)
+        } catch {
+            Issue.record("\(error)")
+        }
+        let (r, _) = try read("csv-bad-rows.csv", lenient: true)
+        #expect(r.entries.map(\.name) == ["good", "also good"])
+        #expect(
+            r.warnings.map(\.message) == [
+                "csv-bad-rows.csv: line 3: 7 columns, but the header has 5: this line was skipped (--lenient)",
+                "csv-bad-rows.csv: line 4: 2 columns, but the header has 5: this line was skipped (--lenient)",
+                "csv-bad-rows.csv: 2 lines were skipped (--lenient); the rest was imported",
+            ])
+        // Never a value in a warning.
+        #expect(!r.warnings.contains { $0.message.contains("x-pass") || $0.message.contains("y.example") })
+    }
+
+    @Test func lastPassBackslashSubFolders() throws {
+        let (r, _) = try read("lastpass-subfolders.csv")
+        #expect(r.entries.map(\.name) == ["Emails/WS/Webmail", "Shared-Team/Ops/DB/Shared Site", "A∕B/Slash"])
+    }
+
+    @Test func onePassword8() throws {
+        let (r, layout) = try read("1password8.csv")
+        #expect(layout == .onePassword)
+        let gh = try #require(r.entry("GitHub"))
+        #expect(gh.value("username") == "octo" && gh.value("password") == "gh-pass" && gh.value("url") == "https://github.com/login")
+        #expect(gh.value("totp")?.hasPrefix("otpauth://totp/GitHub:octo?secret=") == true && gh.isSecret("totp") == true)
+        #expect(gh.value("notes") == "two\nlines" && gh.tags == ["dev", "work", "favorite"])
+        #expect(r.entry("Old forum")?.tags == ["archived"])
+        #expect(r.warnings.isEmpty)
+    }
+
+    @Test func keePass2CSVWithBackslashEscapes() throws {
+        let (r, layout) = try read("keepass2.csv")
+        #expect(layout == .keepass)
+        let q = try #require(r.entry("Quoted"))
+        #expect(q.value("username") == "q\\user" && q.value("password") == "pa\"ss,word" && q.value("url") == "https://q.example")
+        #expect(q.value("notes") == "line one\r\nline \"two\"")
+        #expect(r.entry("Sample Entry")?.value("username") == "User Name")
+    }
+
+    @Test func firefoxMetadataColumnsWarnedByNameOnly() throws {
+        let (r, _) = try read("firefox.csv")
+        #expect(
+            r.warnings.map(\.message) == [
+                "firefox.csv: columns formActionOrigin, guid, timeCreated, timeLastUsed, timePasswordChanged have values but are not imported (coffer has no place for them)"
+            ])
+        #expect(!r.warnings.contains { $0.message.contains("1700000000000") || $0.message.contains("{g1}") })
+    }
+
+    @Test func keepassXCCSVTOTPInKeeOTPForm() throws {
+        let csv =
+            "\"Group\",\"Title\",\"Username\",\"Password\",\"URL\",\"Notes\",\"TOTP\"\n\"Root\",\"T\",\"u\",\"p\",\"\",\"\",\"key=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&step=30&size=8\"\n"
+        let (r, _) = try CSVImport.read(Data(csv.utf8), file: "k.csv")
+        #expect(try TOTP.parse(try #require(r.entry("T")?.value("totp"))).code(at: 59) == "94287082")
+    }
+}
