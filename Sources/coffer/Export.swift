@@ -18,6 +18,10 @@ struct Export: ParsableCommand {
             `keepassxc-cli import` reads. Attachments go into json (base64) and keepass-xml (KeePass \
             attachments); csv leaves them out, naming each item in a warning. Local-only items only \
             with --include-local-only; never to a terminal without --force; the file is 0600.
+
+            With --format pass --out DIR [--gpg-id ID…], writes a password-store instead (pass, \
+            gopass): one NAME.gpg per item, encrypted by gpg to the recipients of DIR/.gpg-id; no \
+            plaintext touches the disk (`coffer help import`).
             """)
 
     @OptionGroup var options: VaultOptions

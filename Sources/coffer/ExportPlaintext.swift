@@ -25,6 +25,11 @@ struct PlaintextExportOptions: ParsableArguments {
     @Flag(name: .long, help: "Allow a plaintext export to a terminal (--out - on a terminal).")
     var force = false
 
+    @Option(
+        name: .customLong("gpg-id"),
+        help: ArgumentHelp("--format pass: a recipient of the new password store (written to DIR/.gpg-id); repeatable.", valueName: "id"))
+    var gpgIDs: [String] = []
+
     @Flag(
         name: .long,
         help:
@@ -38,6 +43,11 @@ struct PlaintextExportOptions: ParsableArguments {
 /// following symbolic links), never through the bundle writer.
 enum PlaintextExportCommand {
     static func checkUsage(_ o: PlaintextExportOptions, since: String?) throws(CofferError) {
+        if o.format == PassExportCommand.format {
+            try PassExportCommand.checkUsage(o, since: since)
+            return
+        }
+        if !o.gpgIDs.isEmpty { throw CofferError(.usage, "--gpg-id applies only to --format pass", hint: "see `coffer export --help`") }
         guard let f = o.format else {
             if o.plaintext || o.includeLocalOnly || o.history || o.force || o.csvFormulasAsIs {
                 throw CofferError(
@@ -58,6 +68,10 @@ enum PlaintextExportCommand {
     }
 
     static func run(_ o: PlaintextExportOptions, vaultOptions: VaultOptions, out: String) throws {
+        if o.format == PassExportCommand.format {
+            try PassExportCommand.run(o, vaultOptions: vaultOptions, out: out)
+            return
+        }
         guard let f = o.format, let format = ExportFormat(rawValue: f) else { return }
         guard o.plaintext else {
             throw CofferError(

@@ -91,3 +91,35 @@ extension ImportFidelityCLITests {
         #expect(usage.status == 64 && usage.stderr.contains("--lenient applies only to --from csv"), "\(usage)")
     }
 }
+
+/// `coffer export --format pass` refusals that need no gpg key.
+@Suite struct PassExportCLITests {
+    @Test func refusals() throws {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "a", "--type", "login"], stdin: "pw").status == 0)
+        let junk = home.path("junk")
+        try FileManager.default.createDirectory(atPath: junk, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: junk + "/notes.txt", contents: Data("mine".utf8))
+        let cases: [([String], Int32, String)] = [
+            (["--out", junk, "--gpg-id", "x@y.invalid"], 73, "is not empty and is not a password store (it has no .gpg-id)"),
+            (["--out", home.path("new")], 64, "is not a password store yet: say whose key encrypts it"),
+            (["--out", home.path("new"), "--gpg-id", "x@y.invalid", "--plaintext"], 64, "--plaintext does not apply"),
+            (["--out", "-", "--gpg-id", "x@y.invalid"], 64, "give it with --out DIR"),
+            (["--out", home.path("new"), "--gpg-id", "two\nlines"], 64, "is not a key id"),
+        ]
+        for (args, status, message) in cases {
+            let r = home.unlocked(["export", "--format", "pass"] + args)
+            #expect(r.status == status && r.stderr.contains(message), "\(args): \(r)")
+        }
+        let csv = home.unlocked(["export", "--format", "csv", "--plaintext", "--gpg-id", "x", "--out", home.path("x.csv")])
+        #expect(csv.status == 64 && csv.stderr.contains("--gpg-id applies only to --format pass"), "\(csv)")
+        // No gpg on PATH: exit 69, nothing created.
+        let bin = home.path("emptybin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let noGPG = home.unlocked(["export", "--format", "pass", "--out", home.path("s"), "--gpg-id", "x@y.invalid"], env: ["PATH": bin])
+        #expect(noGPG.status == 69 && noGPG.stderr.contains("--format pass needs gpg, which is not installed"), "\(noGPG)")
+        #expect(!FileManager.default.fileExists(atPath: home.path("s")))
+        #expect(FileManager.default.contents(atPath: junk + "/notes.txt") == Data("mine".utf8))
+    }
+}

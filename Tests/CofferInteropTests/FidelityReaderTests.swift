@@ -223,3 +223,34 @@ import Testing
         #expect(try TOTP.parse(try #require(r.entry("T")?.value("totp"))).code(at: 59) == "94287082")
     }
 }
+
+/// The text of a pass entry written by `export --format pass`.
+@Suite struct PassEntryTextTests {
+    @Test func passwordFieldsOtpNotesAndWhatIsLeftOut() {
+        let e = InterchangeEntry(
+            name: "web/x", type: .login,
+            fields: [
+                Field(name: "username", value: "al", isSecret: false), Field(name: "password", value: "pw", isSecret: true),
+                Field(name: "url", value: "https://a", isSecret: false), Field(name: "url2", value: "https://b", isSecret: false),
+                Field(name: "totp", value: "JBSW Y3DP EHPK 3PXP", isSecret: true), Field(name: "key", value: "-----A\nB-----", isSecret: true),
+                Field(name: "notes", value: "n1\nn2\n", isSecret: false), Field(name: "scan.pdf", bytes: [1, 2], isSecret: true, isFile: true),
+            ])
+        let (text, warnings) = PassStoreWriter.text(of: e)
+        #expect(text == "pw\nusername: al\nurl: https://a\nurl: https://b\notpauth://totp/web%2Fx?secret=JBSWY3DPEHPK3PXP\nn1\nn2\nkey:\n-----A\nB-----\n")
+        #expect(warnings.count == 2 && warnings[0].contains("'scan.pdf'") && warnings[1].contains("'key'"))
+        #expect(!warnings.joined().contains("pw") && !warnings.joined().contains("-----A"))
+        // Read back by the pass reader: the same one-line fields.
+        let back = PassStore.entry(name: "web/x", text: text, origin: "")
+        #expect(back.value("password") == "pw" && back.value("username") == "al" && back.value("url2") == "https://b")
+        #expect(back.value("totp").map { (try? TOTP.parse($0))?.code(at: 59) } == (try? TOTP.parse("JBSWY3DPEHPK3PXP"))?.code(at: 59))
+    }
+
+    @Test func mainSecretOfOtherTypesAndNotes() {
+        let api = InterchangeEntry(name: "k", type: .apiKey, fields: [Field(name: "key", value: "sk-1", isSecret: true)])
+        #expect(PassStoreWriter.text(of: api).text == "sk-1\n")
+        let note = InterchangeEntry(name: "n", type: .note, fields: [Field(name: "notes", value: "a\nb", isSecret: true)])
+        #expect(PassStoreWriter.text(of: note).text == "\na\nb\n")
+        #expect(PassStore.entry(name: "n", text: "\na\nb\n", origin: "").type == .note)
+        #expect(PassStoreWriter.recipients(inGpgID: "a@b # me\n\n  C0FFEE  \n# all\n") == ["a@b", "C0FFEE"])
+    }
+}

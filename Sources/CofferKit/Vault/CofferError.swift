@@ -63,6 +63,8 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let badData = Kind(rawValue: "badData")
         /// A file or folder cannot be created or written.
         public static let cannotCreate = Kind(rawValue: "cannotCreate")
+        /// A program it needs (gpg) is not installed.
+        public static let unavailable = Kind(rawValue: "unavailable")
         /// Reading or writing failed part-way: a full disk, an I/O error.
         public static let ioError = Kind(rawValue: "ioError")
         /// The vault is locked by another process; try again.
@@ -329,6 +331,7 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case .usage: return 64
         case .badData, .ambiguousName, .invalidCredential: return 65
         case .vaultNotFound, .itemNotFound, .fileNotFound: return 66
+        case .unavailable: return 69
         case .internalError: return 70
         case .vaultExists, .duplicateName, .cannotCreate: return 73
         case .ioError: return 74
