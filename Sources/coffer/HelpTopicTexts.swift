@@ -476,7 +476,8 @@ coffer import --from keepass-xml export.xml        # keepassxc-cli export --form
 coffer import --from kdbx Passwords.kdbx           # asks for the database password (no echo)
 coffer import --from bitwarden-json bitwarden.json --prefix bw
 coffer import --from 1password-1pux export.1pux
-coffer import --from csv chrome-passwords.csv      # Chrome, Firefox, Bitwarden, KeePassXC, LastPass
+coffer import --from csv chrome-passwords.csv      # Chrome, Firefox, Bitwarden, KeePassXC, LastPass, 1Password 8, KeePass 2
+coffer import --from csv damaged.csv --lenient     # skip lines that cannot be read, each named
 coffer import --from csv other.csv --columns name=title,username=login,password=pass
 coffer import --from dotenv .env --prefix myapp/dev  # one item; `coffer env myapp/dev` gives .env back
 ```
@@ -495,9 +496,11 @@ To leave, or to keep a copy in another tool:
 coffer export --format json --plaintext --history --out coffer.json   # lossless; --from coffer-json reads it
 coffer export --format keepass-xml --plaintext --out k.xml && keepassxc-cli import k.xml new.kdbx
 coffer export --format csv --plaintext --out coffer.csv
+coffer export --format pass --out ~/.password-store --gpg-id you@example.org   # encrypted: pass show / gopass show
 ```
 
-These files hold every secret unencrypted (mode 0600): keep them safe and delete them when done.
+`--format pass` writes one gpg-encrypted `NAME.gpg` per item (no plaintext on disk). The other files
+hold every secret unencrypted (mode 0600): keep them safe and delete them when done.
 Local-only items are included only with `--include-local-only`.
 
 ### Attachments in imports and exports
@@ -2309,8 +2312,9 @@ run `umask 077` first.
 # Import from other tools, plaintext export
 
 ```
-coffer import --from FORMAT PATH [--prefix P] [--dry-run] [--on-conflict skip|overwrite|keep-both] [--json]
+coffer import --from FORMAT PATH [--prefix P] [--dry-run] [--on-conflict skip|overwrite|keep-both] [--json] [--lenient (csv)]
 coffer export --format json|csv|keepass-xml --plaintext --out FILE [--include-local-only] [--history] [--force] [--csv-formulas-as-is]
+coffer export --format pass --out DIR [--gpg-id ID]… [--include-local-only]
 ```
 
 `coffer import BUNDLE…` (without `--from`) still merges bundles (docs/bundle-format.md).
@@ -2364,15 +2368,16 @@ at most 16 MiB per field and 28 MiB per item, payload flag bit 2). How each form
 | format | attachments |
 |---|---|
 | pass (in) | a `.gpg` entry that decrypts to bytes that are not UTF-8 text becomes an item of type `custom` with one attachment named like the entry's last path part; above 16 MiB it is left out with a warning |
-| keepass-xml, kdbx (in) | KeePass attachments → attachments named by their key; above 16 MiB left out with a warning (details in the keepass-xml section) |
+| keepass-xml, kdbx (in) | KeePass attachments → attachments named by their key; above 16 MiB left out with a warning; a reference whose bytes the XML does not hold (KeePassXC's XML export of a KDBX 4 database) → the entry without it and one warning (details in the keepass-xml section) |
 | bitwarden-json (in) | none: Bitwarden leaves files out of every export; an item with an `attachments` list gets one warning naming the files, to download from Bitwarden and `coffer attach` by hand |
 | 1password-1pux (in) | documents and file fields → attachments (below) |
-| csv (in; Chrome/Chromium, Firefox, Bitwarden, KeePassXC, LastPass) | none: these CSVs have no file column |
+| csv (in; Chrome/Chromium, Firefox, Bitwarden, KeePassXC, LastPass, 1Password 8, KeePass 2) | none: these CSVs have no file column |
 | dotenv (in) | none |
 | coffer-json (in) | version 2 attachments, byte for byte |
 | json (out) | every attachment, base64, in Coffer JSON version 2 (also in `--history`) |
 | keepass-xml (out) | every attachment as a KeePass attachment (`Meta/Binaries`) |
 | csv (out) | none: left out, one warning per item naming its attachments, then a count |
+| pass (out) | none: left out, one warning per item naming them (encrypt a file into the store by hand with `gpg -e`) |
 
 A file an import leaves out is named, with its item, in one warning (`'Private/Lost scan': document
 'lost.pdf' was not imported: the archive holds no files/doc3__lost.pdf …`) and counted in the
@@ -2385,7 +2390,33 @@ URLs `url2`, `url3`…), `totp` (an `otpauth://` URI, secret) and `notes`. Notes
 type `note` (field `notes`, secret). Everything else becomes `custom`. Custom fields keep their
 names and their secrecy (hidden/concealed/protected → secret); a name Coffer cannot use (with `=`,
 a leading `@`, control characters) has those characters replaced by `_`; a name given twice gets
-`2`, `3`… appended. Empty standard values are left out; empty custom fields are kept.
+`2`, `3`… appended. Empty standard values are left out; empty custom fields are kept (KeePass XML
+included, both ways: `<String><Key>hint</Key><Value/></String>` is the field `hint` with an empty
+value, and `export --format keepass-xml` writes it so).
+
+### TOTP in KeePass entries
+
+KeePass-family programs store a TOTP in one of three layouts of entry strings. Each becomes the
+`totp` field (secret) holding an `otpauth://totp/TITLE?secret=BASE32&period=P&digits=D&algorithm=A`
+URI (the period, digits and algorithm kept), which `coffer otp NAME` computes; the strings it came
+from are not kept beside it. Read from keepass-xml and kdbx, and from the TOTP column of a KeePassXC
+CSV.
+
+| layout | strings | becomes |
+|---|---|---|
+| KeePassXC | `otp`: an `otpauth://` URI | kept as it is |
+| KeePassXC (KeeOTP form) | `otp`: `key=BASE32&step=30&size=6&otpHashMode=sha1` | `period`=step, `digits`=size (6–8), `algorithm` sha1/sha256/sha512 |
+| KeePassXC, KeeTrayTOTP (older) | `TOTP Seed` (base32) + `TOTP Settings` `PERIOD;DIGITS` (`30;6`); `PERIOD;S` is Steam Guard | the secret with that period and digits; Steam: `&encoder=steam` (below) |
+| KeePass 2.47+ | `TimeOtp-Secret-Base32`, `-Hex`, `-Base64` or `TimeOtp-Secret` (UTF-8 text), with `TimeOtp-Length` (default 6), `TimeOtp-Period` (default 30), `TimeOtp-Algorithm` `HMAC-SHA-1`/`HMAC-SHA-256`/`HMAC-SHA-512` (default SHA-1) | the secret, re-encoded in base32 |
+
+Sources: KeePassXC's `src/totp/totp.cpp` (`parseSettings`, `writeSettings`) and keepass.info's
+placeholders page (`{TIMEOTP}`). Steam Guard codes are five characters of Steam's alphabet
+(`23456789BCDFGHJKMNPQRTVWXY`) instead of digits: the URI carries `encoder=steam` as KeePassXC writes
+it, and `coffer otp` prints such a code (`--json`: `digits` 5). When the strings cannot be read (a
+seed that is not base32, settings that are not `PERIOD;DIGITS`, a length outside 6–8, an unknown
+algorithm), they stay custom fields (`otp` is then kept as `otp (KeePass)`, the seeds secret) and one
+warning names the entry and what is wrong, never a value. HOTP (`HmacOtp-*`) strings stay custom
+fields: `coffer otp` computes time-based codes only.
 
 ## Formats
 
@@ -2415,7 +2446,7 @@ error anywhere in the file, even after thousands of entries were stored, rolls a
 number of new item ids is taken beforehand from a count of `<Entry` tags on the mapped file (history
 and recycle-bin entries included, so never too few). The top group (the database root) is
 not part of names; nested groups become the prefix. Title → name; UserName/Password/URL/Notes →
-`username`/`password`/`url`/`notes`; `otp` → `totp`; `KP2A_URL*` → `url2`…; other strings keep their
+`username`/`password`/`url`/`notes`; `otp` and the other TOTP layouts → `totp` (below, "TOTP in KeePass entries"); `KP2A_URL*` → `url2`…; other strings keep their
 keys, secret when `ProtectInMemory`/`Protected="True"` (Password always). `Tags` (split at `;` or
 `,`) → tags; `Times/Expires` True with `ExpiryTime` → expiry; `<History>` → item history; entries in
 the recycle bin are skipped and counted. Times may be ISO 8601 or KDBX 4's base64 seconds.
@@ -2431,9 +2462,20 @@ in the entry and in its history versions. An attachment larger than 16 MiB (a fi
 that would take the item's values over 28 MiB, is left out with one warning naming the entry and the
 attachment; decompression stops at the limit, so a small gzip "bomb" costs no memory. Bad base64,
 data marked `Compressed` that is not valid gzip (truncated, wrong checksum, trailing bytes; no data
-at all is an empty attachment, as KeePassXC writes one), or a
-`Ref` to a binary the file does not hold refuses the whole import (exit 65) naming the line, the
-entry and the attachment. Importing the file again finds the items identical.
+at all is an empty attachment, as KeePassXC writes one) refuses the whole import (exit 65) naming
+the line, the entry and the attachment. Importing the file again finds the items identical.
+
+A `Ref` to a binary the XML does not hold is what keepassxc-cli 2.7 writes for a **KDBX 4**
+database (its default format; a KDBX 3.1 database becomes 4.1 as soon as an entry is moved): KDBX 4
+keeps attachment bytes in the database's inner header, and the XML export leaves `<Meta><Binaries>`
+out. Every entry is imported without those attachments, with one warning per entry naming them
+(`'Work/Mail': attachments 'f', 'g' were not imported: the XML refers to their bytes but does not
+hold them (…); import the .kdbx instead (coffer import --from kdbx)`). Tested with a real
+keepassxc-cli 2.7.4 export (Tests/Fixtures/interop/keepassxc-2.7.4-kdbx41-export.xml). For a reader
+that has the bytes from elsewhere, `KeePassXML.read(_ data: Data, file: String, binaries: [Int:
+Data]? = nil)` (and `read(path:binaries:)`, `stream(path:binaries:)`) takes them by pool id: a
+`Ref="N"` the XML's own pool does not hold is looked up there (the KDBX reader passes the inner
+header's binaries), with the same 16 MiB and 28 MiB limits.
 
 DTD entities: the parser reads no DTD — no external entity is fetched and no entity is expanded
 (so neither a file on disk nor an expansion "bomb" can be pulled in) —, so a reference `&name;` to
@@ -2506,24 +2548,43 @@ from the zip, with these outcomes:
 ### csv
 A CSV with a header row (RFC 4180: commas, `"` quoting, `""` for a quote, LF or CRLF, values may
 span lines). Parsed by Coffer's own reader because a bad file must be refused with its line number
-(SwiftCSV reports neither the line nor a wrong column count). A row whose column count differs from
-the header's is exit 65 naming its line. The layout is detected from the header:
+(SwiftCSV reports neither the line nor a wrong column count). The layout is detected from the header:
 
 | tool | header it writes | mapping |
 |---|---|---|
 | Chrome/Chromium | `name,url,username,password[,note]` | name (else URL host) → name |
 | Firefox | `url,username,password,httpRealm,formActionOrigin,guid,…` | URL host → name; `httpRealm` → `http-realm` |
-| Bitwarden | `folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp` | `fields` lines `name: value` → fields |
+| Bitwarden | `folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp` | `fields` lines `name: value` → one field each (LF or CRLF line ends) |
 | KeePassXC | `Group,Title,Username,Password,URL,Notes,TOTP,…` | group path (minus the root) → prefix |
-| LastPass | `url,username,password,totp,extra,name,grouping,fav` | `grouping` → prefix, `extra` → notes, `http://sn` rows → notes |
+| LastPass | `url,username,password,totp,extra,name,grouping,fav` | `grouping` → prefix, its sub-folder separator `\` becoming `/` (`Emails\WS` → `Emails/WS/…`; a `/` inside a folder name becomes `∕`), `extra` → notes, `http://sn` rows → notes |
+| 1Password 8 | `Title,Url,Username,Password,OTPAuth,Favorite,Archived,Tags,Notes` | `OTPAuth` → `totp`, `Tags` (split at `,`/`;`) → tags, `Favorite` true → tag `favorite`, `Archived` true → tag `archived` |
+| KeePass 2 ("KeePass CSV (1.x)") | `"Account","Login Name","Password","Web Site","Comments"` | → name, `username`, `password`, `url`, `notes`; KeePass writes `"` as `\"` and `\` as `\\` inside cells (its `KeePassCsv1x.cs`), read back as they were |
 | Coffer | `name,type,tags,expires,…` | what `coffer export --format csv` writes |
+
+Rows of the wrong width. A row shorter than the header whose missing cells are all trailing ones the
+entry does not need — every column of its name, username, password and URL is there (Chrome: `name,
+url,username,password`; Firefox: `url,username,password`; …) — is read as if they were empty: Chrome
+leaves out an empty trailing `note` cell. A row with extra cells that are all empty (a trailing comma)
+is read too. Any other row of the wrong width, or a Coffer-layout row with an unknown type or a bad
+date, refuses the file (exit 65, `f.csv: line 3: 7 columns, but the header has 5`, with a hint
+naming `--lenient`). With `--lenient` (csv only) such rows are skipped instead, each named in one
+warning by line number and reason, never by value (`f.csv: line 3: 7 columns, but the header has 5:
+this line was skipped (--lenient)`), then a count.
+
+Columns a detected layout does not read and that hold a value in some row are named in one warning
+(never a value): `firefox.csv: columns formActionOrigin, guid, timeCreated, timeLastUsed,
+timePasswordChanged have values but are not imported (coffer has no place for them)`. Firefox's are
+its own bookkeeping (the form's target origin, a sync id, times in milliseconds), which no other
+password manager reads, so they are not kept as fields; `httpRealm` is (`http-realm`, what a basic-auth
+prompt needs). Likewise Bitwarden's `reprompt`, KeePassXC's `Icon`, `Last Modified`, `Created`.
 
 Any other CSV: `--columns FIELD=COLUMN,…` (Coffer field = CSV column, e.g.
 `--columns name=title,username=login,password=pass,folder=dir`). Special targets: `name` (required),
 `folder` (a prefix), `tags` (split at `,`/`;`), `type`; other targets are fields (`password`,
 `totp` and names that look secret are secret). Columns not named are listed in a warning.
 Attachments: none of these CSVs (nor a browser's) has a file column; move files by hand with
-`coffer attach`.
+`coffer attach`. Each layout is tested with a sample as its program writes it
+(Tests/Fixtures/interop, whose README names each format's source).
 
 ### dotenv
 A `.env` file (the dialect of docs/references.md#dotenv) becomes ONE item of type `custom` named
@@ -2571,7 +2632,8 @@ reserved items (`.coffer/…`) are never exported.
   ID="N" Compressed="False">BASE64</Binary>`, referenced from the entry by `<Binary><Key>NAME</Key>
   <Value Ref="N"/></Binary>` (the KeePass 2.x / KDBX 3.1 XML form; KeePassXC's `KdbxXmlReader`
   reads it, and `keepassxc-cli attachment-export` gives the same bytes back — tested in
-  AttachmentsInteropTests). Types, source and history are not carried. Characters XML 1.0 cannot hold at all (control
+  AttachmentsInteropTests). Empty custom fields are written as empty strings (and read back).
+  Types, source and history are not carried. Characters XML 1.0 cannot hold at all (control
   characters other than tab, LF and CR) are left out.
 
 ### CSV formulas
@@ -2597,6 +2659,55 @@ it there, or use `--format json` or `keepass-xml`, which are not affected.
 `--csv-formulas-as-is` writes every cell unchanged (for a program, not a spreadsheet, that reads the
 file); it applies to `--format csv` only (exit 64 otherwise). Read back by Coffer, such a file
 loses one leading `'` of a value that starts with `'` and then `=`, `+`, `-`, `@`, tab or CR.
+
+## pass export
+
+`coffer export --format pass --out DIR [--gpg-id ID]… [--include-local-only]` writes the vault as a
+password-store that `pass` and `gopass` read (`pass show NAME`, `pass -c NAME`, `pass otp NAME` with
+pass-otp). It is not a plaintext export: no `--plaintext`, and no plaintext touches the disk.
+
+- **Where.** DIR is a new folder, an empty one, or an existing password store (it has a `.gpg-id`).
+  A folder that is not empty and has no `.gpg-id` is refused (exit 73), as is an entry that already
+  exists in the store (exit 73, naming up to five: remove them with `pass rm` or export elsewhere) —
+  nothing is replaced. A file where the folder should be: exit 73. `--out -`: exit 64.
+- **Recipients.** A new or empty folder needs `--gpg-id ID` (repeatable: your key's e-mail, key id or
+  fingerprint); the ids are written to `DIR/.gpg-id`, one per line, as `pass init` writes them. In an
+  existing store each entry is encrypted to the nearest `.gpg-id` from its folder up, as pass does
+  (`#` comments and blank lines ignored); `--gpg-id` naming other recipients than the store's is
+  refused (exit 64: change them with `pass init`).
+- **Encryption.** Each entry is `gpg --batch --quiet --yes --compress-algo=none --no-encrypt-to
+  --encrypt --recipient ID… --output FILE` (pass's own options), run as a child process with the
+  entry's text written to its standard input through a pipe and then closed — never a file, never
+  argv. gpg writes the ciphertext into a hidden staging folder inside DIR (`.coffer-export-…`, which
+  pass and gopass skip); only when every entry is encrypted are they moved to `NAME.gpg` (folders
+  0700, files 0600) and `.gpg-id` written. So a failure leaves DIR as it was (a folder the export
+  created is removed). No `gpg` on `PATH`: exit 69. A recipient gpg has no public key for: exit 66
+  with gpg's own words (`gpg cannot encrypt to nobody@example.org: nobody@example.org: skipped: No
+  public key`); any other gpg refusal (an untrusted or expired key): exit 65 with gpg's words.
+- **Names.** An item `web/github` is `DIR/web/github.gpg`. Reserved `.coffer/` items are never
+  exported; local-only items only with `--include-local-only`.
+- **Content**, by pass's convention (passwordstore.org; the one `--from pass` reads):
+  1. the first line is the password — for other types the type's main secret (`key` of an
+     `api-key`, the first secret field of a `custom` item); a `note` has an empty first line;
+  2. then `name: value` for every other one-line field, in the item's order (`username: alice`;
+     every `url`, `url2`… as `url: …`; an empty field as `name: `);
+  3. then the `totp` field as the `otpauth://totp/…` line pass-otp reads (a bare base32 secret is
+     wrapped as `otpauth://totp/NAME?secret=…`);
+  4. then the notes, as they are (several lines);
+  5. then each field whose value has several lines (a private key), as a `name:` line followed by
+     its lines — pass has no multi-line fields — with one warning naming the field.
+  Attachments are left out, one warning per item naming them. Types, tags, expiry, history and
+  secrecy flags have no place in pass: a closing note says so.
+- **Round trip.** `coffer import --from pass DIR` gives back the same fields and values for logins
+  and notes (tested: `PassExportInteropTests`, with real pass, gopass and gpg in a temporary
+  GNUPGHOME). What does not come back the same: the first line of a non-login item comes back as
+  `password` of a `login`; a notes line that itself looks like `name: value` or starts with
+  `otpauth://` comes back as a field; a multi-line field comes back inside the notes; secrecy follows
+  the field name.
+- **gopass** reads the same store (`gopass show NAME` prints the same text; an entry whose first
+  line is empty — a note — is printed without that line).
+- If the store is a git repository (`pass git init`), coffer does not commit: run `pass git add -A;
+  pass git commit -m import` yourself.
 """#####),
         HelpTopic(
             name: "requirements", file: "docs/requirements.md", title: #####"Requirements manifests, format validation and `coffer check`"#####,
@@ -3069,6 +3180,7 @@ transaction, so when B fails, A stays imported and C is not tried; the hint name
 | 64 | usage | bad option or argument: unknown option, invalid `--expires`, invalid name or field, unreadable `--passphrase-fd`, empty value, passphrases that differ on `init`, a new passphrase that is not valid UTF-8 (`init`, `passwd`) |
 | 65 | data error | malformed, corrupted, tampered, foreign or newer-format input (bundle, manifest, vault file; a vault file edited outside coffer or damaged — a lost header row or table — : "vault file was modified outside coffer or is damaged", and `coffer verify` finding any problem; a vault whose format number was set back or whose integrity data was removed, told by its master key's wrapping at a passphrase unlock); a bundle or summary file that breaks a validation rule (docs/bundle-format.md §Validation rules; the rule is named); `clone` of a bundle whose Argon2id parameters exceed the local ceiling (without `--allow-expensive-kdf`); `coffer env` asked to set a dangerous variable the item does not allow (docs/references.md §Dangerous names; one line naming the variable and `coffer edit NAME --allow-env-var VAR`); an item name shared by several items after a sync (address it as `id:HEX`); a credential failing its format rule; `sync DIR` into a folder that holds only another vault's bundles (nothing written); `sync` that could not merge a file — among them a bundle of a key epoch more than 1,000 ahead (rule `key-epoch-jump`) and a newer master key whose Argon2id asks for more than the vault's own (not tried without `sync --adopt-key`) — after merging the rest; `clone` of bundles of several vaults |
 | 66 | not found | no vault at the path; no such item or field; a named input file that does not exist (`--passphrase-file`, bundle) |
+| 69 | unavailable | a program coffer needs is not installed: `export --format pass` without `gpg` (nothing is written) |
 | 70 | internal | a bug or a broken environment (please report it) |
 | 73 | cannot create | the vault or output file already exists or cannot be created (a folder where a file should be, a missing folder, a read-only output folder, a path through a symbolic link — the file's or any folder's on the way — owned by another user in a sticky world-writable folder); an item with that name already exists |
 | 74 | I/O error | a full disk (`SQLITE_FULL`, `ENOSPC`, `EDQUOT`), named by its mount point: "no space left on the disk mounted at /home (holding …)"; standard output or an output device cannot be written (closed, `/dev/full`); any other read/write error of the vault. The vault is unchanged; `sync --git`: git fetch or push failed |

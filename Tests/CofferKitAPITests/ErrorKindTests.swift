@@ -20,6 +20,7 @@ struct ErrorKindTests {
         (.usage, 64),
         (.badData, 65), (.ambiguousName, 65), (.invalidCredential, 65),
         (.vaultNotFound, 66), (.itemNotFound, 66), (.fileNotFound, 66),
+        (.unavailable, 69),
         (.internalError, 70),
         (.vaultExists, 73), (.duplicateName, 73), (.cannotCreate, 73),
         (.ioError, 74),
