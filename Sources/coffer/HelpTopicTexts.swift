@@ -2410,7 +2410,10 @@ CSV.
 | KeePass 2.47+ | `TimeOtp-Secret-Base32`, `-Hex`, `-Base64` or `TimeOtp-Secret` (UTF-8 text), with `TimeOtp-Length` (default 6), `TimeOtp-Period` (default 30), `TimeOtp-Algorithm` `HMAC-SHA-1`/`HMAC-SHA-256`/`HMAC-SHA-512` (default SHA-1) | the secret, re-encoded in base32 |
 
 Sources: KeePassXC's `src/totp/totp.cpp` (`parseSettings`, `writeSettings`) and keepass.info's
-placeholders page (`{TIMEOTP}`). Steam Guard codes are five characters of Steam's alphabet
+placeholders page (`{TIMEOTP}`). `KeePassTOTPInteropTests` imports the sample file into KeePassXC 2.7
+(`keepassxc-cli import`) and checks that `keepassxc-cli show --totp` and `coffer otp` give the same
+code for each KeePassXC layout (KeePassXC 2.7 does not read KeePass's `TimeOtp-*`; those are checked
+against RFC 6238's test vectors). Steam Guard codes are five characters of Steam's alphabet
 (`23456789BCDFGHJKMNPQRTVWXY`) instead of digits: the URI carries `encoder=steam` as KeePassXC writes
 it, and `coffer otp` prints such a code (`--json`: `digits` 5). When the strings cannot be read (a
 seed that is not base32, settings that are not `PERIOD;DIGITS`, a length outside 6–8, an unknown
@@ -2700,7 +2703,7 @@ pass-otp). It is not a plaintext export: no `--plaintext`, and no plaintext touc
   secrecy flags have no place in pass: a closing note says so.
 - **Round trip.** `coffer import --from pass DIR` gives back the same fields and values for logins
   and notes (tested: `PassExportInteropTests`, with real pass, gopass and gpg in a temporary
-  GNUPGHOME). What does not come back the same: the first line of a non-login item comes back as
+  GNUPGHOME; `pass otp` of pass-otp gives the code `coffer otp` gives). What does not come back the same: the first line of a non-login item comes back as
   `password` of a `login`; a notes line that itself looks like `name: value` or starts with
   `otpauth://` comes back as a field; a multi-line field comes back inside the notes; secrecy follows
   the field name.

@@ -117,7 +117,7 @@ import Testing
             ("truncated.xml", "</Group>", "truncated.xml: line 3003: malformed XML"),
             (
                 "bad-attachment.xml",
-                "<Entry><String><Key>Title</Key><Value>last</Value></String><Binary><Key>k</Key><Value Ref=\"9\"/></Binary></Entry></Group></Group></Root></KeePassFile>\n",
+                "<Entry><String><Key>Title</Key><Value>last</Value></String><Binary><Key>k</Key><Value>%%%not base64%%%</Value></Binary></Entry></Group></Group></Root></KeePassFile>\n",
                 "(entry 'g/last'): attachment 'k'"
             ),
             (

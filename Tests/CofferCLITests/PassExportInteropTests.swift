@@ -4,7 +4,7 @@ import Testing
 
 /// `coffer export --format pass` checked with the real programs: a fresh
 /// gpg key without passphrase in a temporary GNUPGHOME, the store read by
-/// `pass show` and `gopass show`, and read back by `--from pass`. Run by
+/// `pass show`, `pass otp` (pass-otp) and `gopass show`, and read back by `--from pass`. Run by
 /// `make test-interop` (COFFER_INTEROP=1).
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
 struct PassExportInteropTests {
@@ -94,9 +94,21 @@ struct PassExportInteropTests {
             // gopass prints an empty password line not at all (the note).
             #expect(gopass.status == 0 && gopass.text == (text.hasPrefix("\n") ? String(text.dropFirst()) : text), "gopass show \(name): \(gopass)")
         }
-        // pass-otp's convention: the otpauth:// line, which `pass` keeps as it is.
-        let first = tool(home, ["pass", "show", "web/github"], env: env).text.split(separator: "\n").first
-        #expect(first == "gh-pässword")
+        // pass-otp reads the otpauth:// line: the same code as `coffer otp`.
+        var compared = false
+        for _ in 0..<3 where !compared {
+            let before = Int64(Date().timeIntervalSince1970)
+            let otp = tool(home, ["pass", "otp", "web/github"], env: env)
+            let after = Int64(Date().timeIntervalSince1970)
+            guard before / 30 == after / 30 else {
+                Thread.sleep(forTimeInterval: 3)
+                continue
+            }
+            let ours = home.unlocked(["otp", "web/github", "--at", String(before)])
+            #expect(otp.status == 0 && otp.text == ours.out + "\n", "pass otp: \(otp)\ncoffer: \(ours)")
+            compared = true
+        }
+        #expect(compared)
     }
 
     @Test func roundTripThroughPassGivesTheSameItems() throws {
