@@ -101,9 +101,27 @@ public enum PassStoreWriter {
     /// already there is refused). Every entry is encrypted before any is
     /// put in place: a gpg failure leaves the folder as it was.
     public static func write(
-        _ entries: [InterchangeEntry], to folder: String, gpgIDs: [String], gpg: String = "gpg", progress: ((Int, Int) -> Void)? = nil
+        _ all: [InterchangeEntry], to folder: String, gpgIDs: [String], gpg: String = "gpg", progress: ((Int, Int) -> Void)? = nil
     ) throws(CofferError) -> Result {
         let fm = FileManager.default
+        // A name with a `.` or `..` part would be written outside its folder
+        // (or outside the store): left out, named (pass refuses such names too).
+        var skipped: [InterchangeWarning] = []
+        var entries: [InterchangeEntry] = []
+        for e in all {
+            let parts = e.name.split(separator: "/", omittingEmptySubsequences: false)
+            if parts.contains(where: { $0 == "." || $0 == ".." || $0.isEmpty }) {
+                skipped.append(
+                    InterchangeWarning(
+                        entry: e.name, "not exported: a pass entry's name cannot have an empty, '.' or '..' part (rename the item with coffer mv)"))
+                continue
+            }
+            if parts.contains(where: { $0.hasPrefix(".") }) {
+                skipped.append(
+                    InterchangeWarning(entry: e.name, "written, but a name part starting with '.' is hidden: pass ls and coffer import --from pass skip it"))
+            }
+            entries.append(e)
+        }
         var isDir: ObjCBool = false
         let exists = fm.fileExists(atPath: folder, isDirectory: &isDir)
         if exists && !isDir.boolValue {
@@ -120,6 +138,7 @@ public enum PassStoreWriter {
             }
         }
         var result = Result()
+        result.warnings = skipped
         for id in gpgIDs where id.isEmpty || id.contains(where: { $0.isNewline || $0 == "#" }) || id.trimmingCharacters(in: .whitespaces) != id {
             throw CofferError(.usage, "--gpg-id '\(id)' is not a key id, fingerprint or e-mail", hint: "e.g. --gpg-id you@example.org")
         }

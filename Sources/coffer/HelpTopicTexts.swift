@@ -2688,7 +2688,11 @@ pass-otp). It is not a plaintext export: no `--plaintext`, and no plaintext touc
   with gpg's own words (`gpg cannot encrypt to nobody@example.org: nobody@example.org: skipped: No
   public key`); any other gpg refusal (an untrusted or expired key): exit 65 with gpg's words.
 - **Names.** An item `web/github` is `DIR/web/github.gpg`. Reserved `.coffer/` items are never
-  exported; local-only items only with `--include-local-only`.
+  exported; local-only items only with `--include-local-only`. An item whose name has a `.` or `..`
+  part (which a vault accepts, e.g. from another replica) would land outside its folder or the
+  store: it is left out with a warning naming it (pass refuses such names too). A part starting with
+  `.` is written, with a warning: pass and gopass list no hidden entries, and `--from pass` skips
+  them.
 - **Content**, by pass's convention (passwordstore.org; the one `--from pass` reads):
   1. the first line is the password — for other types the type's main secret (`key` of an
      `api-key`, the first secret field of a `custom` item); a `note` has an empty first line;

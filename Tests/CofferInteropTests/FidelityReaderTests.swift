@@ -254,3 +254,17 @@ import Testing
         #expect(PassStoreWriter.recipients(inGpgID: "a@b # me\n\n  C0FFEE  \n# all\n") == ["a@b", "C0FFEE"])
     }
 }
+
+extension PassEntryTextTests {
+    @Test func namesThatWouldLeaveTheStoreAreNotWritten() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pass-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let entries = ["../escape", "a/../b", "./c"].map {
+            InterchangeEntry(name: $0, type: .login, fields: [Field(name: "password", value: "x", isSecret: true)])
+        }
+        // gpg is never started: nothing is left to encrypt.
+        let r = try PassStoreWriter.write(entries, to: dir + "/store", gpgIDs: ["x@y.invalid"], gpg: "/nonexistent/gpg")
+        #expect(r.written.isEmpty && r.warnings.count == 3 && r.warnings.allSatisfy { $0.message.hasPrefix("not exported: a pass entry's name") })
+        #expect(!FileManager.default.fileExists(atPath: dir + "/escape.gpg") && !FileManager.default.fileExists(atPath: dir + "/escape"))
+    }
+}
