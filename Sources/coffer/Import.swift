@@ -11,8 +11,9 @@ struct Import: ParsableCommand {
             pass (a password-store folder, default $PASSWORD_STORE_DIR or ~/.password-store, decrypted \
             by your gpg), keepass-xml, kdbx (read through keepassxc-cli; its password from \
             --source-passphrase-fd N, --source-passphrase-file F, or a no-echo prompt), bitwarden-json, \
-            1password-1pux, csv (Chrome, Firefox, Bitwarden, KeePassXC, LastPass detected; else \
-            --columns name=COL,username=COL,…), dotenv (one item named by --prefix or the file name) and \
+            1password-1pux, csv (Chrome, Firefox, Bitwarden, KeePassXC, LastPass, 1Password 8, KeePass 2 \
+            detected; else --columns name=COL,username=COL,…; --lenient skips unreadable lines, each \
+            named), dotenv (one item named by --prefix or the file name) and \
             coffer-json. All entries are stored in one transaction: a malformed file (exit 65, naming the \
             line or entry) changes nothing. A name already holding an identical item is skipped, so \
             importing a file twice changes nothing; a different item is kept beside it as 'NAME (2)' \
