@@ -293,9 +293,10 @@ public enum KDBX {
                 file, nil, "a KeePass 1 (.kdb) database; coffer reads KDBX (KeePass 2, KeePassXC)",
                 hint: "open it in KeePassXC (Database > Import > KeePass 1) and save it as .kdbx")
         }
-        guard s2 == signature2, let version = c.uint(4) else {
+        guard s2 == signature2 else {
             throw ImportError.bad(file, nil, "not a KeePass 2 database (unknown signature)", hint: "give a .kdbx file made by KeePass or KeePassXC")
         }
+        guard let version = c.uint(4) else { throw damaged(file, "the file ends inside its header (truncated)") }
         let major = UInt32(version >> 16)
         guard major >= 2 && major <= 4 else {
             throw ImportError.bad(
