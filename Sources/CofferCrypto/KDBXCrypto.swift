@@ -209,6 +209,20 @@ public final class KDBXKeys: Sendable {
         }
     }
 
+    /// AES-256-CBC decryption of whole blocks without removing padding:
+    /// the first blocks of a KDBX 3.1 payload (its stream start bytes),
+    /// which tell a wrong key from a damaged or truncated file.
+    public func aesCBCDecryptBlocks(_ data: [UInt8], iv: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard iv.count == 16 else { throw .malformedInput("the AES IV must be 16 bytes") }
+        guard !data.isEmpty, data.count % 16 == 0 else { throw .malformedInput("AES-CBC needs whole blocks") }
+        let key = cipherKey.withBytes { SymmetricKey(data: $0) }
+        do {
+            return [UInt8](try AES._CBC.decrypt(data, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: true))
+        } catch {
+            throw .malformedInput("AES failed: \(error)")
+        }
+    }
+
     public func aesCBCEncrypt(_ data: [UInt8], iv: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard iv.count == 16 else { throw .malformedInput("the AES IV must be 16 bytes") }
         let key = cipherKey.withBytes { SymmetricKey(data: $0) }

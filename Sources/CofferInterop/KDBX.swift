@@ -30,6 +30,9 @@ public enum KDBX {
         public var argon2MemoryKiB: UInt64 = 1 << 20
         /// Argon2 passes a file may ask for.
         public var argon2Iterations: UInt64 = 10_000
+        /// Argon2 memory (KiB) times passes: 64 GiB-passes (1 GiB × 64,
+        /// 64 MiB × 1,024), about a minute at most.
+        public var argon2Work: UInt64 = 64 << 20
         /// AES-KDF rounds a file may ask for.
         public var aesRounds: UInt64 = 1 << 31
 
@@ -362,6 +365,9 @@ public enum KDBX {
             }
             guard kib <= limits.argon2MemoryKiB else { throw tooCostly(file, "Argon2 memory (\(kib >> 10) MiB)") }
             guard passes <= limits.argon2Iterations else { throw tooCostly(file, "Argon2 iterations (\(passes))") }
+            guard kib.multipliedReportingOverflow(by: passes).partialValue <= limits.argon2Work, kib < 1 << 32, passes < 1 << 32 else {
+                throw tooCostly(file, "Argon2 work (\(kib >> 10) MiB × \(passes) passes)")
+            }
             let secret = p["K"]?.bytes ?? []
             let ad = p["A"]?.bytes ?? []
             guard secret.count <= 1024, ad.count <= 1024 else { throw damaged(file, "the Argon2 parameters are out of range") }
@@ -379,7 +385,8 @@ public enum KDBX {
 
     static func tooCostly(_ file: String, _ what: String) -> CofferError {
         ImportError.bad(
-            file, nil, "the database asks for \(what) above what coffer allows (1 GiB of memory, 10,000 Argon2 iterations, 2^31 AES rounds)",
+            file, nil,
+            "the database asks for \(what) above what coffer allows (1 GiB of Argon2 memory, 10,000 passes, memory × passes 64 GiB; 2^31 AES rounds)",
             hint: "lower the key derivation's cost in KeePassXC (Database > Database Security), save, and import again")
     }
 
@@ -491,7 +498,7 @@ public enum KDBX {
         guard let start = h.streamStart, start.count == 32 else { throw damaged(file, "header field StreamStartBytes is missing or not 32 bytes") }
         guard rounds <= limits.aesRounds else { throw tooCostly(file, "AES-KDF rounds (\(rounds))") }
         let encrypted = Array(bytes[h.end...])
-        guard !encrypted.isEmpty else { throw damaged(file, "the file ends after its header (truncated)") }
+        guard encrypted.count >= 32 else { throw damaged(file, "the file ends after its header (truncated)") }
         var plain: [UInt8]?
         for composite in candidates {
             let transformed: SecretBytes
@@ -499,26 +506,31 @@ public enum KDBX {
                 throw CofferError(.internalError, "the key derivation failed: \(error)")
             }
             let keys = KDBXKeys(masterSeed: seed, transformedKey: transformed)
-            var out: [UInt8]
+            // The first 32 bytes (two AES blocks) decide whether the key is
+            // right, whatever follows: a later error is damage, not the key.
+            var head = Array(encrypted.prefix(32))
             do {
                 if isChaCha {
-                    out = encrypted
-                    try keys.chacha20(&out, nonce: iv)
+                    try keys.chacha20(&head, nonce: iv)
                 } else {
-                    out = try keys.aesCBCDecrypt(encrypted, iv: iv)
+                    head = try keys.aesCBCDecryptBlocks(head, iv: iv)
                 }
             } catch { continue }
-            if out.count >= 32, KDBXKeys.equal(Array(out[0..<32]), start) {
-                plain = out
-                break
+            guard KDBXKeys.equal(head, start) else { continue }
+            do {
+                if isChaCha {
+                    var out = encrypted
+                    try keys.chacha20(&out, nonce: iv)
+                    plain = out
+                } else {
+                    plain = try keys.aesCBCDecrypt(encrypted, iv: iv)
+                }
+            } catch {
+                throw damaged(file, "the encrypted payload is truncated or damaged (it does not decrypt)")
             }
+            break
         }
-        guard let plain else {
-            // A truncated AES payload is not a multiple of 16 bytes: that
-            // is damage, not a wrong key.
-            if !isChaCha && encrypted.count % 16 != 0 { throw damaged(file, "the encrypted payload is truncated") }
-            throw wrongKey(file, keyFile: keyFile)
-        }
+        guard let plain else { throw wrongKey(file, keyFile: keyFile) }
         // The hashed block stream.
         var c = Cursor(plain, at: 32)
         var payload: [UInt8] = []

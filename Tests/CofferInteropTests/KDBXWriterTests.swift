@@ -117,6 +117,29 @@ import Testing
         #expect(e?.exitCode == 65 && e?.message.contains("gzip bomb") == true, "\(String(describing: e))")
     }
 
+    @Test func anAbsurdKeyDerivationIsRefusedBeforeItRuns() throws {
+        var payload: [UInt8] = [0] + KDBX.le(0, 4) + Array("<KeePassFile><Root></Root></KeePassFile>".utf8)
+        var bytes = try KDBXWriter.seal(&payload, password: Self.pw, parameters: Self.fast)
+        // The KDF dictionary's "M" (UInt64): ask for 1 TiB, then give the
+        // header a matching SHA-256 so that only the limit can refuse it.
+        let marker: [UInt8] = [0x05, 1, 0, 0, 0, UInt8(ascii: "M"), 8, 0, 0, 0]
+        let at = try #require((0..<bytes.count - marker.count).first { Array(bytes[$0..<$0 + marker.count]) == marker }) + marker.count
+        bytes.replaceSubrange(at..<at + 8, with: KDBX.le(1 << 40, 8))
+        let end = try KDBX.header(bytes, major: 4, file: "x").end
+        bytes.replaceSubrange(end..<end + 32, with: KDBXCrypto.sha256(Array(bytes[0..<end])))
+        let e = KDBXFixture.failure(bytes, "export pw")
+        #expect(e?.exitCode == 65 && e?.message.contains("above what coffer allows") == true, "\(String(describing: e))")
+    }
+
+    @Test func kdbx31TruncatedOnABlockBoundaryIsDamageNotAWrongPassword() throws {
+        let full = try KDBXFixture.bytes("ProtectedStrings.kdbx")
+        let end = try KDBX.header(full, major: 3, file: "x").end
+        for cut in [end + 48, end + 64, full.count - 16, full.count - 32] {
+            let e = KDBXFixture.failure(Array(full.prefix(cut)), "masterpw")
+            #expect(e?.exitCode == 65, "cut at \(cut): \(String(describing: e))")
+        }
+    }
+
     @Test func damagedGzipAndXMLAreNamed() throws {
         var notGzip: [UInt8] = Array("plain".utf8)
         // Sealed without compression but flagged as gzip: build it by hand.
