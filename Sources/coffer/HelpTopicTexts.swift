@@ -2449,7 +2449,8 @@ other program runs and nothing decrypted touches the disk. keepassxc-cli is not 
   as KeePass reads them. With a key file and an empty password, the database is tried both with an
   empty password and with none (KeePassXC's `--no-password`).
 - **Key derivation:** AES-KDF, Argon2d, Argon2id (libargon2). A file asking for more than 1 GiB of
-  Argon2 memory, 10,000 Argon2 passes or 2^31 AES rounds is refused (exit 65) before any work.
+  Argon2 memory, 10,000 Argon2 passes, memory × passes above 64 GiB (1 GiB × 64, 64 MiB × 1,024:
+  about a minute) or 2^31 AES rounds is refused (exit 65) before any work.
 - **Ciphers:** AES-256-CBC (swift-crypto's `_CryptoExtras`; libsodium has no AES-CBC) and ChaCha20
   (libsodium). **Twofish is refused by name** (exit 65, "encrypted with Twofish"), as are AES-128 and
   unknown ciphers: change the cipher in KeePassXC (Database › Database Security › Encryption
@@ -2459,7 +2460,8 @@ other program runs and nothing decrypted touches the disk. keepassxc-cli is not 
   or bad padding, is a wrong password or key file: exit 77), every hashed block's SHA-256, and the
   header's hash in `Meta/HeaderHash`. Anything else damaged is exit 65 naming what failed: a header
   field ("header field MasterSeed…", "claims N bytes but the file has only M left"), the header's
-  SHA-256, "block N HMAC", gzip, the inner header, or the XML (line number).
+  SHA-256, "block N HMAC", gzip, the inner header, or the XML (line number). A KDBX 3.1 key is
+  judged on the first two blocks alone, so a payload cut short is damage (65), not a wrong password.
 - **Bounded memory:** every size in the file (header fields, blocks, inner-header fields and
   attachments) is checked against the bytes that are really there before anything is allocated;
   a file above 1 GiB is refused; the payload may decompress to at most 512 MiB (a gzip bomb stops
@@ -3168,8 +3170,8 @@ newer than this coffer reads (a missing or too large 1PUX file is a warning, not
 Bitwarden export, or an entry gpg cannot decrypt; 66 for a missing source file or folder, or when
 `gpg` is not installed; 77 for a wrong `--from kdbx` database password or key file; 65 for a damaged
 or unsupported `.kdbx` (naming what failed: a header field, the header's hash, block N's HMAC, gzip,
-the XML; a Twofish or AES-128 cipher, a KeePass 1 file, a key derivation asking for more than 1 GiB
-or 10,000 passes, a payload decompressing to more than 512 MiB); 64 for an
+the XML; a Twofish or AES-128 cipher, a KeePass 1 file, a key derivation asking for more than 1 GiB,
+10,000 passes or 64 GiB × passes, a payload decompressing to more than 512 MiB); 64 for an
 export without `--plaintext`, to a terminal without `--force`, an unknown format, or `--csv-formulas-as-is` without `--format csv`,
 and for `--format kdbx` with `--plaintext`, with `--out -`, or with neither a terminal nor
 `--target-passphrase-fd`/`-file`; 73/74 when the export file cannot be written.
