@@ -83,7 +83,8 @@ public enum KDBXWriter {
         let transformed: SecretBytes
         do {
             transformed = try KDBXCrypto.argon2(
-                .id, password: composite, salt: salt, iterations: UInt32(parameters.iterations), memoryKiB: UInt32(parameters.memoryBytes / 1024),
+                .id, password: composite, salt: salt, iterations: UInt32(clamping: parameters.iterations),
+                memoryKiB: UInt32(clamping: parameters.memoryBytes / 1024),
                 parallelism: parameters.parallelism, version: 0x13)
         } catch {
             throw CofferError(.internalError, "the key derivation failed: \(error)", hint: "check free memory and try again")
