@@ -43,10 +43,14 @@ let package = Package(
 
         // Every call into libsodium and libargon2: keys in guarded memory,
         // AEAD, KDFs, secretstream, padding, random bytes; HMAC and SHA-1
-        // from swift-crypto. Nothing else.
+        // from swift-crypto, and AES-256-CBC (KeePass's KDBX, which
+        // libsodium lacks) from its _CryptoExtras. Nothing else.
         .target(
             name: "CofferCrypto",
-            dependencies: ["CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // The POSIX layer: child processes, private and atomic files,
         // terminal and passphrase input, process hardening.

@@ -62,3 +62,33 @@ enum Gzip {
         }
     }
 }
+
+extension Gzip {
+    /// `input` compressed as one gzip member (zlib, default level), for
+    /// the KDBX writer.
+    static func compress(_ input: [UInt8]) -> [UInt8]? {
+        var stream = z_stream()
+        // 16 + MAX_WBITS: write a gzip wrapper.
+        guard
+            deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+                == Z_OK
+        else { return nil }
+        defer { deflateEnd(&stream) }
+        guard let inCount = UInt32(exactly: input.count) else { return nil }
+        let bound = Int(deflateBound(&stream, UInt(inCount))) + 64
+        var out = [UInt8](repeating: 0, count: bound)
+        var input = input
+        let status: Int32 = input.withUnsafeMutableBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                stream.next_in = src.baseAddress
+                stream.avail_in = inCount
+                stream.next_out = dst.baseAddress
+                stream.avail_out = UInt32(dst.count)
+                return deflate(&stream, Z_FINISH)
+            }
+        }
+        guard status == Z_STREAM_END else { return nil }
+        out.removeLast(out.count - Int(stream.total_out))
+        return out
+    }
+}

@@ -114,8 +114,15 @@ public enum KeePassXML {
 
     /// `entities`: where the file uses entities of its own DTD, which the
     /// parser drops (``DTDEntityUses``).
+    /// A KDBX file's inner XML (``KDBX``): `pool` holds the attachments
+    /// of a KDBX 4 inner header by index; `unprotect` turns the base64
+    /// text of a `Protected="True"` value into its plaintext bytes (the
+    /// inner random stream, consumed in document order), nil when it is
+    /// not valid base64. `binaries`: attachments referred to but missing
+    /// from the XML's own pool, by id.
     static func read(
-        stream: InputStream, file: String, entities: DTDEntityUses = .none, binaries: [Int: Data]? = nil, sink: ((InterchangeEntry) -> Bool)? = nil
+        stream: InputStream, file: String, entities: DTDEntityUses = .none, binaries: [Int: Data]? = nil,
+        sink: ((InterchangeEntry) -> Bool)? = nil, pool: [String: BinaryData] = [:], unprotect: ((String) -> [UInt8]?)? = nil
     ) throws(CofferError) -> ImportedFile {
         // Fed to libxml2 in chunks (a stream): a whole buffer of more than
         // about 10 MB in one piece trips its "huge input" limit.
@@ -124,6 +131,8 @@ public enum KeePassXML {
         reader.sink = sink
         reader.entities = entities
         reader.external = binaries
+        reader.pool = pool
+        reader.unprotect = unprotect
         parser.delegate = reader
         parser.shouldResolveExternalEntities = false
         let ok = parser.parse()
@@ -261,6 +270,29 @@ public enum KeePassXML {
         var entities = DTDEntityUses.none
         /// `<Entry>` elements started so far.
         var entryOrdinal = 0
+        /// KDBX: decrypts a `Protected="True"` value (see
+        /// ``KeePassXML/read(stream:file:entities:sink:pool:unprotect:)``).
+        var unprotect: ((String) -> [UInt8]?)?
+        /// The value or binary being read is encrypted by the KDBX stream.
+        var valueEncrypted = false
+        var binaryEncrypted = false
+
+        func refuseLargeProtected(_ parser: XMLParser) {
+            failure = ImportError.bad(
+                file, "line \(parser.lineNumber)", "a protected attachment is larger than 16 MiB; coffer cannot read the values after it",
+                hint: "remove or shrink the attachment in KeePass, or save the database as KDBX 4; nothing was imported")
+            parser.abortParsing()
+        }
+
+        /// `text` decrypted when `encrypted` (KDBX), else `text`; nil
+        /// (after recording the failure) when it cannot be decrypted.
+        func plain(_ text: String, encrypted: Bool, _ parser: XMLParser) -> [UInt8]? {
+            guard encrypted, let unprotect else { return Array(text.utf8) }
+            if let bytes = unprotect(text) { return bytes }
+            failure = ImportError.bad(file, "line \(parser.lineNumber)", "a protected value is not valid base64 (damaged database?)")
+            parser.abortParsing()
+            return nil
+        }
 
         init(file: String) { self.file = file }
 
@@ -282,6 +314,8 @@ public enum KeePassXML {
                 entries.append(e)
             case "Value":
                 valueProtected = (attributes["Protected"] ?? attributes["ProtectInMemory"] ?? "").lowercased() == "true"
+                valueEncrypted = unprotect != nil && attributes["Protected"]?.lowercased() == "true"
+                binaryEncrypted = valueEncrypted
                 if path.count >= 2 && path[path.count - 2] == "Binary" && !entries.isEmpty {
                     binaryRef = attributes["Ref"]
                     binaryInline = nil
@@ -289,6 +323,7 @@ public enum KeePassXML {
                 }
             case "Binary" where path.count >= 2 && path[path.count - 2] == "Binaries":
                 binaryID = attributes["ID"]
+                binaryEncrypted = unprotect != nil && attributes["Protected"]?.lowercased() == "true"
                 startBinary(compressed: attributes["Compressed"], capture: true)
             default: break
             }
@@ -341,16 +376,36 @@ public enum KeePassXML {
                 key = text
             case "Value" where parent == "String":
                 value = text
+                if valueEncrypted {
+                    guard let bytes = plain(text, encrypted: true, parser) else { return }
+                    guard let s = String(validating: bytes, as: UTF8.self) else {
+                        failure = ImportError.bad(file, "line \(parser.lineNumber)", "a protected value is not UTF-8 once decrypted (damaged database?)")
+                        parser.abortParsing()
+                        return
+                    }
+                    value = s
+                }
             case "String" where !entries.isEmpty && parent == "Entry":
                 entries.last!.strings.append((key, value, valueProtected))
                 key = ""
                 value = ""
                 valueProtected = false
             case "Binary" where parent == "Binaries":
+                if binaryEncrypted {
+                    // Its length is what the stream must skip; unknown once dropped.
+                    guard !binaryOverflow else { return refuseLargeProtected(parser) }
+                    guard let bytes = plain(text, encrypted: true, parser) else { return }
+                    text = Data(bytes).base64EncodedString()
+                }
                 if let id = binaryID { pool[id] = KeePassXML.decodeBinary(text, compressed: binaryCompressed, overflowed: binaryOverflow) }
                 binaryID = nil
                 capturingBinary = false
             case "Value" where parent == "Binary" && !entries.isEmpty:
+                if binaryEncrypted && binaryRef == nil {
+                    guard !binaryOverflow else { return refuseLargeProtected(parser) }
+                    guard let bytes = plain(text, encrypted: true, parser) else { return }
+                    text = Data(bytes).base64EncodedString()
+                }
                 if binaryRef == nil { binaryInline = KeePassXML.decodeBinary(text, compressed: binaryCompressed, overflowed: binaryOverflow) }
                 capturingBinary = false
             case "Binary" where parent == "Entry":

@@ -15,7 +15,10 @@ struct Export: ParsableCommand {
             With --format json|csv|keepass-xml --plaintext, writes every item UNENCRYPTED instead \
             (`coffer help import`): json is Coffer's lossless format (`coffer import --from \
             coffer-json` reads it back; --history adds earlier field values), keepass-xml is what \
-            `keepassxc-cli import` reads. Attachments go into json (base64) and keepass-xml (KeePass \
+            `keepassxc-cli import` reads. With --format kdbx (no --plaintext), writes an ENCRYPTED KeePass \
+            database instead (KDBX 4, Argon2id, ChaCha20) that KeePassXC, KeePassDX and Strongbox open: \
+            every field, attachment, tag, expiry and earlier value; its password is asked twice, or read \
+            from --target-passphrase-fd N or --target-passphrase-file F. Attachments go into json (base64) and keepass-xml (KeePass \
             attachments); csv leaves them out, naming each item in a warning. Local-only items only \
             with --include-local-only; never to a terminal without --force; the file is 0600.
 
@@ -34,15 +37,26 @@ struct Export: ParsableCommand {
 
     @OptionGroup var plain: PlaintextExportOptions
 
+    @OptionGroup var kdbx: KDBXExportOptions
+
     /// The usage rules argument-parser cannot express, checked first in
     /// ``run()`` so that they fail like every other usage error
     /// (`coffer: error:` and exit 64, docs/exit-codes.md).
     func checkUsage() throws(CofferError) {
+        try KDBXExportCommand.checkUsage(plain, kdbx, vault: options, out: out)
+        if plain.format == KDBXExportCommand.format {
+            if since != nil { throw CofferError(.usage, "--since applies to bundles, not to --format kdbx", hint: "see `coffer export --help`") }
+            return
+        }
         try PlaintextExportCommand.checkUsage(plain, since: since)
     }
 
     func run() throws {
         try checkUsage()
+        if plain.format == KDBXExportCommand.format {
+            try KDBXExportCommand.run(plain, kdbx, vaultOptions: options, out: out)
+            return
+        }
         if plain.format != nil {
             try PlaintextExportCommand.run(plain, vaultOptions: options, out: out)
             return

@@ -58,7 +58,7 @@ enum PlaintextExportCommand {
         }
         guard let format = ExportFormat(rawValue: f) else {
             throw CofferError(
-                .usage, "unknown format '\(f)'; use json, csv or keepass-xml (a bundle is written without --format)", hint: "see `coffer export --help`")
+                .usage, "unknown format '\(f)'; use json, csv, keepass-xml or kdbx (a bundle is written without --format)", hint: "see `coffer export --help`")
         }
         if since != nil { throw CofferError(.usage, "--since applies to bundles, not to --format \(f)", hint: "see `coffer export --help`") }
         if o.history && format != .json { throw CofferError(.usage, "--history applies only to --format json", hint: "see `coffer export --help`") }

@@ -473,7 +473,8 @@ Bring in what you have (details and every field mapping in docs/import-export.md
 ```sh
 coffer import --from pass                          # ~/.password-store, decrypted by your gpg
 coffer import --from keepass-xml export.xml        # keepassxc-cli export --format xml DB > export.xml
-coffer import --from kdbx Passwords.kdbx           # asks for the database password (no echo)
+coffer import --from kdbx Passwords.kdbx           # KDBX 3.1/4.x read natively; asks for the password (no echo)
+coffer import --from kdbx P.kdbx --source-key-file P.keyx   # a database with a key file
 coffer import --from bitwarden-json bitwarden.json --prefix bw
 coffer import --from 1password-1pux export.1pux
 coffer import --from csv chrome-passwords.csv      # Chrome, Firefox, Bitwarden, KeePassXC, LastPass, 1Password 8, KeePass 2
@@ -494,13 +495,15 @@ To leave, or to keep a copy in another tool:
 
 ```sh
 coffer export --format json --plaintext --history --out coffer.json   # lossless; --from coffer-json reads it
+coffer export --format kdbx --out new.kdbx         # encrypted KeePass database (KDBX 4); asks its password twice
 coffer export --format keepass-xml --plaintext --out k.xml && keepassxc-cli import k.xml new.kdbx
 coffer export --format csv --plaintext --out coffer.csv
 coffer export --format pass --out ~/.password-store --gpg-id you@example.org   # encrypted: pass show / gopass show
 ```
 
-`--format pass` writes one gpg-encrypted `NAME.gpg` per item (no plaintext on disk). The other files
-hold every secret unencrypted (mode 0600): keep them safe and delete them when done.
+`--format pass` writes one gpg-encrypted `NAME.gpg` per item (no plaintext on disk). `--format kdbx` writes no plaintext: KeePassXC, KeePassDX and Strongbox open the file with every field,
+attachment, tag, expiry and earlier value (types KeePass lacks are kept in a `CofferType` string).
+The plaintext formats hold every secret unencrypted (mode 0600): keep them safe and delete them when done.
 Local-only items are included only with `--include-local-only`.
 
 ### Attachments in imports and exports
@@ -2315,6 +2318,7 @@ run `umask 077` first.
 coffer import --from FORMAT PATH [--prefix P] [--dry-run] [--on-conflict skip|overwrite|keep-both] [--json] [--lenient (csv)]
 coffer export --format json|csv|keepass-xml --plaintext --out FILE [--include-local-only] [--history] [--force] [--csv-formulas-as-is]
 coffer export --format pass --out DIR [--gpg-id ID]… [--include-local-only]
+coffer export --format kdbx --out FILE [--target-passphrase-fd N | --target-passphrase-file F]
 ```
 
 `coffer import BUNDLE…` (without `--from`) still merges bundles (docs/bundle-format.md).
@@ -2495,12 +2499,46 @@ and character references (`&#33;`) are ordinary text; an entity the file does no
 malformed XML (exit 65). Test: `KeePassDTDEntityCLITests`.
 
 ### kdbx
-A KeePass database file. Read by running the installed `keepassxc-cli export --format xml -- FILE`
-with its output in a pipe (no plaintext on disk) and the database password written to its standard
-input (never argv, never a file), then read as keepass-xml. The password comes from
-`--source-passphrase-fd N`, `--source-passphrase-file F`, or a no-echo prompt; `--source-key-file K`
-passes a key file. A wrong password is exit 77; no keepassxc-cli is exit 66 with a hint to install it
-or to export XML from KeePass.
+A KeePass database file (`.kdbx`), read natively by Coffer (Sources/CofferInterop/KDBX.swift): no
+other program runs and nothing decrypted touches the disk. keepassxc-cli is not needed.
+
+- **Versions:** KDBX 3.1 (and 3.0, 2.x) and 4.0/4.1, as KeePass 2, KeePassXC 2.x, KeePassDX,
+  Strongbox and pykeepass write them. A KeePass 1 `.kdb` file is refused (exit 65) with a hint to
+  convert it in KeePassXC.
+- **Key:** the password from `--source-passphrase-fd N`, `--source-passphrase-file F` or a no-echo
+  prompt, and/or a key file with `--source-key-file K`: an XML key file version 1.0 (base64) or 2.0
+  (hex, its `Hash` checked), a 32-byte file, a 64-hex-digit file, or any other file (its SHA-256),
+  as KeePass reads them. With a key file and an empty password, the database is tried both with an
+  empty password and with none (KeePassXC's `--no-password`).
+- **Key derivation:** AES-KDF, Argon2d, Argon2id (libargon2). A file asking for more than 1 GiB of
+  Argon2 memory, 10,000 Argon2 passes, memory × passes above 64 GiB (1 GiB × 64, 64 MiB × 1,024:
+  about a minute) or 2^31 AES rounds is refused (exit 65) before any work.
+- **Ciphers:** AES-256-CBC (swift-crypto's `_CryptoExtras`; libsodium has no AES-CBC) and ChaCha20
+  (libsodium). **Twofish is refused by name** (exit 65, "encrypted with Twofish"), as are AES-128 and
+  unknown ciphers: change the cipher in KeePassXC (Database › Database Security › Encryption
+  Settings), save, import again.
+- **Integrity:** KDBX 4: the header's SHA-256, the header HMAC (a mismatch there is a wrong password
+  or key file: exit 77) and every HMAC-SHA-256 block. KDBX 3.1: the stream start bytes (a mismatch,
+  or bad padding, is a wrong password or key file: exit 77), every hashed block's SHA-256, and the
+  header's hash in `Meta/HeaderHash`. Anything else damaged is exit 65 naming what failed: a header
+  field ("header field MasterSeed…", "claims N bytes but the file has only M left"), the header's
+  SHA-256, "block N HMAC", gzip, the inner header, or the XML (line number). A KDBX 3.1 key is
+  judged on the first two blocks alone, so a payload cut short is damage (65), not a wrong password.
+- **Bounded memory:** every size in the file (header fields, blocks, inner-header fields and
+  attachments) is checked against the bytes that are really there before anything is allocated;
+  a file above 1 GiB is refused; the payload may decompress to at most 512 MiB (a gzip bomb stops
+  there, exit 65). No input ends the process with a signal.
+- **Content:** the decrypted XML is read as keepass-xml (above: groups, fields, protected values
+  secret, attachments, tags, expiry, history, the recycle bin left out), with KDBX 4's attachments
+  from the inner header and protected values decrypted with the inner stream (Salsa20 for 3.1,
+  ChaCha20 for 4). An entry Coffer wrote with a `CofferType` string gets that type back (see the
+  export below).
+
+Tested on KeePassXC's and pykeepass's own test databases (Tests/Fixtures/kdbx/README.md:
+KDBX 2/3.1/4.0, every key file kind, non-ASCII passwords, protected strings, a recycle bin, a
+changed header, Twofish) in `KDBXReaderTests`; bad input through the binary in `KDBXCLITests`;
+databases made by keepassxc-cli 2.7 (a KDBX 4 Argon2d one, a 4.1 one made by `mv`) in
+`KDBXInteropTests`.
 
 ### bitwarden-json
 Bitwarden's unencrypted JSON export (documented at bitwarden.com/help/condition-bitwarden-import/
@@ -2638,6 +2676,44 @@ reserved items (`.coffer/…`) are never exported.
   AttachmentsInteropTests). Empty custom fields are written as empty strings (and read back).
   Types, source and history are not carried. Characters XML 1.0 cannot hold at all (control
   characters other than tab, LF and CR) are left out.
+
+## KeePass database export (kdbx)
+
+```
+coffer export --format kdbx --out FILE [--target-passphrase-fd N | --target-passphrase-file F] [--include-local-only]
+```
+
+Writes an **encrypted** KeePass database that KeePassXC, KeePassDX, Strongbox and pykeepass open, so
+moving to one of them leaves no plaintext on disk. No `--plaintext` (refused with kdbx, exit 64).
+Its password is asked twice on the terminal, or read from `--target-passphrase-fd N` /
+`--target-passphrase-file F` (without a terminal and without these: exit 64 before anything is
+read); an empty password is refused. The file is written atomically with mode 0600 (`AtomicFile`);
+`--out -` is refused. `local-only` items are left out (and named) unless `--include-local-only`.
+
+The file: KDBX 4.0, Argon2id with 64 MiB (KeePassXC's default memory), 10 passes and 2 lanes;
+ChaCha20; HMAC-SHA-256 blocks of 1 MiB; gzip; attachments in the inner header (each distinct
+content once); secret fields as protected values (ChaCha20 inner stream). What maps to what:
+
+| Coffer | KeePass |
+|---|---|
+| name `a/b/title` | groups `a` › `b`, entry title `title` (root group `Coffer`) |
+| `username`, `password`, `url`, `notes`, `totp` | UserName, Password, URL, Notes, `otp` (KeePassXC's TOTP) |
+| `api-key`: `key` | Password (and `CofferType` = `api-key`) |
+| `api-key-with-email`: `key`, `email` | Password, UserName (and `CofferType`) |
+| `email`: `email` | UserName (and `CofferType` = `email`) |
+| `note`: `notes` | Notes (and `CofferType` = `note`) |
+| `login`, `custom` | no `CofferType` |
+| other fields | custom strings; secret ones protected |
+| a field whose KeePass key is taken (`Title`, or a second UserName) | its own name, else `NAME (coffer)` |
+| attachments | KeePass attachments (bytes equal) |
+| tags | `Tags` (`;`-separated) |
+| expiry | `Times/Expires` = True, `ExpiryTime` |
+| earlier field values | the entry's `History`, one entry per earlier write, oldest first |
+
+`CofferType` is a plain custom string; `coffer import --from kdbx` reads it back (the type, `key`
+from Password, `email` from UserName). Not carried: the source, the sync policy and `coffer env`
+variable names. Tested with keepassxc-cli 2.7 (`show`, `attachment-export`) and pykeepass in
+`KDBXInteropTests`.
 
 ### CSV formulas
 
@@ -3228,9 +3304,13 @@ file reference that is malformed or a `files/` member that cannot be extracted, 
 attachment that is not valid base64, above 16 MiB or in a version 1 file, or a Coffer JSON version
 newer than this coffer reads (a missing or too large 1PUX file is a warning, not an error) —, a password-protected
 Bitwarden export, or an entry gpg cannot decrypt; 66 for a missing source file or folder, or when
-`gpg`/`keepassxc-cli` is not installed; 77 for a wrong `--from kdbx` database password; 64 for an
-export without `--plaintext`, to a terminal without `--force`, an unknown format, or `--csv-formulas-as-is` without `--format csv`; 73/74 when the
-export file cannot be written.
+`gpg` is not installed; 77 for a wrong `--from kdbx` database password or key file; 65 for a damaged
+or unsupported `.kdbx` (naming what failed: a header field, the header's hash, block N's HMAC, gzip,
+the XML; a Twofish or AES-128 cipher, a KeePass 1 file, a key derivation asking for more than 1 GiB,
+10,000 passes or 64 GiB × passes, a payload decompressing to more than 512 MiB); 64 for an
+export without `--plaintext`, to a terminal without `--force`, an unknown format, or `--csv-formulas-as-is` without `--format csv`,
+and for `--format kdbx` with `--plaintext`, with `--out -`, or with neither a terminal nor
+`--target-passphrase-fd`/`-file`; 73/74 when the export file cannot be written.
 
 Daily verbs (docs/user-guide.md, "Daily verbs"): `generate --length 0` or above 4096, `--words` 0 or
 above 512, an unknown `--chars` class, `attach` of a file above 16 MiB or of a folder, `edit` in an

@@ -9,7 +9,7 @@ struct Import: ParsableCommand {
         discussion: """
             With --from FORMAT, imports another password manager's export instead (`coffer help import`): \
             pass (a password-store folder, default $PASSWORD_STORE_DIR or ~/.password-store, decrypted \
-            by your gpg), keepass-xml, kdbx (read through keepassxc-cli; its password from \
+            by your gpg), keepass-xml, kdbx (KDBX 3.1/4.x read natively, --source-key-file for a key file; its password from \
             --source-passphrase-fd N, --source-passphrase-file F, or a no-echo prompt), bitwarden-json, \
             1password-1pux, csv (Chrome, Firefox, Bitwarden, KeePassXC, LastPass, 1Password 8, KeePass 2 \
             detected; else --columns name=COL,username=COL,…; --lenient skips unreadable lines, each \
