@@ -333,11 +333,13 @@ struct AttachmentCLITests {
 @Suite("coffer edit in $EDITOR")
 struct EditorCLITests {
     /// An EDITOR script: runs `sed` expressions on the file, or fails.
+    /// An EDITOR value running `script` on the file. Through `/bin/sh
+    /// PATH`, not by executing the file: another test's fork may still hold
+    /// the just-written file open, and exec would then fail with ETXTBSY.
     func editor(_ home: TestHome, _ script: String) -> String {
         let path = home.path("editor-\(UUID().uuidString.prefix(6)).sh")
         FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n\(script)\n".utf8))
-        chmod(path, 0o755)
-        return path
+        return "/bin/sh " + path
     }
 
     @Test func changesOnlyWhatWasEdited() throws {
