@@ -2506,7 +2506,7 @@ other program runs and nothing decrypted touches the disk. keepassxc-cli is not 
   Strongbox and pykeepass write them. A KeePass 1 `.kdb` file is refused (exit 65) with a hint to
   convert it in KeePassXC.
 - **Key:** the password from `--source-passphrase-fd N`, `--source-passphrase-file F` or a no-echo
-  prompt, and/or a key file with `--source-key-file K`: an XML key file version 1.0 (base64) or 2.0
+  prompt, and/or a key file with `--source-key-file K` (or keepassxc-cli's spelling, `--key-file K`): an XML key file version 1.0 (base64) or 2.0
   (hex, its `Hash` checked), a 32-byte file, a 64-hex-digit file, or any other file (its SHA-256),
   as KeePass reads them. With a key file and an empty password, the database is tried both with an
   empty password and with none (KeePassXC's `--no-password`).

@@ -33,7 +33,10 @@ struct InterchangeImportOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("--from kdbx: read the database password from this file.", valueName: "file"))
     var sourcePassphraseFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("--from kdbx: the database's key file (XML v1/v2, 32 bytes, 64 hex digits, or any file).", valueName: "file"))
+    // `--key-file` is keepassxc-cli's name for it.
+    @Option(
+        name: [.customLong("source-key-file"), .customLong("key-file")],
+        help: ArgumentHelp("--from kdbx: the database's key file (XML v1/v2, 32 bytes, 64 hex digits, or any file).", valueName: "file"))
     var sourceKeyFile: String?
 
     @Flag(name: .long, help: "Print the import report as JSON (Schemas/import-report.schema.json).")

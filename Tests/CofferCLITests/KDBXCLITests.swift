@@ -19,12 +19,12 @@ import Testing
     }
 
     /// Imports `db` with `password`, PATH holding no program at all.
-    func importKDBX(_ home: TestHome, _ db: String, password: String, keyFile: String? = nil) -> CLIResult {
+    func importKDBX(_ home: TestHome, _ db: String, password: String, keyFile: String? = nil, keyOption: String = "--source-key-file") -> CLIResult {
         let empty = home.path("empty-path")
         try? FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         let pw = write(home, "pw-\(UUID().uuidString)", Data((password + "\n").utf8))
         var args = ["import", "--from", "kdbx", db, "--source-passphrase-file", pw]
-        if let keyFile { args += ["--source-key-file", keyFile] }
+        if let keyFile { args += [keyOption, keyFile] }
         return home.unlocked(args, env: ["PATH": empty])
     }
 
@@ -45,6 +45,13 @@ import Testing
         let key = write(home, "k.key", try fixture("KeyFileProtected.key"))
         let kf = importKDBX(home, write(home, "kf.kdbx", try fixture("KeyFileProtected.kdbx")), password: "a", keyFile: key)
         #expect(kf.status == 0 && kf.stderr.contains("2 added"), "\(kf)")
+        // keepassxc-cli's spelling of the option, into a fresh vault.
+        let other = TestHome()
+        other.initVault()
+        let otherKey = write(other, "k.key", try fixture("KeyFileProtected.key"))
+        let spelled = importKDBX(
+            other, write(other, "kf.kdbx", try fixture("KeyFileProtected.kdbx")), password: "a", keyFile: otherKey, keyOption: "--key-file")
+        #expect(spelled.status == 0 && spelled.stderr.contains("2 added"), "\(spelled)")
     }
 
     @Test func badDatabasesLeaveTheVaultAlone() throws {
