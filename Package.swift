@@ -23,7 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
         // HMAC-SHA-1 for TOTP and SHA-1 for Have I Been Pwned look-ups
-        // (libsodium has no SHA-1); CofferCrypto only.
+        // (libsodium has no SHA-1), ECDSA and RSA for SSH keys (libsodium
+        // has Ed25519 only); CofferCrypto only.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
@@ -46,7 +47,11 @@ let package = Package(
         // from swift-crypto. Nothing else.
         .target(
             name: "CofferCrypto",
-            dependencies: ["CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto"),
+                // RSA for SSH keys (docs/ssh.md): libsodium has none.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // The POSIX layer: child processes, private and atomic files,
         // terminal and passphrase input, process hardening.

@@ -8,7 +8,7 @@ cd "${CHECK_LAYERS_ROOT:-$(dirname "$0")/..}"
 
 # target: allowed modules (besides the platform: Foundation, FoundationEssentials, Glibc, Musl, Dispatch).
 declare -A ALLOWED=(
-  [CofferCrypto]="CSodium CArgon2 Crypto"
+  [CofferCrypto]="CSodium CArgon2 Crypto _CryptoExtras"
   [CofferSystem]="CofferCrypto CCofferSys"
   [CofferSync]="CofferCrypto"
   [CofferStore]="CofferSync CofferCrypto GRDB SQLite3 GRDBSQLite"
