@@ -112,7 +112,7 @@ public final class SSHPrivateKey: Sendable {
     }
 
     /// The base64 body between PEM lines with `label`, or nil.
-    static func pemBody(_ s: String, label: String) -> String? {
+    package static func pemBody(_ s: String, label: String) -> String? {
         let begin = "-----BEGIN \(label)-----"
         let end = "-----END \(label)-----"
         guard let b = s.range(of: begin), let e = s.range(of: end, range: b.upperBound..<s.endIndex) else { return nil }
@@ -122,7 +122,7 @@ public final class SSHPrivateKey: Sendable {
     static let magic = Array("openssh-key-v1".utf8) + [0]
 
     /// The binary `openssh-key-v1` structure (PROTOCOL.key).
-    static func parseOpenSSH(_ der: [UInt8]) throws(SSHKeyError) -> SSHPrivateKey {
+    package static func parseOpenSSH(_ der: [UInt8]) throws(SSHKeyError) -> SSHPrivateKey {
         guard der.count > magic.count, Array(der[0..<magic.count]) == magic else { throw .malformed("no openssh-key-v1 header") }
         var r = SSHReader(der, offset: magic.count)
         do {
