@@ -37,9 +37,12 @@ struct SSHAgentCommand: ParsableCommand {
     func run() throws {
         let path = socket ?? SSHAgentServer.defaultSocketPath()
         guard path.hasPrefix("/") else {
-            throw CofferError(.usage, "--socket needs an absolute path, got '\(path)'")
+            throw CofferError(
+                .usage, "--socket needs an absolute path, got '\(path)'", hint: "give a path starting with /, e.g. $XDG_RUNTIME_DIR/coffer/ssh-agent.sock")
         }
-        guard path.utf8.count < 108 else { throw CofferError(.usage, "--socket path is longer than a Unix socket allows (107 bytes)") }
+        guard path.utf8.count < 108 else {
+            throw CofferError(.usage, "--socket path is longer than a Unix socket allows (107 bytes)", hint: "choose a shorter path")
+        }
         if printEnv {
             try background(path)
             return

@@ -134,7 +134,9 @@ enum SSHKeyImport {
             guard stat(path, &st) == 0 else {
                 throw CofferError(.fileNotFound, "no key file at \(path)", hint: "give the private key's path, e.g. ~/.ssh/id_ed25519")
             }
-            guard (st.st_mode & S_IFMT) == S_IFREG else { throw CofferError(.usage, "\(path) is not a regular file") }
+            guard (st.st_mode & S_IFMT) == S_IFREG else {
+                throw CofferError(.usage, "\(path) is not a regular file", hint: "give the private key file's path, e.g. ~/.ssh/id_ed25519")
+            }
             guard Int(st.st_size) <= SSHKeyItem.maxFileSize else {
                 throw CofferError(.badData, "\(path) is too large for an SSH private key (\(st.st_size) bytes)", hint: "give the private key file")
             }
