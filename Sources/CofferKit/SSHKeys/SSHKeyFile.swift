@@ -62,7 +62,12 @@ public enum SSHKeyFile {
             PrivateFile.wipeAndRemove(path: file, maxSize: SSHKeyItem.maxFileSize * 2)
             rmdir(dir)
         }
-        do { try PrivateFile.create(path: file, bytes: bytes) } catch {
+        // OpenSSH needs the final line's newline, which a key read from a
+        // descriptor (SecretInput strips one) may have lost.
+        var copy = bytes
+        if copy.last != 0x0a { copy.append(0x0a) }
+        defer { copy.wipe() }
+        do { try PrivateFile.create(path: file, bytes: copy) } catch {
             throw CofferError(.cannotCreate, "cannot write the key's copy in \(dir): \(error)")
         }
         var line = passphrase.revealedBytes() + [0x0a]
