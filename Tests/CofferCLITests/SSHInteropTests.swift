@@ -324,6 +324,27 @@ struct SSHInteropTests {
         #expect(refused.status != 0, "\(refused)")
     }
 
+    @Test("--print-env starts the agent in the background and prints the lines for eval; SIGTERM removes its socket")
+    func printEnv() throws {
+        let home = Self.home()
+        #expect(home.unlocked(["ssh-keygen", "ssh/bg"]).status == 0)
+        let r = home.unlocked(["ssh-agent", "--print-env"])
+        #expect(r.status == 0, "\(r)")
+        let socket = home.environment["XDG_RUNTIME_DIR"]! + "/coffer/ssh-agent.sock"
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "SSH_AUTH_SOCK=\(socket); export SSH_AUTH_SOCK;", "\(r)")
+        let pidLine = try #require(lines.last { $0.hasPrefix("SSH_AGENT_PID=") })
+        let pid = try #require(Int32(pidLine.dropFirst("SSH_AGENT_PID=".count).prefix { $0.isNumber }))
+        defer { kill(pid, SIGKILL) }
+        let list = Self.run(home, "/usr/bin/ssh-add", ["-l"], env: ["SSH_AUTH_SOCK": socket])
+        #expect(list.status == 0 && list.text.contains("ssh/bg (ED25519)"), "\(list)")
+        #expect(kill(pid, SIGTERM) == 0)
+        let deadline = Date().addingTimeInterval(Self.limit)
+        while FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(20_000) }
+        #expect(!FileManager.default.fileExists(atPath: socket))
+        #expect(!FileManager.default.fileExists(atPath: socket + ".pid"))
+    }
+
     @Test("a key generated on replica A signs through B's agent after coffer sync")
     func keyTravelsBySync() throws {
         let a = Self.home()
