@@ -1100,7 +1100,8 @@ ssh-add -l; ssh host; git commit -S …         # git: gpg.format=ssh, user.sign
 The agent serves every `ssh-key` item (or those under `--prefix`), reads the vault again when it
 changes (a sync, an edit), and lists no keys and signs nothing once `coffer lock` ends the session.
 Keys added with `ssh-add` stay in its memory unless `--store-added`. A key with `confirm=yes` asks
-through `SSH_ASKPASS` before each signature. With many keys, give each host its key in `~/.ssh/config`
+through `SSH_ASKPASS` before each signature; one with `hosts=SHA256:…` signs only for ssh logins to
+the hosts with those host-key fingerprints. With many keys, give each host its key in `~/.ssh/config`
 (`IdentityFile KEY.pub` and `IdentitiesOnly yes`), so a server's limit of six attempts is not reached.
 
 ## Exit codes
@@ -3215,6 +3216,7 @@ the SSH agent protocol, so the private key never has to sit in `~/.ssh` again.
 | `public-key` | no | the public key in `authorized_keys` form: `TYPE BASE64 COMMENT` |
 | `comment` | no | the key's comment (the file's, else the item's name); the agent lists the key under it |
 | `confirm` | no | `yes`: the agent asks before every signature with this key (below) |
+| `hosts` | no | host key fingerprints (`SHA256:…`, separated by commas or spaces): the key signs only for ssh logins to those hosts (below) |
 
 `coffer get NAME --field public-key` prints the line for `authorized_keys`, a forge's settings page or an
 allowed-signers file. `coffer get NAME` prints the private key (as every item prints its primary
@@ -3323,6 +3325,22 @@ answered `SSH_AGENT_FAILURE` and the connection goes on. A message longer than 2
 Nothing a client sends stops the agent. Connections are served concurrently (up to 512), requests one
 at a time.
 
+### Keys for some hosts only (`hosts`)
+
+```sh
+ssh-keyscan -t ed25519 github.com | ssh-keygen -lf -     # 256 SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU github.com (ED25519)
+coffer edit ssh/github --field hosts=SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU
+```
+
+OpenSSH's client (8.9 and later) tells the agent which host a connection is for with the
+`session-bind@openssh.com` extension: the host's public key, the session id, and the host's signature of
+it, which the agent verifies. A key with a `hosts` field signs only on a connection bound to a host whose
+key's fingerprint is listed, and not when the connection says it is forwarded (`ssh -A` onwards); a
+connection bound to another host does not even see the key listed (so it costs no authentication
+attempt). A connection that is not bound (`ssh-keygen -Y sign`, git signing) sees the key but cannot
+sign with it. The check is per connection (the last host bound); unlike OpenSSH's `ssh-add -h`
+destination constraints, it does not follow a chain of forwarding hops.
+
 ### Confirmation (`confirm`)
 
 A key whose `confirm` field is `yes` (`coffer ssh-keygen --confirm`, `coffer edit NAME --field
@@ -3390,10 +3408,12 @@ What the agent adds to docs/threat-model.md:
 - **After `coffer lock`**: the agent's vault is locked and its keys wiped; it lists nothing and signs
   nothing. Keys added with `ssh-add` are kept until removed, the agent stops, or their lifetime ends —
   but are not listed or used while the vault is locked.
-- **Not done**: the `session-bind@openssh.com` binding is verified and recorded, but keys cannot yet be
-  restricted to hosts (OpenSSH's `ssh-add -h`: destination constraints are refused). An agent forwarded
-  with `ssh -A` gives the remote host's root the same power to sign as a local process; do not forward
-  it to hosts you do not trust.
+- **Hosts**: a key with a `hosts` field signs only on connections bound to those hosts' keys
+  (verified `session-bind@openssh.com`), never on a forwarded one. The agent does not yet check that
+  the data it signs carries the bound session's id, and OpenSSH's `ssh-add -h` destination
+  constraints (per-hop rules for forwarded agents) are refused. An agent forwarded with `ssh -A` gives
+  the remote host's root the power to sign with every key without `hosts`; do not forward it to hosts
+  you do not trust.
 - **Encrypted key import** hands the key's passphrase to `ssh-keygen` through a pipe and has the decrypted
   key exist for a moment in a private file on tmpfs (memory, which can be swapped unless swap is
   encrypted).
@@ -3634,8 +3654,9 @@ items 5–8):
   even if the modes were opened (`SSHInteropTests`). It serves no key and makes no signature once the
   vault's session ends, keys marked `confirm` ask a person through `SSH_ASKPASS`, and a key synced from
   another replica is served like one made here — a key holder who can write items can also add a key
-  the agent will serve. Hosts cannot yet be restricted per key, and a forwarded agent (`ssh -A`) lends
-  this power to the remote host (docs/ssh.md, "Threat model").
+  the agent will serve. A key's `hosts` field limits it to logins to those hosts (verified
+  `session-bind@openssh.com`); a forwarded agent (`ssh -A`) lends the other keys to the remote host
+  (docs/ssh.md, "Threat model").
 
 ## Out of scope
 

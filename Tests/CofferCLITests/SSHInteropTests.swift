@@ -272,17 +272,34 @@ struct SSHInteropTests {
         let home = Self.home()
         #expect(home.unlocked(["ssh-keygen", "ssh/login"]).status == 0)
         #expect(home.unlocked(["ssh-keygen", "ssh/login-rsa", "--type", "rsa", "--bits", "2048"]).status == 0)
+        #expect(home.unlocked(["ssh-keygen", "ssh/elsewhere"]).status == 0)
         let unlock = home.unlocked(["unlock", "--shell", "sh"])
         let token = try SessionTests.token(fromShellLine: unlock.out)
         let agent = try Agent(home, env: ["COFFER_SESSION": token], passphrase: false)
         let server = try SSHServer(
             home,
             authorized: home.unlocked(["get", "ssh/login", "--field", "public-key"]).out + "\n"
-                + home.unlocked(["get", "ssh/login-rsa", "--field", "public-key"]).out)
+                + home.unlocked(["get", "ssh/login-rsa", "--field", "public-key"]).out + "\n"
+                + home.unlocked(["get", "ssh/elsewhere", "--field", "public-key"]).out)
         let ssh = [
             "-F", "/dev/null", "-o", "IdentityAgent=\(agent.socket)", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
             "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", String(server.port), "\(Self.userName)@127.0.0.1", "true",
         ]
+        // The login key may sign for this sshd only (its host key's
+        // fingerprint, through session-bind@openssh.com); a key bound to
+        // another host is not offered and cannot log in.
+        let fp = Spawn.timed(
+            "/usr/bin/ssh-keygen", ["-l", "-E", "sha256", "-f", home.path("sshd/host.pub")], environment: home.environment, workDir: home.root.path)
+        let hostFingerprint = try #require(fp.text.split(separator: " ").dropFirst().first.map(String.init))
+        #expect(home.unlocked(["edit", "ssh/login", "--field", "hosts=\(hostFingerprint)"]).status == 0)
+        #expect(home.unlocked(["edit", "ssh/elsewhere", "--field", "hosts=SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"]).status == 0)
+        let elsewherePub = try Self.publicKeyFile(home, "ssh/elsewhere")
+        let elsewhere = Self.run(home, "/usr/bin/ssh", ["-o", "IdentityFile=\(elsewherePub.path)", "-o", "IdentitiesOnly=yes"] + ssh)
+        #expect(elsewhere.status == 255, "\(elsewhere)")
+        // The control: the same key, allowed this host, logs in.
+        #expect(home.unlocked(["edit", "ssh/elsewhere", "--field", "hosts=\(hostFingerprint)"]).status == 0)
+        let allowedNow = Self.run(home, "/usr/bin/ssh", ["-o", "IdentityFile=\(elsewherePub.path)", "-o", "IdentitiesOnly=yes"] + ssh)
+        #expect(allowedNow.status == 0, "\(allowedNow)\n--- agent\n\(agent.log)")
         let first = Self.run(home, "/usr/bin/ssh", ssh)
         #expect(first.status == 0 && !first.timedOut, "\(first)\n--- sshd\n\(server.process.stderrText ?? "")\n--- agent\n\(agent.log)")
         // The RSA key alone (IdentityFile KEY.pub + IdentitiesOnly: the

@@ -297,6 +297,47 @@ struct SSHAgentTests {
         #expect(Self.request(c, bind(try host.sign([1, 2]))) == [SSHAgent.Message.failure])
     }
 
+    @Test("a key restricted to hosts signs only on a connection bound to one of them, and is not listed on one bound elsewhere")
+    func hostRestriction() throws {
+        let f = try Fixture()
+        let allowed = try SSHPrivateKey.generate(.ed25519, comment: "host-a")
+        let other = try SSHPrivateKey.generate(.ecdsaP256, comment: "host-b")
+        let key = try SSHPrivateKey.generate(.ed25519, comment: "restricted")
+        var draft = SSHKeyItem.draft(key, name: "ssh/restricted", confirm: false)
+        draft.fields.append(Field(name: SSHKeyItem.hostsField, value: "SHA256:notthisone, \(allowed.fingerprint)", isSecret: false))
+        try f.box.vault.add(draft)
+        func bind(_ c: UnixConnection, _ host: SSHPrivateKey, forwarded: Bool = false) throws {
+            let sessionID = Array(repeating: UInt8(7), count: 32)
+            var w = SSHWriter()
+            w.byte(SSHAgent.Message.extension)
+            w.string("session-bind@openssh.com")
+            w.string(host.publicKeyBlob)
+            w.string(sessionID)
+            w.string(try host.sign(sessionID))
+            w.byte(forwarded ? 1 : 0)
+            #expect(Self.request(c, w.bytes) == [SSHAgent.Message.success])
+        }
+        // Unbound (ssh-keygen -Y, git): listed, but no signature.
+        let unbound = try f.connect()
+        #expect(try Self.identities(unbound).map(\.comment).contains("restricted"))
+        #expect(try Self.sign(unbound, key.publicKeyBlob, [1]) == nil)
+        // Bound to the allowed host: signs.
+        let good = try f.connect()
+        try bind(good, allowed)
+        #expect(try Self.identities(good).map(\.comment).contains("restricted"))
+        let sig = try #require(try Self.sign(good, key.publicKeyBlob, [1]))
+        #expect(SSHPublicKey.verify(signature: sig, of: [1], by: key.publicKeyBlob))
+        // Bound to another host: neither listed nor signing; the others still are.
+        let bad = try f.connect()
+        try bind(bad, other)
+        #expect(try Self.identities(bad).map(\.comment) == ["ssh/a-ec", "ssh/b-ed", "ssh/c-rsa"])
+        #expect(try Self.sign(bad, key.publicKeyBlob, [1]) == nil)
+        // A forwarded connection: no signature even for the allowed host.
+        let forwarded = try f.connect()
+        try bind(forwarded, allowed, forwarded: true)
+        #expect(try Self.sign(forwarded, key.publicKeyBlob, [1]) == nil)
+    }
+
     @Test("keys changed in the vault by another process are served without a restart")
     func freshKeys() throws {
         let f = try Fixture()

@@ -60,6 +60,30 @@ public final class SSHAgent: @unchecked Sendable {
         var expires: Date?
     }
 
+    /// A key served now, with its options.
+    struct Served {
+        var key: SSHPrivateKey
+        var confirm: Bool
+        /// Host key fingerprints it may sign for; empty: any.
+        var hosts: [String]
+
+        /// Whether a connection in `state` may see this key listed: not
+        /// when the connection is bound to a host the key is not for.
+        func listed(in state: ConnectionState) -> Bool {
+            guard !hosts.isEmpty, let bound = state.boundHostKeys.last else { return true }
+            return hosts.contains(SSHPublicKey.fingerprint(bound))
+        }
+
+        /// Whether it may sign on a connection in `state`: a key restricted
+        /// to hosts signs only on a connection bound (session-bind) to one
+        /// of them, and not forwarded.
+        func usable(in state: ConnectionState) -> Bool {
+            guard !hosts.isEmpty else { return true }
+            guard let bound = state.boundHostKeys.last, !state.forwarded else { return false }
+            return hosts.contains(SSHPublicKey.fingerprint(bound))
+        }
+    }
+
     let source: SSHVaultKeySource
     let options: Options
     private let lock = NSLock()
@@ -80,13 +104,13 @@ public final class SSHAgent: @unchecked Sendable {
 
     /// The keys listed now: the vault's, then those added, without
     /// duplicates; none while the agent or the vault is locked.
-    func currentKeys() -> [(key: SSHPrivateKey, confirm: Bool)] {
+    func currentKeys() -> [Served] {
         guard lockPassphrase == nil, let vaultKeys = source.keys(log: log) else { return [] }
         let now = Date()
         added.removeAll { $0.expires.map { $0 <= now } ?? false }
-        var out = vaultKeys.map { (key: $0.key, confirm: $0.confirm) }
+        var out = vaultKeys.map { Served(key: $0.key, confirm: $0.confirm, hosts: $0.hosts) }
         for a in added where !out.contains(where: { $0.key.publicKeyBlob == a.key.publicKeyBlob }) {
-            out.append((a.key, a.confirm))
+            out.append(Served(key: a.key, confirm: a.confirm, hosts: []))
         }
         return out
     }
@@ -107,7 +131,7 @@ public final class SSHAgent: @unchecked Sendable {
                 guard r.isAtEnd else { return [Message.failure] }
                 var w = SSHWriter()
                 w.byte(Message.identitiesAnswer)
-                let keys = currentKeys()
+                let keys = currentKeys().filter { $0.listed(in: state) }
                 w.uint32(UInt32(keys.count))
                 for k in keys {
                     w.string(k.key.publicKeyBlob)
@@ -169,6 +193,12 @@ public final class SSHAgent: @unchecked Sendable {
     /// SIGN_REQUEST: the key must be listed now; a `confirm` key asks first.
     func sign(blob: [UInt8], data: [UInt8], flags: UInt32, state: ConnectionState) -> [UInt8] {
         guard let k = currentKeys().first(where: { $0.key.publicKeyBlob == blob }) else { return [Message.failure] }
+        guard k.usable(in: state) else {
+            log(
+                "refused a signature with \(k.key.comment): it is for the hosts \(k.hosts.joined(separator: ", ")) only, and this connection is not bound to one"
+            )
+            return [Message.failure]
+        }
         // A signature is a use of the session: it keeps it from idling out.
         guard source.stillUnlocked(use: true) else { return [Message.failure] }
         if k.confirm, !confirm(k.key) {

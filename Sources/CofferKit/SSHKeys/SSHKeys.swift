@@ -39,16 +39,21 @@ public struct SSHVaultKey: Sendable {
     public let key: SSHPrivateKey
     /// Ask before each signature (the item's `confirm` field says yes).
     public let confirm: Bool
+    /// The SHA-256 fingerprints (`SHA256:…`) of the host keys this key may
+    /// sign for (the item's `hosts` field); empty: any use.
+    public let hosts: [String]
 }
 
 /// How an `ssh-key` item holds a key: `private-key` (the unencrypted
 /// OpenSSH private key file, secret), `public-key` (`authorized_keys`
-/// form), `comment`, and the optional `confirm` (yes/no).
+/// form), `comment`, and the optional `confirm` (yes/no) and `hosts`
+/// (host key fingerprints, separated by commas or spaces).
 public enum SSHKeyItem {
     public static let privateKeyField = "private-key"
     public static let publicKeyField = "public-key"
     public static let commentField = "comment"
     public static let confirmField = "confirm"
+    public static let hostsField = "hosts"
     /// The largest key file read (an RSA 16384-bit key is about 13 KB).
     public static let maxFileSize = 64 * 1024
 
@@ -108,6 +113,7 @@ public enum SSHKeyItem {
         if let comment = item.field(commentField)?.value, comment != key.comment { key = key.with(comment: comment) }
         if key.comment.isEmpty { key = key.with(comment: item.name) }
         let confirm = item.field(confirmField).map { ["yes", "true", "1", "on"].contains($0.value.lowercased()) } ?? false
-        return SSHVaultKey(itemName: item.name, key: key, confirm: confirm)
+        let hosts = (item.field(hostsField)?.value ?? "").split(whereSeparator: { $0 == "," || $0.isWhitespace }).map(String.init)
+        return SSHVaultKey(itemName: item.name, key: key, confirm: confirm, hosts: hosts)
     }
 }
