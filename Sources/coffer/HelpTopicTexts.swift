@@ -3425,7 +3425,8 @@ What the agent adds to docs/threat-model.md:
 | 64 | `--from-file`/`--key-passphrase-fd` without `--type ssh-key`; `--field private-key=`/`public-key=`; `--generate`, `--secret`, `--source`, `--url` or `--totp-uri` with an ssh-key; no key file and a terminal on stdin; an unknown `--type` or a size the type does not have (`coffer ssh-keygen`); a relative or too long `--socket` |
 | 65 | not a key file, a damaged one, a public key file, an unsupported algorithm or size |
 | 66 | the `--from-file` file does not exist |
-| 70 | an encrypted key with no ssh-keygen or no memory file system to decrypt it in |
+| 69 | an encrypted key and no `ssh-keygen` installed |
+| 70 | an encrypted key and no memory file system (tmpfs) to decrypt it in |
 | 73 | the item name is taken; the agent's folder is another user's or open to others; another agent is listening at the socket |
 | 77 | the encrypted key's passphrase is wrong; the vault's passphrase is wrong or no session |
 
@@ -3453,7 +3454,7 @@ transaction, so when B fails, A stays imported and C is not tried; the hint name
 | 64 | usage | bad option or argument: unknown option, invalid `--expires`, invalid name or field, unreadable `--passphrase-fd`, empty value, passphrases that differ on `init`, a new passphrase that is not valid UTF-8 (`init`, `passwd`) |
 | 65 | data error | malformed, corrupted, tampered, foreign or newer-format input (bundle, manifest, vault file; a vault file edited outside coffer or damaged — a lost header row or table — : "vault file was modified outside coffer or is damaged", and `coffer verify` finding any problem; a vault whose format number was set back or whose integrity data was removed, told by its master key's wrapping at a passphrase unlock); a bundle or summary file that breaks a validation rule (docs/bundle-format.md §Validation rules; the rule is named); `clone` of a bundle whose Argon2id parameters exceed the local ceiling (without `--allow-expensive-kdf`); `coffer env` asked to set a dangerous variable the item does not allow (docs/references.md §Dangerous names; one line naming the variable and `coffer edit NAME --allow-env-var VAR`); an item name shared by several items after a sync (address it as `id:HEX`); a credential failing its format rule; `sync DIR` into a folder that holds only another vault's bundles (nothing written); `sync` that could not merge a file — among them a bundle of a key epoch more than 1,000 ahead (rule `key-epoch-jump`) and a newer master key whose Argon2id asks for more than the vault's own (not tried without `sync --adopt-key`) — after merging the rest; `clone` of bundles of several vaults |
 | 66 | not found | no vault at the path; no such item or field; a named input file that does not exist (`--passphrase-file`, bundle) |
-| 69 | unavailable | a program coffer needs is not installed: `export --format pass` without `gpg` (nothing is written) |
+| 69 | unavailable | a program coffer needs is not installed: `export --format pass` without `gpg` (nothing is written); `add --type ssh-key` of an encrypted key without `ssh-keygen` (nothing is stored) |
 | 70 | internal | a bug or a broken environment (please report it) |
 | 73 | cannot create | the vault or output file already exists or cannot be created (a folder where a file should be, a missing folder, a read-only output folder, a path through a symbolic link — the file's or any folder's on the way — owned by another user in a sticky world-writable folder); an item with that name already exists |
 | 74 | I/O error | a full disk (`SQLITE_FULL`, `ENOSPC`, `EDQUOT`), named by its mount point: "no space left on the disk mounted at /home (holding …)"; standard output or an output device cannot be written (closed, `/dev/full`); any other read/write error of the vault. The vault is unchanged; `sync --git`: git fetch or push failed |
@@ -3477,8 +3478,8 @@ SSH keys (docs/ssh.md): `coffer add --type ssh-key` and `coffer ssh-keygen`: 64 
 does not apply to a key (`--generate`, `--secret`, `--source`, `--url`, `--totp-uri`), no key file with
 a terminal on stdin, an unknown `--type` or a size the type does not have; 65 for a file that is not a
 private key, a damaged one, a public key, or an unsupported algorithm or size (RSA under 2048 bits,
-P-521, DSA); 66 when the key file does not exist; 70 for an encrypted key with no `ssh-keygen` or no
-memory file system (tmpfs) to decrypt it in; 73 for a taken name; 77 for a wrong passphrase of an
+P-521, DSA); 66 when the key file does not exist; 69 for an encrypted key with no `ssh-keygen`; 70 when
+there is no memory file system (tmpfs) to decrypt it in; 73 for a taken name; 77 for a wrong passphrase of an
 encrypted key (the vault unchanged). `coffer ssh-agent`: 64 for a relative or too long `--socket`; 73
 when its folder is another user's or open to others, or another agent listens at the socket.
 

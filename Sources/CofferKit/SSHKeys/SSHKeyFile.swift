@@ -42,8 +42,9 @@ public enum SSHKeyFile {
     /// `ssh-keygen` (see the type's documentation).
     /// - Throws: ``CofferError/Kind/wrongPassphrase`` when ssh-keygen says
     ///   the passphrase is wrong, ``CofferError/Kind/badData`` when the
-    ///   key cannot be read, ``CofferError/Kind/internalError`` when there
-    ///   is no ssh-keygen or no memory file system to work in.
+    ///   key cannot be read, ``CofferError/Kind/unavailable`` when there is
+    ///   no ssh-keygen, ``CofferError/Kind/internalError`` when there is no
+    ///   memory file system to work in.
     public static func decrypt(_ bytes: [UInt8], passphrase: SecretBytes, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(CofferError) -> SSHPrivateKey
     {
@@ -80,7 +81,7 @@ public enum SSHKeyFile {
             out = try ChildProcess.capture(["ssh-keygen", "-q", "-p", "-N", "", "-f", file], environment: env, input: input)
         } catch .notFound {
             throw CofferError(
-                .internalError, "ssh-keygen is not installed; it is needed to decrypt an encrypted SSH key",
+                .unavailable, "ssh-keygen is not installed; it is needed to decrypt an encrypted SSH key",
                 hint: "install OpenSSH's client (Debian: openssh-client), or decrypt a copy yourself with ssh-keygen -p")
         } catch {
             throw CofferError(.internalError, "cannot run ssh-keygen: \(error)")
