@@ -32,7 +32,7 @@ deps:
 # Real programs the interoperability and fault-injection suites drive
 # (pass with pass-otp, gopass and gpg, keepassxc-cli, git, an X server and clipboard, Syncthing,
 # strace). Installed only for `make test-interop` / `make test-faults`.
-INTEROP_APT_PACKAGES := pass pass-extension-otp gopass gnupg keepassxc python3-pykeepass git xvfb xclip syncthing strace faketime expect zsh fish
+INTEROP_APT_PACKAGES := pass pass-extension-otp gopass gnupg keepassxc python3-pykeepass git xvfb xclip syncthing strace faketime expect zsh fish openssh-client openssh-server
 
 deps-interop:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(INTEROP_APT_PACKAGES)"

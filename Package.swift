@@ -23,7 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
         // HMAC-SHA-1 for TOTP and SHA-1 for Have I Been Pwned look-ups
-        // (libsodium has no SHA-1); CofferCrypto only.
+        // (libsodium has no SHA-1), ECDSA and RSA for SSH keys (libsodium
+        // has Ed25519 only); CofferCrypto only.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `make docs`: DocC for CofferKit (a plugin; nothing links it).
@@ -43,8 +44,9 @@ let package = Package(
 
         // Every call into libsodium and libargon2: keys in guarded memory,
         // AEAD, KDFs, secretstream, padding, random bytes; HMAC and SHA-1
-        // from swift-crypto, and AES-256-CBC (KeePass's KDBX, which
-        // libsodium lacks) from its _CryptoExtras. Nothing else.
+        // from swift-crypto, and from its _CryptoExtras what libsodium
+        // lacks: AES-256-CBC (KeePass's KDBX), ECDSA and RSA (SSH keys).
+        // Nothing else.
         .target(
             name: "CofferCrypto",
             dependencies: [

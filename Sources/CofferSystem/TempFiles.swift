@@ -1,3 +1,4 @@
+internal import CCofferSys
 import Foundation
 
 #if canImport(Glibc)
@@ -88,6 +89,12 @@ public enum Disk {
             current = parent
         }
         return "/"
+    }
+
+    /// Whether `path` is on a memory file system (tmpfs), whose files
+    /// never reach a disk (unless the system swaps).
+    public static func isMemoryFileSystem(_ path: String) -> Bool {
+        CCofferSys_fs_type(path) == 0x0102_1994 // TMPFS_MAGIC
     }
 
     /// "the disk mounted at M" for `path`, or "the disk that holds PATH".

@@ -24,7 +24,7 @@ struct Add: ParsableCommand {
     @Argument(help: "Item name, a path such as work/openai.")
     var name: String
 
-    @Option(help: "Credential type: api-key, email, api-key-with-email, login, note, custom.")
+    @Option(help: "Credential type: api-key, email, api-key-with-email, login, note, custom, ssh-key.")
     var type: ItemType = .apiKey
 
     @Option(
@@ -66,6 +66,14 @@ struct Add: ParsableCommand {
     @Option(help: ArgumentHelp("The TOTP secret for `coffer otp`: '-' reads an otpauth:// URI or base32 secret from stdin or a prompt.", valueName: "-"))
     var totpUri: String?
 
+    @Option(
+        help: ArgumentHelp("--type ssh-key: the private key file to import (OpenSSH, or PEM for ECDSA and RSA).", valueName: "path"),
+        completion: .file())
+    var fromFile: String?
+
+    @Option(help: ArgumentHelp("--type ssh-key: read an encrypted key's passphrase from this file descriptor.", valueName: "fd"))
+    var keyPassphraseFd: Int32?
+
     /// The parsed command line as plain values: what AddFastPath builds
     /// without argument-parser for the forms it handles (FastPathDriftTests
     /// compares the two).
@@ -73,7 +81,8 @@ struct Add: ParsableCommand {
         Request(
             name: name, type: type, fields: fields, secrets: secrets, tags: tags, source: source, url: url,
             expires: expires, localOnly: localOnly, requirements: requirements, force: force, generate: generate,
-            generateField: generateField, generation: generation.spec, totpUri: totpUri)
+            generateField: generateField, generation: generation.spec, totpUri: totpUri, fromFile: fromFile,
+            keyPassphraseFd: keyPassphraseFd)
     }
 
     func run() throws {
@@ -100,6 +109,8 @@ struct Add: ParsableCommand {
         var generateField: [String] = []
         var generation = GenerationSpec()
         var totpUri: String?
+        var fromFile: String?
+        var keyPassphraseFd: Int32?
     }
 
     /// The command itself, shared by both parsers. `passphraseOnStdin`:
@@ -108,6 +119,13 @@ struct Add: ParsableCommand {
     static func execute(_ r: Request, passphraseOnStdin: Bool, unlockForWriting: () throws(CofferError) -> Vault) throws(CofferError) {
         let name = r.name
         let type = r.type
+        if type == .sshKey {
+            try SSHKeyImport.add(r, passphraseOnStdin: passphraseOnStdin, unlockForWriting: unlockForWriting)
+            return
+        }
+        if r.fromFile != nil || r.keyPassphraseFd != nil {
+            throw CofferError(.usage, "--from-file and --key-passphrase-fd are for --type ssh-key", hint: "add --type ssh-key to import an SSH key")
+        }
         let source = r.source
         var draft = ItemDraft(name: name, type: type, tags: r.tags, source: source, policy: r.localOnly ? .localOnly : .sync)
         if let expires = r.expires {

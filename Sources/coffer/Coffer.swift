@@ -31,6 +31,7 @@ struct Coffer: ParsableCommand {
             Conflicts.self, Resolve.self, Sync.self, Replicas.self,
             Verify.self,
             Generate.self,
+            SSHKeygen.self, SSHAgentCommand.self,
             Show.self,
             Find.self,
             Clip.self,

@@ -43,7 +43,7 @@ lists the option too).
 
 Every command has `--help`, and the guides travel with the binary: `coffer help topics` lists them,
 `coffer help TOPIC` prints one (`guide`, this page; `sync`, `sessions`, `references`, `import`,
-`requirements`, `audit`, `git-credential`, `exit-codes`, `threat-model`) from text compiled into
+`requirements`, `audit`, `git-credential`, `ssh`, `exit-codes`, `threat-model`) from text compiled into
 coffer, so an installed coffer needs no docs folder. A topic that is also a command (`coffer help
 sync`) prints the guide and points at `coffer sync --help` for the command's options. Coffer prints no colour (so `NO_COLOR` is always honoured), writes only
 the value or JSON you asked for to stdout and everything meant for people to stderr, follows the XDG
@@ -1085,6 +1085,27 @@ git clone https://git.example.com/team/app.git
 `git-protocols` field lists others: `--field git-protocols=https,http`); `store` saves what git confirmed (as
 `git/HOST`, a normal write that syncs); `erase` deletes a rejected `git/…` item. With no session and no
 terminal the helper prints nothing and exits 0, so git asks its next helper.
+
+## SSH keys and the SSH agent
+
+SSH keys are items of type `ssh-key`, served to ssh and git by `coffer ssh-agent` (docs/ssh.md,
+`coffer help ssh`):
+
+```sh
+coffer add ssh/github --type ssh-key --from-file ~/.ssh/id_ed25519   # OpenSSH or PEM; asks an encrypted key's passphrase
+coffer ssh-keygen ssh/work                    # a new Ed25519 key (--type ecdsa|rsa, --bits); prints the public key
+coffer get ssh/work --field public-key        # authorized_keys form
+eval "$(coffer unlock)"
+eval "$(coffer ssh-agent --print-env)"        # SSH_AUTH_SOCK, SSH_AGENT_PID; or run it in the foreground
+ssh-add -l; ssh host; git commit -S …         # git: gpg.format=ssh, user.signingkey "key::$(coffer get ssh/work --field public-key)"
+```
+
+The agent serves every `ssh-key` item (or those under `--prefix`), reads the vault again when it
+changes (a sync, an edit), and lists no keys and signs nothing once `coffer lock` ends the session.
+Keys added with `ssh-add` stay in its memory unless `--store-added`. A key with `confirm=yes` asks
+through `SSH_ASKPASS` before each signature; one with `hosts=SHA256:…` signs only for ssh logins to
+the hosts with those host-key fingerprints. With many keys, give each host its key in `~/.ssh/config`
+(`IdentityFile KEY.pub` and `IdentitiesOnly yes`), so a server's limit of six attempts is not reached.
 
 ## Exit codes
 
@@ -3246,6 +3267,252 @@ url), a wrong stored password makes git call `erase` and the item is gone, and a
 by a second helper is `store`d by coffer, which then serves it alone.
 """#####),
         HelpTopic(
+            name: "ssh", file: "docs/ssh.md", title: #####"SSH keys: `ssh-key` items, `coffer ssh-keygen`, `coffer ssh-agent`"#####,
+            text: #####"""
+# SSH keys: `ssh-key` items, `coffer ssh-keygen`, `coffer ssh-agent`
+
+```sh
+coffer add ssh/github --type ssh-key --from-file ~/.ssh/id_ed25519   # import a key (then delete the file)
+coffer ssh-keygen ssh/work > ~/.ssh/work.pub                         # or make one that never touches a file
+eval "$(coffer unlock)"                                             # a session: the agent stops with it
+eval "$(coffer ssh-agent --print-env)"                              # SSH_AUTH_SOCK=…; SSH_AGENT_PID=…
+ssh-add -l                                                          # the vault's keys
+ssh git@github.com                                                  # signs through the agent
+```
+
+Keys kept as vault items sync with the rest of the vault (a key made on one machine signs on another
+after `coffer sync`), are encrypted at rest like every item, and are served to OpenSSH and git through
+the SSH agent protocol, so the private key never has to sit in `~/.ssh` again.
+
+## The `ssh-key` item
+
+| field | secret | holds |
+|---|---|---|
+| `private-key` | yes | the private key as an unencrypted OpenSSH key file (what `ssh-keygen -N ''` writes); the item's primary field |
+| `public-key` | no | the public key in `authorized_keys` form: `TYPE BASE64 COMMENT` |
+| `comment` | no | the key's comment (the file's, else the item's name); the agent lists the key under it |
+| `confirm` | no | `yes`: the agent asks before every signature with this key (below) |
+| `hosts` | no | host key fingerprints (`SHA256:…`, separated by commas or spaces): the key signs only for ssh logins to those hosts (below) |
+
+`coffer get NAME --field public-key` prints the line for `authorized_keys`, a forge's settings page or an
+allowed-signers file. `coffer get NAME` prints the private key (as every item prints its primary
+secret); `coffer get NAME --out FILE` writes it mode 0600 if a tool really needs a file.
+`coffer edit NAME --field comment=…` or `--field confirm=yes` changes the options; the agent picks the
+change up at its next request.
+
+Item types are data in the vault and in bundles: an older Coffer shows an `ssh-key` item as `custom`
+and syncs it unchanged, so the type needs no vault or bundle format change. The JSON outputs'
+`type` gains the value `ssh-key`.
+
+Accepted keys: Ed25519, ECDSA on P-256 and P-384, RSA of 2048 to 16384 bits. Refused with exit 65 and
+the reason: RSA under 2048 bits, ECDSA on P-521, DSA, security keys (`sk-…`), certificates, files
+holding several keys.
+
+## Importing a key file
+
+```sh
+coffer add ssh/github --type ssh-key --from-file ~/.ssh/id_ed25519
+coffer add ssh/old --type ssh-key < ~/.ssh/id_rsa                    # or on standard input
+coffer add ssh/deploy --type ssh-key --from-file key.pem --field comment=deploy@ci --tag ci
+```
+
+Formats: OpenSSH's own (`-----BEGIN OPENSSH PRIVATE KEY-----`, every type), and PEM for ECDSA and RSA
+(PKCS#8 `BEGIN PRIVATE KEY`, SEC1 `BEGIN EC PRIVATE KEY`, PKCS#1 `BEGIN RSA PRIVATE KEY`; read with
+swift-crypto). The key is checked whole before anything is stored: the public key must match the
+private key, and for OpenSSH files the check numbers and padding must be right, so a damaged file is
+refused (exit 65) and the vault is left as it was. `--tag`, `--expires`, `--local-only` and extra
+`--field K=V` work as for any item; `--field private-key=…`/`public-key=…` are refused.
+
+### Encrypted keys
+
+OpenSSH encrypts a key file with bcrypt-pbkdf and AES-256-CTR. Neither libsodium nor swift-crypto has
+bcrypt-pbkdf, and Coffer writes no cryptographic primitive of its own, so OpenSSH's `ssh-keygen` decrypts
+the key (openssh-client must be installed):
+
+1. Coffer asks the key's passphrase without echo (or reads it from `--key-passphrase-fd N`; from
+   standard input when that is not a terminal and the key came from `--from-file`);
+2. it copies the encrypted file into a new folder (mode 0700) on a memory file system — `$XDG_RUNTIME_DIR`
+   if it is a tmpfs, else `/dev/shm` — and refuses (exit 70) when there is none, rather than write a
+   decrypted key to a disk;
+3. it runs `ssh-keygen -p -N '' -f COPY` with the old passphrase on a pipe (never on the command line)
+   and no `DISPLAY` or `SSH_ASKPASS`;
+4. it reads the decrypted copy, overwrites it with zeros and removes it and the folder.
+
+A wrong passphrase is exit 77 and leaves the vault unchanged. The passphrase is not kept: the vault's own
+encryption protects the key from then on. Encrypted PEM keys (`Proc-Type: 4,ENCRYPTED`, `BEGIN ENCRYPTED
+PRIVATE KEY`) are handed to ssh-keygen the same way (the tests cover encrypted OpenSSH keys).
+
+## Making a key in the vault
+
+```sh
+coffer ssh-keygen ssh/github                       # Ed25519 (libsodium)
+coffer ssh-keygen ssh/legacy --type rsa --bits 4096  # RSA 2048, 3072 (default) or 4096 (swift-crypto)
+coffer ssh-keygen ssh/hsm-ish --type ecdsa --bits 384 --confirm --comment me@laptop
+```
+
+The public key is printed on standard output, the fingerprint on standard error. The key exists only in
+the vault; `--local-only` keeps it out of bundles (it never leaves this machine).
+
+## The agent
+
+```sh
+coffer ssh-agent                                  # foreground; prints SSH_AUTH_SOCK=…; Ctrl-C stops it
+eval "$(coffer ssh-agent --print-env)"            # background; prints SSH_AUTH_SOCK and SSH_AGENT_PID
+coffer ssh-agent --prefix ssh/work/ --socket "$XDG_RUNTIME_DIR/coffer/work.sock"
+```
+
+- **Socket**: `$XDG_RUNTIME_DIR/coffer/ssh-agent.sock` by default (`/tmp/coffer-UID/ssh-agent.sock`
+  without `XDG_RUNTIME_DIR`), created mode 0600 (the umask is 0177 while it is bound) in a folder that
+  must be this user's and mode 0700 (created so when missing; an existing folder open to others is
+  refused, exit 73). A live agent at the path is never replaced; a dead one's socket is. The agent
+  writes its pid beside the socket (`ssh-agent.sock.pid`) and removes both on SIGINT, SIGTERM or SIGHUP.
+- **Who may connect**: every connection's peer is identified with `SO_PEERCRED`; a process of another
+  user id (root included) is disconnected before its first message and the refusal is logged.
+- **Which keys**: every `ssh-key` item (or those whose name starts with `--prefix`), in name order,
+  then the keys added with `ssh-add`. A damaged item is skipped with one warning. The vault file is
+  watched: a sync, a `coffer edit` or another process's write is served at the next request, without a
+  restart.
+- **Unlocking**: like every command (the shell session, `--passphrase-fd`, `--passphrase-file`,
+  `COFFER_PASSPHRASE`, else the terminal). `--print-env` checks the passphrase, then starts the agent in
+  the background and hands it the passphrase through a pipe (or lets it use the session).
+- **The session's end**: an agent opened through the shell session lists no keys and signs nothing
+  once the session ends (`coffer lock`, its idle time-out or its maximum lifetime) — `ssh-add -l` says
+  "The agent has no identities", ssh cannot log in with its keys. Each signature counts as a use of the
+  session (it restarts the idle timer); listing does not. A new session needs a new agent. An agent
+  opened with a passphrase serves until it is stopped.
+- **Added keys**: `ssh-add KEY` puts a key in the agent's memory only (in libsodium guarded memory),
+  with `ssh-add -t SECONDS` (lifetime) and `ssh-add -c` (confirm) honoured; `ssh-add -d`/`-D` remove
+  them (not the vault's keys: remove those with `coffer rm`). With `--store-added` an added key is
+  stored as an `ssh-key` item under `--prefix` (default `ssh/`), named after its comment; a key with a
+  lifetime is then refused.
+- **`ssh-add -x` / `-X`**: lock the agent with a password (no key listed, no signature) until the same
+  password unlocks it.
+
+### Protocol
+
+The agent speaks draft-ietf-sshm-ssh-agent: `REQUEST_IDENTITIES`, `SIGN_REQUEST` (Ed25519, ECDSA, and
+RSA with the `rsa-sha2-256` or `rsa-sha2-512` flag; an RSA request without either flag asks for SHA-1
+`ssh-rsa` signatures and is refused), `ADD_IDENTITY`, `ADD_ID_CONSTRAINED` (lifetime, confirm; any other
+constraint is refused), `REMOVE_IDENTITY`, `REMOVE_ALL_IDENTITIES`, `LOCK`, `UNLOCK`, and the
+`session-bind@openssh.com` extension (its host signature is verified; a bad one is refused). Anything
+else — an unknown message number, a truncated or over-long field, bytes after the last field — is
+answered `SSH_AGENT_FAILURE` and the connection goes on. A message longer than 256 KiB is answered
+`SSH_AGENT_FAILURE` and its connection closed; a client that disconnects mid-message is simply gone.
+Nothing a client sends stops the agent. Connections are served concurrently (up to 512), requests one
+at a time.
+
+### Keys for some hosts only (`hosts`)
+
+```sh
+ssh-keyscan -t ed25519 github.com | ssh-keygen -lf -     # 256 SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU github.com (ED25519)
+coffer edit ssh/github --field hosts=SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU
+```
+
+OpenSSH's client (8.9 and later) tells the agent which host a connection is for with the
+`session-bind@openssh.com` extension: the host's public key, the session id, and the host's signature of
+it, which the agent verifies. A key with a `hosts` field signs only on a connection bound to a host whose
+key's fingerprint is listed, and not when the connection says it is forwarded (`ssh -A` onwards); a
+connection bound to another host does not even see the key listed (so it costs no authentication
+attempt). A connection that is not bound (`ssh-keygen -Y sign`, git signing) sees the key but cannot
+sign with it. The check is per connection (the last host bound); unlike OpenSSH's `ssh-add -h`
+destination constraints, it does not follow a chain of forwarding hops.
+
+### Confirmation (`confirm`)
+
+A key whose `confirm` field is `yes` (`coffer ssh-keygen --confirm`, `coffer edit NAME --field
+confirm=yes`, or `ssh-add -c`) is used only after the program in `SSH_ASKPASS` (in the agent's
+environment) allows it, as OpenSSH's agent does: it runs with `SSH_ASKPASS_PROMPT=confirm` and the
+prompt `Allow use of key COMMENT?` / `Key fingerprint SHA256:…` as its argument, and exit status 0
+allows. Without `SSH_ASKPASS` a confirm key signs nothing. `ssh-askpass` (Debian's ssh-askpass or
+ssh-askpass-gnome) shows a yes/no window.
+
+## Using it
+
+### ssh
+
+```sh
+ssh -o IdentityAgent="$XDG_RUNTIME_DIR/coffer/ssh-agent.sock" host       # without SSH_AUTH_SOCK
+```
+
+Or in `~/.ssh/config`:
+
+```
+Host *
+    IdentityAgent ${XDG_RUNTIME_DIR}/coffer/ssh-agent.sock
+
+# With many keys, name the one each host takes: a server closes the connection after six
+# failed keys (MaxAuthTries), and OpenSSH offers every agent key in turn.
+Host github.com
+    IdentityFile ~/.ssh/github.pub     # `coffer get ssh/github --field public-key > ~/.ssh/github.pub`
+    IdentitiesOnly yes
+```
+
+A public key file as `IdentityFile` tells ssh which agent key to use; `IdentitiesOnly yes` makes it
+offer that one alone. The public key is not secret.
+
+### git commit signing
+
+```sh
+git config --global gpg.format ssh
+git config --global user.signingkey "key::$(coffer get ssh/github --field public-key)"
+git config --global commit.gpgsign true
+git commit -m …                                     # signed through the agent (SSH_AUTH_SOCK)
+
+# Verifying: an allowed-signers file
+echo "me@example.com namespaces=\"git\" $(coffer get ssh/github --field public-key)" >> ~/.config/git/allowed_signers
+git config --global gpg.ssh.allowedSignersFile ~/.config/git/allowed_signers
+git verify-commit HEAD                              # Good "git" signature for me@example.com …
+git log --show-signature
+```
+
+`user.signingkey` may also be the path of a `.pub` file. `ssh-keygen -Y sign -f KEY.pub -n file FILE`
+signs any file the same way (`ssh-keygen -Y verify` checks it).
+
+## Threat model
+
+What the agent adds to docs/threat-model.md:
+
+- **Who can sign**: any process of this user that can reach the socket, as with OpenSSH's agent. The
+  folder (0700), the socket (0600) and the `SO_PEERCRED` check keep other users out. A process of the
+  same user can ask for any signature while the vault is unlocked; `confirm` keys put a person in the
+  loop, and `--prefix` limits what one agent serves.
+- **Where the keys are**: encrypted in the vault. The agent decrypts a key into libsodium guarded
+  memory when it reads the vault; a signature copies the private fields out for the operation and
+  wipes the copy. ECDSA and RSA keys pass through swift-crypto's (BoringSSL's) own memory for the
+  operation. The item's fields are ordinary Swift strings while an item is read (as for every item).
+  The process disables core dumps and ptrace attach like every `coffer` command.
+- **After `coffer lock`**: the agent's vault is locked and its keys wiped; it lists nothing and signs
+  nothing. Keys added with `ssh-add` are kept until removed, the agent stops, or their lifetime ends —
+  but are not listed or used while the vault is locked.
+- **Hosts**: a key with a `hosts` field signs only on connections bound to those hosts' keys
+  (verified `session-bind@openssh.com`), never on a forwarded one. The agent does not yet check that
+  the data it signs carries the bound session's id, and OpenSSH's `ssh-add -h` destination
+  constraints (per-hop rules for forwarded agents) are refused. An agent forwarded with `ssh -A` gives
+  the remote host's root the power to sign with every key without `hosts`; do not forward it to hosts
+  you do not trust.
+- **Encrypted key import** hands the key's passphrase to `ssh-keygen` through a pipe and has the decrypted
+  key exist for a moment in a private file on tmpfs (memory, which can be swapped unless swap is
+  encrypted).
+
+## Exit codes
+
+| code | when |
+|---:|---|
+| 64 | `--from-file`/`--key-passphrase-fd` without `--type ssh-key`; `--field private-key=`/`public-key=`; `--generate`, `--secret`, `--source`, `--url` or `--totp-uri` with an ssh-key; no key file and a terminal on stdin; an unknown `--type` or a size the type does not have (`coffer ssh-keygen`); a relative or too long `--socket` |
+| 65 | not a key file, a damaged one, a public key file, an unsupported algorithm or size |
+| 66 | the `--from-file` file does not exist |
+| 69 | an encrypted key and no `ssh-keygen` installed |
+| 70 | an encrypted key and no memory file system (tmpfs) to decrypt it in |
+| 73 | the item name is taken; the agent's folder is another user's or open to others; another agent is listening at the socket |
+| 77 | the encrypted key's passphrase is wrong; the vault's passphrase is wrong or no session |
+
+## Performance
+
+`make bench` (scripts/bench-ssh.sh) times an Ed25519 `ssh-keygen -Y sign` through Coffer's agent and
+through OpenSSH's `ssh-agent` holding the same key, and the idle agent's resident memory; see
+docs/benchmarks.md.
+"""#####),
+        HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,
             text: #####"""
 # Exit codes
@@ -3263,7 +3530,7 @@ transaction, so when B fails, A stays imported and C is not tried; the hint name
 | 64 | usage | bad option or argument: unknown option, invalid `--expires`, invalid name or field, unreadable `--passphrase-fd`, empty value, passphrases that differ on `init`, a new passphrase that is not valid UTF-8 (`init`, `passwd`) |
 | 65 | data error | malformed, corrupted, tampered, foreign or newer-format input (bundle, manifest, vault file; a vault file edited outside coffer or damaged — a lost header row or table — : "vault file was modified outside coffer or is damaged", and `coffer verify` finding any problem; a vault whose format number was set back or whose integrity data was removed, told by its master key's wrapping at a passphrase unlock); a bundle or summary file that breaks a validation rule (docs/bundle-format.md §Validation rules; the rule is named); `clone` of a bundle whose Argon2id parameters exceed the local ceiling (without `--allow-expensive-kdf`); `coffer env` asked to set a dangerous variable the item does not allow (docs/references.md §Dangerous names; one line naming the variable and `coffer edit NAME --allow-env-var VAR`); an item name shared by several items after a sync (address it as `id:HEX`); a credential failing its format rule; `sync DIR` into a folder that holds only another vault's bundles (nothing written); `sync` that could not merge a file — among them a bundle of a key epoch more than 1,000 ahead (rule `key-epoch-jump`) and a newer master key whose Argon2id asks for more than the vault's own (not tried without `sync --adopt-key`) — after merging the rest; `clone` of bundles of several vaults |
 | 66 | not found | no vault at the path; no such item or field; a named input file that does not exist (`--passphrase-file`, bundle) |
-| 69 | unavailable | a program coffer needs is not installed: `export --format pass` without `gpg` (nothing is written) |
+| 69 | unavailable | a program coffer needs is not installed: `export --format pass` without `gpg` (nothing is written); `add --type ssh-key` of an encrypted key without `ssh-keygen` (nothing is stored) |
 | 70 | internal | a bug or a broken environment (please report it) |
 | 73 | cannot create | the vault or output file already exists or cannot be created (a folder where a file should be, a missing folder, a read-only output folder, a path through a symbolic link — the file's or any folder's on the way — owned by another user in a sticky world-writable folder); an item with that name already exists |
 | 74 | I/O error | a full disk (`SQLITE_FULL`, `ENOSPC`, `EDQUOT`), named by its mount point: "no space left on the disk mounted at /home (holding …)"; standard output or an output device cannot be written (closed, `/dev/full`); any other read/write error of the vault. The vault is unchanged; `sync --git`: git fetch or push failed |
@@ -3281,6 +3548,16 @@ way to ask for the passphrase, or with a wrong one, 77 (the vault unchanged).
 `coffer audit`: 64 for an unknown issue in `--fail-on`, `--fail-on breached` without `--hibp-file`,
 a bad `--min-bits`/`--expiring`/`--older-than`; 66 when the `--hibp-file` is missing, unreadable or not
 a regular file; 65 when it is empty, not `HASH:COUNT` lines (the NTLM download is named), or not sorted.
+
+SSH keys (docs/ssh.md): `coffer add --type ssh-key` and `coffer ssh-keygen`: 64 for `--from-file` or
+`--key-passphrase-fd` without `--type ssh-key`, `--field private-key=`/`public-key=`, an option that
+does not apply to a key (`--generate`, `--secret`, `--source`, `--url`, `--totp-uri`), no key file with
+a terminal on stdin, an unknown `--type` or a size the type does not have; 65 for a file that is not a
+private key, a damaged one, a public key, or an unsupported algorithm or size (RSA under 2048 bits,
+P-521, DSA); 66 when the key file does not exist; 69 for an encrypted key with no `ssh-keygen`; 70 when
+there is no memory file system (tmpfs) to decrypt it in; 73 for a taken name; 77 for a wrong passphrase of an
+encrypted key (the vault unchanged). `coffer ssh-agent`: 64 for a relative or too long `--socket`; 73
+when its folder is another user's or open to others, or another agent listens at the socket.
 
 `coffer git-credential`: 65 for malformed helper input (a line without `=`, a NUL byte, a value that
 is not UTF-8, a `url=` that is not a URL, more than 64 KiB), 64 for an action other than
@@ -3453,6 +3730,14 @@ items 5–8):
   `https://HOST`: `git-credential` matches the protocol exactly unless the item lists several in
   `git-protocols` (docs/git-credential.md, "Protocols"; `GitCredentialCLITests`,
   `GitCredentialInteropTests`).
+- **Signatures through the SSH agent.** `coffer ssh-agent` signs for any process of the user that
+  reaches its socket (0600, in a 0700 folder); a process of another uid is refused by `SO_PEERCRED`
+  even if the modes were opened (`SSHInteropTests`). It serves no key and makes no signature once the
+  vault's session ends, keys marked `confirm` ask a person through `SSH_ASKPASS`, and a key synced from
+  another replica is served like one made here — a key holder who can write items can also add a key
+  the agent will serve. A key's `hosts` field limits it to logins to those hosts (verified
+  `session-bind@openssh.com`); a forwarded agent (`ssh -A`) lends the other keys to the remote host
+  (docs/ssh.md, "Threat model").
 
 ## Out of scope
 

@@ -246,7 +246,7 @@ extension CredentialType {
         case .email: self = .email
         case .apiKeyWithEmail: self = .apiKeyWithEmail
         case .login: self = .login
-        case .note, .custom: return nil
+        case .note, .custom, .sshKey: return nil
         }
     }
 }

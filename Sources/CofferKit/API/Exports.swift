@@ -5,6 +5,12 @@
 // points with caller-chosen nonces stay invisible to applications.
 
 @_exported import struct CofferCrypto.KDFParameters
+@_exported import enum CofferCrypto.SSHKeyError
+@_exported import enum CofferCrypto.SSHKeyType
+// SSH keys (docs/ssh.md): the key, its algorithm, the sign flags.
+@_exported import class CofferCrypto.SSHPrivateKey
+@_exported import enum CofferCrypto.SSHPublicKey
+@_exported import enum CofferCrypto.SSHSignatureFlags
 // Passphrases and keys in guarded memory; Argon2id cost parameters.
 @_exported import class CofferCrypto.SecretBytes
 @_exported import struct CofferSync.BundleHeader

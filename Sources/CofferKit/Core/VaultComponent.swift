@@ -90,6 +90,7 @@ extension VaultComponent {
     package var items: Items { Items(core: core) }
     package var identity: ReplicaIdentity { ReplicaIdentity(core: core) }
     package var gitCredentials: GitCredentials { GitCredentials(core: core) }
+    package var sshKeys: SSHKeys { SSHKeys(core: core) }
     package var replication: Replication { Replication(core: core) }
     package var keyRotation: KeyRotation { KeyRotation(core: core) }
     package var interchange: Interchange { Interchange(core: core) }

@@ -7,6 +7,10 @@ public enum ItemType: String, Sendable, CaseIterable, Codable {
     case login
     case note
     case custom
+    /// An SSH key pair (docs/ssh.md): the OpenSSH private key, its
+    /// public key in `authorized_keys` form and its comment; served by
+    /// the SSH agent.
+    case sshKey = "ssh-key"
 
     /// A field a type declares.
     public struct FieldSpec: Sendable, Equatable {
@@ -27,6 +31,11 @@ public enum ItemType: String, Sendable, CaseIterable, Codable {
             ]
         case .note: return [.init(name: "notes", isSecret: true)]
         case .custom: return []
+        case .sshKey:
+            return [
+                .init(name: "private-key", isSecret: true), .init(name: "public-key", isSecret: false),
+                .init(name: "comment", isSecret: false),
+            ]
         }
     }
 
@@ -39,6 +48,7 @@ public enum ItemType: String, Sendable, CaseIterable, Codable {
         case .login: return "password"
         case .note: return "notes"
         case .custom: return nil
+        case .sshKey: return "private-key"
         }
     }
 
