@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 # libxml2-dev, zlib1g-dev and liblzma-dev hold the static libraries the
 # release build links (STATIC_LIBS below).
-APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
+APT_PACKAGES := libsodium-dev libargon2-dev libsystemd-dev libgmp-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
 
 .PHONY: help-topics format format-check all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
@@ -32,7 +32,7 @@ deps:
 # Real programs the interoperability and fault-injection suites drive
 # (pass and gpg, keepassxc-cli, git, an X server and clipboard, Syncthing,
 # strace). Installed only for `make test-interop` / `make test-faults`.
-INTEROP_APT_PACKAGES := pass gnupg keepassxc git xvfb xclip syncthing strace faketime expect zsh fish
+INTEROP_APT_PACKAGES := pass gnupg keepassxc git xvfb xclip syncthing strace faketime expect zsh fish dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring
 
 deps-interop:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(INTEROP_APT_PACKAGES)"

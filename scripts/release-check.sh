@@ -22,7 +22,7 @@ fail() { echo "release-check: FAIL: $*" >&2; exit 1; }
 # 1. What the loader maps.
 libs="$(ldd "$REL" | awk '{print $1}' | sed -E 's#.*/##; s/\.so.*//' | sort -u | tr '\n' ' ')"
 echo "release-check: shared libraries: $libs"
-for lib in libxml2 libicuuc libicudata libsqlite3 libargon2 libstdc++ liblzma libz; do
+for lib in libxml2 libicuuc libicudata libsqlite3 libargon2 libstdc++ liblzma libz libgmp libsystemd; do
   case " $libs " in *" $lib "*) fail "the release binary still loads $lib.so (is its .a in .build/static-libs? see scripts/static-libs.sh)";; esac
 done
 

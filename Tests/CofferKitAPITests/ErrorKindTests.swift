@@ -18,6 +18,7 @@ struct ErrorKindTests {
     /// Every kind and its exit code as docs/exit-codes.md documents it.
     static let documented: [(CofferError.Kind, Int32)] = [
         (.usage, 64),
+        (.unavailable, 69),
         (.badData, 65), (.ambiguousName, 65), (.invalidCredential, 65),
         (.vaultNotFound, 66), (.itemNotFound, 66), (.fileNotFound, 66),
         (.internalError, 70),

@@ -65,6 +65,8 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let cannotCreate = Kind(rawValue: "cannotCreate")
         /// Reading or writing failed part-way: a full disk, an I/O error.
         public static let ioError = Kind(rawValue: "ioError")
+        /// A service this needs is not there: no session bus.
+        public static let unavailable = Kind(rawValue: "unavailable")
         /// The vault is locked by another process; try again.
         public static let busy = Kind(rawValue: "busy")
         /// A credential failed its source's format rule.
@@ -329,6 +331,7 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         case .usage: return 64
         case .badData, .ambiguousName, .invalidCredential: return 65
         case .vaultNotFound, .itemNotFound, .fileNotFound: return 66
+        case .unavailable: return 69
         case .internalError: return 70
         case .vaultExists, .duplicateName, .cannotCreate: return 73
         case .ioError: return 74

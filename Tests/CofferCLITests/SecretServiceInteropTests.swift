@@ -1,0 +1,192 @@
+import CofferTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer secret-service` with the real clients, each run on a private
+/// session bus (`dbus-run-session`): libsecret's `secret-tool`, Debian's
+/// python3-secretstorage (both session algorithms) and python3-keyring's
+/// SecretService backend. Every run is bounded in time.
+@Suite(
+    "Secret Service with real clients",
+    .enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"))
+struct SecretServiceInteropTests {
+    /// A vault with a shell session, and a way to run a script on a fresh
+    /// session bus with the service started on it.
+    final class Fixture: @unchecked Sendable {
+        let home = TestHome()
+        var env: [String: String] = [:]
+
+        init() throws {
+            home.initVault()
+            let unlock = home.unlocked(["unlock", "--shell", "sh"])
+            env = home.environment
+            env["COFFER_SESSION"] = try SessionTests.token(fromShellLine: unlock.out)
+            env["COFFER"] = CofferBinary.path
+            env["WORK"] = home.root.path
+        }
+
+        /// Runs `body` (bash) under dbus-run-session after starting the
+        /// service (its stderr in $WORK/service.log) and waiting for its
+        /// name; stops the service afterwards and prints its exit status.
+        func onBus(_ body: String, service: String = "\"$COFFER\" secret-service --log", timeout: Double = 60) -> TimedResult {
+            let script = """
+                set -u
+                \(service) 2>"$WORK/service.log" &
+                svc=$!
+                for i in $(seq 1 200); do
+                  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+                    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true' && break
+                  sleep 0.05
+                done
+                \(body)
+                kill -TERM $svc 2>/dev/null
+                wait $svc
+                echo "service-exit=$?"
+                """
+            let file = home.path("script-\(UUID().uuidString.prefix(8)).sh")
+            FileManager.default.createFile(atPath: file, contents: Data(script.utf8))
+            return Spawn.timed("dbus-run-session", ["--", "bash", file], environment: env, workDir: home.root.path, timeout: timeout)
+        }
+
+        var serviceLog: String { (try? String(contentsOfFile: home.path("service.log"), encoding: .utf8)) ?? "" }
+
+        func coffer(_ args: [String]) -> CLIResult { home.run(args, env: ["COFFER_SESSION": env["COFFER_SESSION"] ?? ""]) }
+    }
+
+    @Test func secretToolStoresLooksUpSearchesAndClears() throws {
+        let f = try Fixture()
+        let r = f.onBus(
+            """
+            printf 's3cret-token' | secret-tool store --label='GitHub token' service github user alice || echo store-failed
+            echo "lookup=$(secret-tool lookup service github user alice)"
+            secret-tool search --all service github 2>&1 | grep -E '^(label|attribute.user) ' | sort
+            """)
+        #expect(!r.timedOut, "\(r)")
+        #expect(r.text.contains("lookup=s3cret-token"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("label = GitHub token"), "\(r)")
+        #expect(r.text.contains("attribute.user = alice"), "\(r)")
+        #expect(!r.text.contains("store-failed"), "\(r)")
+        #expect(r.text.contains("service-exit=0"), "\(r)\n\(f.serviceLog)")
+
+        // The item is an ordinary vault item under apps/.
+        let ls = f.coffer(["ls", "apps/"])
+        let name = try #require(ls.out.split(separator: "\n").map { String($0.split(separator: " ")[0]) }.first { $0.hasPrefix("apps/github-token-") }, "\(ls)")
+        #expect(f.coffer(["get", name]).out == "s3cret-token")
+        #expect(f.coffer(["get", name, "--field", "attributes"]).out == #"{"service":"github","user":"alice"}"#)
+        // --log names the program and the item, never the secret.
+        #expect(f.serviceLog.contains("created \(name)"), "\(f.serviceLog)")
+        #expect(f.serviceLog.contains("secret-tool read \(name)"), "\(f.serviceLog)")
+        #expect(!f.serviceLog.contains("s3cret-token"))
+        // libsecret asks for the encrypted session first, and gets it.
+        #expect(f.serviceLog.contains("secret-tool opened a dh-ietf1024-sha256-aes128-cbc-pkcs7 session"), "\(f.serviceLog)")
+
+        // An edit made with coffer is what the next lookup returns; clear deletes.
+        #expect(f.coffer(["edit", name, "--field", "secret=rotated-token"]).status == 0)
+        let r2 = f.onBus(
+            """
+            echo "lookup=$(secret-tool lookup service github user alice)"
+            secret-tool clear service github user alice
+            echo "after=$(secret-tool lookup service github user alice)"
+            """)
+        #expect(r2.text.contains("lookup=rotated-token"), "\(r2)\n\(f.serviceLog)")
+        #expect(r2.text.contains("after=\n") || r2.text.contains("after=\r\n") || r2.text.hasSuffix("after="), "\(r2)")
+        #expect(f.coffer(["get", name]).status == 66)
+    }
+
+    @Test func aTakenNameIsExit75NamingTheHolderUnlessReplace() throws {
+        let f = try Fixture()
+        let r = f.onBus(
+            """
+            "$COFFER" secret-service 2>"$WORK/second.log"
+            echo "second-exit=$?"
+            "$COFFER" secret-service --replace 2>"$WORK/third.log" &
+            third=$!
+            sleep 1
+            printf 'v' | secret-tool store --label=x k v
+            echo "lookup=$(secret-tool lookup k v)"
+            kill -TERM $third; wait $third
+            echo "third-exit=$?"
+            """)
+        let second = (try? String(contentsOfFile: f.home.path("second.log"), encoding: .utf8)) ?? ""
+        #expect(r.text.contains("second-exit=75"), "\(r)")
+        #expect(second.contains("coffer: error: org.freedesktop.secrets is owned by process "), "\(second)")
+        #expect(second.contains("/coffer)"), "\(second)")
+        #expect(second.contains("coffer: hint: "), "\(second)")
+        #expect(r.text.contains("lookup=v"), "\(r)")
+        #expect(r.text.contains("third-exit=0"), "\(r)")
+        // The first service gave the name up and ended by itself.
+        #expect(f.serviceLog.contains("another Secret Service took the name"), "\(f.serviceLog)")
+    }
+
+    static let secretStorageScript = #"""
+        import sys, secretstorage
+        from secretstorage import dhcrypto
+        algorithm = sys.argv[1]
+        conn = secretstorage.dbus_init()
+        if algorithm == "plain":
+            # secretstorage always tries the encrypted session first; make it fall back.
+            secretstorage.util.open_session_orig = secretstorage.util.open_session
+            def plain_session(connection):
+                session = dhcrypto.Session()
+                output, result = secretstorage.util.DBusAddressWrapper(
+                    secretstorage.util.SS_PATH, secretstorage.util.SERVICE_IFACE, connection
+                ).call('OpenSession', 'sv', 'plain', ('s', ''))
+                session.encrypted = False
+                session.object_path = result
+                return session
+            secretstorage.util.open_session = plain_session
+            secretstorage.collection.open_session = plain_session
+            secretstorage.item.open_session = plain_session
+        col = secretstorage.get_default_collection(conn)
+        print("default-locked", col.is_locked())
+        item = col.create_item("Mail " + algorithm, {"app": "mail", "alg": algorithm}, b"pw-" + algorithm.encode(), replace=True)
+        found = list(secretstorage.search_items(conn, {"app": "mail", "alg": algorithm}))
+        print("found", len(found), found[0].get_label())
+        print("secret", found[0].get_secret().decode())
+        found[0].set_secret(b"changed-" + algorithm.encode())
+        print("changed", found[0].get_secret().decode())
+        again = col.create_item("Mail again", {"app": "mail", "alg": algorithm}, b"replaced", replace=True)
+        print("after-replace", len(list(col.search_items({"app": "mail", "alg": algorithm}))), again.get_secret().decode())
+        print("attributes", sorted(again.get_attributes().items()))
+        again.delete()
+        print("after-delete", len(list(col.search_items({"app": "mail", "alg": algorithm}))))
+        """#
+
+    @Test(arguments: ["dh-ietf1024-sha256-aes128-cbc-pkcs7", "plain"])
+    func pythonSecretStorage(algorithm: String) throws {
+        let f = try Fixture()
+        FileManager.default.createFile(atPath: f.home.path("ss.py"), contents: Data(Self.secretStorageScript.utf8))
+        let r = f.onBus("/usr/bin/python3 \"$WORK/ss.py\" \(algorithm) 2>&1")
+        #expect(r.text.contains("default-locked False"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("found 1 Mail \(algorithm)"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("secret pw-\(algorithm)"), "\(r)")
+        #expect(r.text.contains("changed changed-\(algorithm)"), "\(r)")
+        #expect(r.text.contains("after-replace 1 replaced"), "\(r)")
+        #expect(r.text.contains("attributes [('alg', '\(algorithm)'), ('app', 'mail')]"), "\(r)")
+        #expect(r.text.contains("after-delete 0"), "\(r)")
+        #expect(f.serviceLog.contains("opened a \(algorithm) session"), "\(f.serviceLog)")
+        #expect(!r.timedOut && r.text.contains("service-exit=0"), "\(r)")
+    }
+
+    @Test func pythonKeyringSecretServiceBackend() throws {
+        let f = try Fixture()
+        let script = """
+            import keyring
+            from keyring.backends import SecretService
+            keyring.set_keyring(SecretService.Keyring())
+            keyring.set_password("coffer-test", "bob", "hunter2")
+            print("get", keyring.get_password("coffer-test", "bob"))
+            keyring.delete_password("coffer-test", "bob")
+            print("after", keyring.get_password("coffer-test", "bob"))
+            """
+        FileManager.default.createFile(atPath: f.home.path("kr.py"), contents: Data(script.utf8))
+        let r = f.onBus("/usr/bin/python3 \"$WORK/kr.py\" 2>&1")
+        #expect(r.text.contains("get hunter2"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("after None"), "\(r)")
+        #expect(!r.timedOut && r.text.contains("service-exit=0"), "\(r)")
+    }
+}
