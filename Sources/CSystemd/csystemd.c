@@ -237,3 +237,9 @@ int sd_bus_wait(sd_bus *bus, uint64_t timeout_usec) {
     if (!resolve("sd_bus_wait", (void **)&p_sd_bus_wait)) return -ENOSYS;
     return p_sd_bus_wait(bus, timeout_usec);
 }
+
+static int (*p_sd_bus_flush)(sd_bus *bus);
+int sd_bus_flush(sd_bus *bus) {
+    if (!resolve("sd_bus_flush", (void **)&p_sd_bus_flush)) return -ENOSYS;
+    return p_sd_bus_flush(bus);
+}

@@ -162,14 +162,18 @@ final class SessionBus {
 
     /// Processes messages until `stop()` returns true; waits on the bus
     /// between them (at most `tick` seconds, so `stop` is asked regularly).
-    func run(tick: Double = 1, until stop: () -> Bool) throws(SDBusFailure) {
+    func run(tick: Double = 1, afterEach: () -> Void, until stop: () -> Bool) throws(SDBusFailure) {
         while !stop() {
             let r = try check(sd_bus_process(bus, nil), "sd_bus_process")
+            afterEach()
             if r > 0 { continue }
             let w = sd_bus_wait(bus, UInt64(tick * 1_000_000))
             if w < 0 && w != -EINTR { throw SDBusFailure(call: "sd_bus_wait", code: -w) }
         }
     }
+
+    /// Sends what is queued (a reply, before a long prompt).
+    func flush() { sd_bus_flush(bus) }
 
     static func call(from m: OpaquePointer) -> DBusCall {
         func s(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }

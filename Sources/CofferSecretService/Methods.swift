@@ -53,7 +53,7 @@ extension SecretServiceDaemon {
             return [.array("{o(oayays)}", out)]
         case (.service, Self.serviceInterface, "Unlock"):
             try expect(call, "ao")
-            return try unlock(call.arguments[0].pathArray ?? [], peer: peer)
+            return try unlock(call.arguments[0].pathArray ?? [], caller: call.sender)
         case (.service, Self.serviceInterface, "Lock"):
             try expect(call, "ao")
             return try lock(call.arguments[0].pathArray ?? [], peer: peer)
@@ -214,8 +214,8 @@ extension SecretServiceDaemon {
         }
     }
 
-    func createItem(in c: SecretServiceCollection, properties: DBusValue, secret: DBusValue, replace: Bool, caller: String, peer: Peer) throws(DBusErrorReply)
-        -> [DBusValue]
+    func createItem(in c: SecretServiceCollection, properties: DBusValue, secret: DBusValue, replace: Bool, caller: String, peer: Peer)
+        throws(DBusErrorReply) -> [DBusValue]
     {
         guard let props = properties.variantDictionary else { throw .invalidArgs("properties are a{sv}") }
         var attributes: [String: String] = [:]
@@ -229,28 +229,48 @@ extension SecretServiceDaemon {
             label = s
         }
         let decoded = try decodeSecret(secret, caller: caller)
+        guard unlockedVault != nil else {
+            // A locked collection: the item is created once a prompt has
+            // unlocked the vault.
+            let prompt = try makePrompt(
+                .createItem(collection: c.id, label: label, attributes: attributes, secret: decoded, replace: replace), owner: caller)
+            return [.objectPath("/"), .objectPath(prompt)]
+        }
+        return [
+            .objectPath(try storeItem(in: c, label: label, attributes: attributes, secret: decoded, replace: replace, program: peer.program)), .objectPath("/"),
+        ]
+    }
+
+    /// Creates the item (or, with `replace`, updates the one with the same
+    /// attributes) and returns its path.
+    func storeItem(in c: SecretServiceCollection, label: String, attributes: [String: String], secret: SecretServiceSecret, replace: Bool, program: String)
+        throws(DBusErrorReply) -> String
+    {
         let v = try requireVault()
         if replace, let existing = try items(of: c).first(where: { $0.attributes == attributes }) {
             let item = try wrap { () throws(CofferError) in try v.item(named: "id:" + existing.id.hex) }
-            let updated = try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, label: label, secret: decoded) }
-            log?("\(peer.program) replaced \(updated.name)")
+            let updated = try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, label: label, secret: secret) }
+            log?("\(program) replaced \(updated.name)")
             bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemChanged", [.objectPath(Self.path(of: updated.id, in: c))])
-            return [.objectPath(Self.path(of: updated.id, in: c)), .objectPath("/")]
+            return Self.path(of: updated.id, in: c)
         }
-        let item = try wrap { () throws(CofferError) in try v.createSecretServiceItem(in: c, label: label, attributes: attributes, secret: decoded) }
-        log?("\(peer.program) created \(item.name)")
+        let item = try wrap { () throws(CofferError) in try v.createSecretServiceItem(in: c, label: label, attributes: attributes, secret: secret) }
+        log?("\(program) created \(item.name)")
         bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemCreated", [.objectPath(Self.path(of: item.id, in: c))])
-        return [.objectPath(Self.path(of: item.id, in: c)), .objectPath("/")]
+        return Self.path(of: item.id, in: c)
     }
 
     // MARK: Locking
 
-    func unlock(_ paths: [String], peer: Peer) throws(DBusErrorReply) -> [DBusValue] {
-        guard unlockedVault != nil else { throw .isLocked("the vault is locked") }
+    func unlock(_ paths: [String], caller: String) throws(DBusErrorReply) -> [DBusValue] {
+        guard unlockedVault != nil else {
+            return [.paths([]), .objectPath(try makePrompt(.unlock(paths), owner: caller))]
+        }
         return [.paths(paths), .objectPath("/")]
     }
 
     func lock(_ paths: [String], peer: Peer) throws(DBusErrorReply) -> [DBusValue] {
-        throw .notSupported("locking is not supported yet")
+        lockVault("\(peer.program) asked to lock")
+        return [.paths(paths), .objectPath("/")]
     }
 }

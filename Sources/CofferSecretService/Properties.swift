@@ -6,7 +6,7 @@ extension SecretServiceDaemon {
     func properties(of object: Object, interface: String) throws(DBusErrorReply) -> [(String, DBusValue)] {
         switch (object, interface) {
         case (.service, Self.serviceInterface):
-            return [("Collections", .paths(unlockedVault == nil ? [] : try collections().map { Self.path(of: $0) }))]
+            return [("Collections", .paths(try collections().map { Self.path(of: $0) }))]
         case (.collection(let c, _), Self.collectionInterface):
             let items = try self.items(of: c)
             let modified = items.map(\.modified).max() ?? c.created
@@ -21,7 +21,7 @@ extension SecretServiceDaemon {
                 ("Locked", .boolean(false)), ("Attributes", .stringDict(e.attributes)), ("Label", .string(e.label)),
                 ("Created", .uint64(Self.seconds(e.created))), ("Modified", .uint64(Self.seconds(e.modified))),
             ]
-        case (.session, Self.sessionInterface):
+        case (.session, Self.sessionInterface), (.prompt, Self.promptInterface):
             return []
         default:
             throw .invalidArgs("\(interface) is not an interface of this object")
@@ -88,6 +88,8 @@ extension SecretServiceDaemon {
             interfaces.append(Self.itemXML)
         case .session:
             interfaces.append(Self.sessionXML)
+        case .prompt:
+            interfaces.append(Self.promptXML)
         case .node(let names):
             interfaces = [Self.introspectable]
             children = names
@@ -153,6 +155,13 @@ extension SecretServiceDaemon {
         <property name="Label" type="s" access="readwrite"/>
         <property name="Created" type="t" access="read"/>
         <property name="Modified" type="t" access="read"/>
+        </interface>
+        """
+    static let promptXML = """
+        <interface name="org.freedesktop.Secret.Prompt">
+        <method name="Prompt"><arg name="window-id" type="s" direction="in"/></method>
+        <method name="Dismiss"/>
+        <signal name="Completed"><arg name="dismissed" type="b"/><arg name="result" type="v"/></signal>
         </interface>
         """
     static let sessionXML = """

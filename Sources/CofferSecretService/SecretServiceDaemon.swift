@@ -39,13 +39,27 @@ public final class SecretServiceDaemon {
     let log: ((String) -> Void)?
     let uid = getuid()
 
+    /// Says something the user must see even without --log (no pinentry).
+    let notice: (String) -> Void
     var sessions: [String: ServiceSession] = [:]
     var nextSession = 1
+    var prompts: [String: PendingPrompt] = [:]
+    var nextPrompt = 1
+    /// The prompt whose Prompt() was answered, to run after the reply.
+    var promptToRun: String?
+    /// The shell session the vault was unlocked with, checked while the
+    /// service runs: its end locks the service.
+    var sessionToken: String?
+    var lastSessionCheck = Date.distantPast
     var stopReason: String?
+
+    func note(_ text: String) { if let log { log(text) } else { notice(text) } }
 
     /// Connects to the session bus and takes the name. The vault is
     /// `vault`, unlocked.
-    public init(file: VaultFile, vault: Vault, replace: Bool, log: ((String) -> Void)?) throws(SecretServiceStartFailure) {
+    public init(
+        file: VaultFile, vault: Vault, sessionToken: String?, replace: Bool, log: ((String) -> Void)?, notice: @escaping (String) -> Void
+    ) throws(SecretServiceStartFailure) {
         do {
             bus = try SessionBus()
         } catch {
@@ -55,6 +69,8 @@ public final class SecretServiceDaemon {
         self.vault = vault
         self.index = SecretServiceIndex(vault: vault)
         self.log = log
+        self.notice = notice
+        self.sessionToken = sessionToken
         do {
             try bus.requestName(Self.busName, replace: replace)
         } catch  where error.code == EEXIST || error.code == EALREADY {
@@ -74,7 +90,11 @@ public final class SecretServiceDaemon {
             try bus.addFallback(Self.root, messageHandler, userdata: me)
             try bus.matchDaemonSignal("NameLost", nameLostHandler, userdata: me)
             try bus.matchDaemonSignal("NameOwnerChanged", ownerChangedHandler, userdata: me)
-            try bus.run { self.stopReason != nil || SignalFlag.raised }
+            try bus.run(
+                afterEach: {
+                    self.runPendingPrompt()
+                    self.checkSession()
+                }, until: { self.stopReason != nil || SignalFlag.raised })
         } catch {
             throw .bus(error.text)
         }
@@ -115,6 +135,9 @@ public final class SecretServiceDaemon {
             return [.string(try introspect(object))]
         case "org.freedesktop.DBus.Properties":
             return try properties(call, object, peer: peer)
+        case Self.promptInterface:
+            guard case .prompt(let path) = object else { throw .unknownMethod("\(call.path) is not a prompt") }
+            return try promptMethod(call, path: path, peer: peer)
         case "":
             // A call without interface: the member names it.
             throw .unknownMethod("give the interface of \(call.member)")
@@ -137,6 +160,7 @@ public final class SecretServiceDaemon {
         case collection(SecretServiceCollection, path: String)
         case item(SecretServiceCollection, Item)
         case session(String)
+        case prompt(String)
         /// A folder of the path tree (for introspection).
         case node([String])
     }
@@ -151,8 +175,14 @@ public final class SecretServiceDaemon {
         return v
     }
 
+    /// The default collection, the only one known while the vault is locked.
+    static let defaultCollection = SecretServiceCollection(
+        id: "default", folder: Vault.secretServiceDefaultFolder, label: "Coffer", created: Date(timeIntervalSince1970: 0))
+
+    /// The collections (only the default one while locked: the others are
+    /// registered inside the vault).
     func collections() throws(DBusErrorReply) -> [SecretServiceCollection] {
-        let v = try requireVault()
+        guard let v = unlockedVault else { return [Self.defaultCollection] }
         return try wrap { () throws(CofferError) in try v.secretServiceCollections() }
     }
 
@@ -173,7 +203,7 @@ public final class SecretServiceDaemon {
     static func path(of item: ItemID, in c: SecretServiceCollection) -> String { path(of: c) + "/" + item.hex }
 
     func collection(alias: String) throws(DBusErrorReply) -> SecretServiceCollection? {
-        let v = try requireVault()
+        guard let v = unlockedVault else { return alias == "default" || alias == "login" ? Self.defaultCollection : nil }
         let aliases = try wrap { () throws(CofferError) in try v.secretServiceAliases() }
         guard let id = aliases[alias], !id.isEmpty else { return nil }
         return try collections().first { $0.id == id }
@@ -187,6 +217,7 @@ public final class SecretServiceDaemon {
         if path == Self.root + "/aliases" { return .node(["default", "login"]) }
         if path == Self.root + "/session" { return .node(sessions.keys.map { String($0.dropFirst(Self.sessionPrefix.count)) }.sorted()) }
         if path.hasPrefix(Self.sessionPrefix), sessions[path] != nil { return .session(path) }
+        if path.hasPrefix(Self.promptPrefix), prompts[path] != nil { return .prompt(path) }
         var rest: Substring
         var c: SecretServiceCollection?
         if path.hasPrefix(Self.collectionPrefix) {
@@ -217,13 +248,13 @@ public final class SecretServiceDaemon {
     }
 
     func items(of c: SecretServiceCollection) throws(DBusErrorReply) -> [SecretServiceItem] {
-        guard let index else { throw .isLocked("the vault is locked") }
+        guard let index, unlockedVault != nil else { return [] }
         let all = try collections()
         return try wrap { () throws(CofferError) in try index.items(of: all) }[c.id] ?? []
     }
 
     func allItems() throws(DBusErrorReply) -> [(SecretServiceCollection, SecretServiceItem)] {
-        guard let index else { throw .isLocked("the vault is locked") }
+        guard let index, unlockedVault != nil else { return [] }
         let all = try collections()
         let byCollection = try wrap { () throws(CofferError) in try index.items(of: all) }
         return all.flatMap { c in (byCollection[c.id] ?? []).map { (c, $0) } }

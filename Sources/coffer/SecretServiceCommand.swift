@@ -31,7 +31,9 @@ struct SecretServiceCommand: ParsableCommand {
         let logger: ((String) -> Void)? = log ? { Output.note("secret-service: \($0)") } : nil
         let daemon: SecretServiceDaemon
         do {
-            daemon = try SecretServiceDaemon(file: file, vault: vault, replace: replace, log: logger)
+            daemon = try SecretServiceDaemon(
+                file: file, vault: vault, sessionToken: options.unlocksWithSession ? SessionEnvironment.token : nil, replace: replace, log: logger,
+                notice: { Output.note("secret-service: \($0)") })
         } catch {
             throw Self.words(error)
         }

@@ -189,4 +189,81 @@ struct SecretServiceInteropTests {
         #expect(r.text.contains("after None"), "\(r)")
         #expect(!r.timedOut && r.text.contains("service-exit=0"), "\(r)")
     }
+    /// A pinentry that speaks just enough Assuan: OK to every command, the
+    /// passphrase in $PIN for GETPIN (or ERR when $PIN is empty), and a
+    /// line per GETPIN in $WORK/pinentry.log.
+    static let pinentry = #"""
+        #!/bin/sh
+        echo "OK Pleased to meet you"
+        while IFS= read -r line; do
+          case "$line" in
+            GETPIN*) echo "getpin" >> "$WORK/pinentry.log"
+                     if [ -n "$PIN" ]; then printf 'D %s\nOK\n' "$PIN"; else echo "ERR 83886179 Operation cancelled"; fi ;;
+            BYE*) echo "OK closing connection"; exit 0 ;;
+            *) echo "OK" ;;
+          esac
+        done
+        """#
+
+    static let lockScript = #"""
+        import sys, secretstorage
+        conn = secretstorage.dbus_init()
+        col = secretstorage.get_default_collection(conn)
+        item = col.create_item("Locked one", {"app": "lock"}, b"behind-lock")
+        col.lock()
+        print("locked", col.is_locked())
+        print("search-while-locked", len(list(secretstorage.search_items(conn, {"app": "lock"}))))
+        dismissed = col.unlock()
+        print("dismissed", dismissed, "locked", col.is_locked())
+        if not col.is_locked():
+            found = list(secretstorage.search_items(conn, {"app": "lock"}))
+            print("secret", found[0].get_secret().decode())
+        """#
+
+    @Test func lockAndUnlockThroughAScriptedPinentry() throws {
+        let f = try Fixture()
+        FileManager.default.createFile(atPath: f.home.path("pinentry"), contents: Data(Self.pinentry.utf8))
+        chmod(f.home.path("pinentry"), 0o755)
+        FileManager.default.createFile(atPath: f.home.path("lock.py"), contents: Data(Self.lockScript.utf8))
+        f.env["COFFER_PINENTRY"] = f.home.path("pinentry")
+
+        // The right passphrase: unlocked, the secret readable.
+        f.env["PIN"] = f.home.passphrase
+        let r = f.onBus("/usr/bin/python3 \"$WORK/lock.py\" 2>&1")
+        #expect(r.text.contains("locked True"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("search-while-locked 0"), "\(r)")
+        #expect(r.text.contains("dismissed False locked False"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("secret behind-lock"), "\(r)")
+        #expect(!f.serviceLog.contains(f.home.passphrase))
+
+        // Cancelled: the prompt completes dismissed, the service stays locked
+        // and keeps serving.
+        f.env["PIN"] = ""
+        let r2 = f.onBus("/usr/bin/python3 \"$WORK/lock.py\" 2>&1")
+        #expect(r2.text.contains("dismissed True locked True"), "\(r2)\n\(f.serviceLog)")
+        #expect(r2.text.contains("service-exit=0"), "\(r2)")
+
+        // A wrong passphrase is asked again (three times), then dismissed.
+        try? FileManager.default.removeItem(atPath: f.home.path("pinentry.log"))
+        f.env["PIN"] = "wrong passphrase"
+        let r3 = f.onBus("/usr/bin/python3 \"$WORK/lock.py\" 2>&1")
+        #expect(r3.text.contains("dismissed True locked True"), "\(r3)\n\(f.serviceLog)")
+        let asked = (try? String(contentsOfFile: f.home.path("pinentry.log"), encoding: .utf8)) ?? ""
+        #expect(asked.split(separator: "\n").count == 3, "\(asked)")
+    }
+
+    @Test func endingTheShellSessionLocksTheService() throws {
+        let f = try Fixture()
+        let r = f.onBus(
+            """
+            printf 'v1' | secret-tool store --label=s k s
+            echo "before=$(secret-tool lookup k s)"
+            "$COFFER" lock
+            sleep 2.5
+            echo "after=$(secret-tool lookup k s)"
+            """)
+        #expect(r.text.contains("before=v1"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("after=\n"), "\(r)\n\(f.serviceLog)")
+        #expect(f.serviceLog.contains("locked: the shell session it was unlocked with ended"), "\(f.serviceLog)")
+    }
 }
