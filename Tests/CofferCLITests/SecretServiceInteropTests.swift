@@ -266,4 +266,100 @@ struct SecretServiceInteropTests {
         #expect(r.text.contains("after=\n"), "\(r)\n\(f.serviceLog)")
         #expect(f.serviceLog.contains("locked: the shell session it was unlocked with ended"), "\(f.serviceLog)")
     }
+    static let badInputScript = #"""
+        import os, dbus
+        from secretstorage.dhcrypto import Session, int_to_bytes
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        from cryptography.hazmat.primitives import padding
+        NAME, ROOT = 'org.freedesktop.secrets', '/org/freedesktop/secrets'
+        bus = dbus.SessionBus()
+        S = dbus.Interface(bus.get_object(NAME, ROOT), 'org.freedesktop.Secret.Service')
+        C = dbus.Interface(bus.get_object(NAME, ROOT + '/collection/default'), 'org.freedesktop.Secret.Collection')
+        def err(name, f):
+            try:
+                f(); print(name, 'no-error')
+            except dbus.exceptions.DBusException as e:
+                print(name, e.get_dbus_name())
+            except Exception as e:
+                print(name, 'client-refused', type(e).__name__)
+        def props(label, attrs):
+            return {'org.freedesktop.Secret.Item.Label': label,
+                    'org.freedesktop.Secret.Item.Attributes': dbus.Dictionary(attrs, signature='ss')}
+        def secret(session, params, value):
+            return dbus.Struct((dbus.ObjectPath(session), dbus.Array(params, signature='y'), dbus.Array(value, signature='y'), 'text/plain'))
+        DH = 'dh-ietf1024-sha256-aes128-cbc-pkcs7'
+        err('dh-empty-key', lambda: S.OpenSession(DH, dbus.Array(b'', signature='y')))
+        err('dh-long-key', lambda: S.OpenSession(DH, dbus.Array(b'\x01' * 129, signature='y')))
+        err('dh-key-one', lambda: S.OpenSession(DH, dbus.Array(b'\x01', signature='y')))
+        err('dh-key-string', lambda: S.OpenSession(DH, 'not bytes'))
+        err('unknown-algorithm', lambda: S.OpenSession('rot13', ''))
+        out, plain = S.OpenSession('plain', '')
+        item, _ = C.CreateItem(props('good', {'k': 'v'}), secret(plain, b'', b'good-secret'), False)
+        I = dbus.Interface(bus.get_object(NAME, item), 'org.freedesktop.Secret.Item')
+        err('unknown-session', lambda: C.CreateItem(props('x', {'k': 'x'}), secret(ROOT + '/session/s999', b'', b'x'), False))
+        err('unknown-item', lambda: dbus.Interface(bus.get_object(NAME, ROOT + '/collection/default/' + '0' * 32),
+            'org.freedesktop.Secret.Item').GetSecret(plain))
+        err('unknown-collection', lambda: dbus.Interface(bus.get_object(NAME, ROOT + '/collection/nope'),
+            'org.freedesktop.Secret.Collection').SearchItems(dbus.Dictionary({}, signature='ss')))
+        err('ten-megabytes', lambda: C.CreateItem(props('big', {'k': 'big'}), secret(plain, b'', b'x' * 10_000_000), False))
+        err('nul-attribute', lambda: C.CreateItem(props('nul', {'k': 'a\x00b'}), secret(plain, b'', b'x'), False))
+        err('wrong-signature', lambda: bus.call_blocking(NAME, ROOT, 'org.freedesktop.Secret.Service', 'SearchItems', 's', ('not a dict',)))
+        # An encrypted session, then a bad IV and bad padding.
+        ds = Session()
+        out, dh = S.OpenSession(DH, dbus.Array(int_to_bytes(ds.my_public_key), signature='y'))
+        ds.set_server_public_key(int.from_bytes(bytes(out), 'big'))
+        def seal(plaintext, iv, pad=True):
+            if pad:
+                p = padding.PKCS7(128).padder(); plaintext = p.update(plaintext) + p.finalize()
+            e = Cipher(algorithms.AES(ds.aes_key), modes.CBC(iv)).encryptor()
+            return e.update(plaintext) + e.finalize()
+        iv = os.urandom(16)
+        err('dh-good', lambda: C.CreateItem(props('dh', {'k': 'dh'}), secret(dh, iv, seal(b'dh-secret', iv)), False))
+        err('dh-short-iv', lambda: C.CreateItem(props('iv', {'k': 'iv'}), secret(dh, iv[:8], seal(b'x', iv)), False))
+        err('dh-bad-padding', lambda: C.CreateItem(props('pad', {'k': 'pad'}), secret(dh, iv, seal(b'sixteen bytes!!\x00', iv, pad=False)), False))
+        err('dh-partial-block', lambda: C.CreateItem(props('blk', {'k': 'blk'}), secret(dh, iv, seal(b'x', iv)[:15]), False))
+        err('plain-with-params', lambda: C.CreateItem(props('pp', {'k': 'pp'}), secret(plain, b'\x01' * 16, b'x'), False))
+        # Another connection uses our session: refused.
+        other = dbus.bus.BusConnection(os.environ['DBUS_SESSION_BUS_ADDRESS'])
+        err('foreign-session', lambda: dbus.Interface(other.get_object(NAME, item), 'org.freedesktop.Secret.Item').GetSecret(plain))
+        # A client that leaves while its call is under way.
+        gone = dbus.bus.BusConnection(os.environ['DBUS_SESSION_BUS_ADDRESS'])
+        out2, s2 = dbus.Interface(gone.get_object(NAME, ROOT), 'org.freedesktop.Secret.Service').OpenSession('plain', '')
+        msg = dbus.lowlevel.MethodCallMessage(NAME, ROOT, 'org.freedesktop.Secret.Service', 'GetSecrets')
+        msg.append(dbus.Array([item], signature='o'), dbus.ObjectPath(s2))
+        gone.send_message(msg)
+        gone.flush(); gone.close()
+        # Still serving, and only the two good items were stored.
+        print('still', bytes(I.GetSecret(plain)[2]).decode())
+        print('items', len(C.SearchItems(dbus.Dictionary({}, signature='ss'))))
+        """#
+
+    @Test func badInputIsADBusErrorAndTheServiceKeepsServing() throws {
+        let f = try Fixture()
+        FileManager.default.createFile(atPath: f.home.path("bad.py"), contents: Data(Self.badInputScript.utf8))
+        let r = f.onBus("/usr/bin/python3 \"$WORK/bad.py\" 2>&1")
+        let invalid = "org.freedesktop.DBus.Error.InvalidArgs"
+        for (name, expected) in [
+            ("dh-empty-key", invalid), ("dh-long-key", invalid), ("dh-key-one", invalid), ("dh-key-string", invalid),
+            ("unknown-algorithm", "org.freedesktop.DBus.Error.NotSupported"),
+            ("unknown-session", "org.freedesktop.Secret.Error.NoSession"),
+            ("unknown-item", "org.freedesktop.Secret.Error.NoSuchObject"),
+            ("unknown-collection", "org.freedesktop.Secret.Error.NoSuchObject"),
+            ("ten-megabytes", invalid), ("wrong-signature", invalid),
+            ("dh-good", "no-error"), ("dh-short-iv", invalid), ("dh-bad-padding", invalid), ("dh-partial-block", invalid),
+            ("plain-with-params", invalid), ("foreign-session", "org.freedesktop.Secret.Error.NoSession"),
+        ] {
+            #expect(r.text.contains("\(name) \(expected)\n"), "\(name)\n\(r)\n\(f.serviceLog)")
+        }
+        // A string with NUL never leaves the client (D-Bus strings cannot hold one).
+        #expect(r.text.contains("nul-attribute client-refused") || r.text.contains("nul-attribute \(invalid)"), "\(r)")
+        #expect(r.text.contains("still good-secret"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("items 2\n"), "\(r)")
+        #expect(r.text.contains("service-exit=0"), "\(r)\n\(f.serviceLog)")
+        // The vault holds the two good items and nothing else.
+        let ls = f.coffer(["ls", "apps/"])
+        #expect(ls.out.split(separator: "\n").count == 2, "\(ls)")
+        let dhItem = try #require(ls.out.split(separator: "\n").map { String($0.split(separator: " ")[0]) }.first { $0.hasPrefix("apps/dh-") }, "\(ls)")
+        #expect(f.coffer(["get", dhItem]).out == "dh-secret")
+    }
 }
