@@ -362,4 +362,39 @@ struct SecretServiceInteropTests {
         let dhItem = try #require(ls.out.split(separator: "\n").map { String($0.split(separator: " ")[0]) }.first { $0.hasPrefix("apps/dh-") }, "\(ls)")
         #expect(f.coffer(["get", dhItem]).out == "dh-secret")
     }
+    @Test func twoVaultsOnTwoBusesMeetThroughSync() throws {
+        let f = try Fixture()
+        #expect(f.home.unlocked(["export", "--out", "full.cb"]).status == 0)
+        #expect(f.home.unlocked(["clone", "full.cb", "--vault", "b.coffer"]).status == 0)
+        let pf = f.home.path("pf")
+        FileManager.default.createFile(atPath: pf, contents: Data((f.home.passphrase + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        let serviceB = "\"$COFFER\" secret-service --log --vault \"$WORK/b.coffer\" --passphrase-file \"$WORK/pf\""
+        let sync = { (vault: String?) -> CLIResult in
+            f.home.unlocked(["sync", f.home.path("bundles")] + (vault.map { ["--vault", $0] } ?? []))
+        }
+        try FileManager.default.createDirectory(atPath: f.home.path("bundles"), withIntermediateDirectories: true)
+
+        // Stored on A, found on B after both synced.
+        let a = f.onBus("printf 'from-a' | secret-tool store --label='Shared' app shared && echo stored")
+        #expect(a.text.contains("stored"), "\(a)\n\(f.serviceLog)")
+        #expect(sync(nil).status == 0)
+        #expect(sync("b.coffer").status == 0)
+        let b = f.onBus("echo \"lookup=$(secret-tool lookup app shared)\"", service: serviceB)
+        #expect(b.text.contains("lookup=from-a\n"), "\(b)\n\(f.serviceLog)")
+
+        // Concurrent changes of the same secret on A and B: a conflict, both kept.
+        _ = f.onBus("printf 'edit-a' | secret-tool store --label='Shared' app shared")
+        _ = f.onBus("printf 'edit-b' | secret-tool store --label='Shared' app shared", service: serviceB)
+        #expect(sync(nil).status == 0)
+        #expect(sync("b.coffer").status == 0)
+        #expect(sync(nil).status == 0)
+        let conflicts = f.coffer(["conflicts"])
+        #expect(conflicts.stdout.contains("apps/shared-"), "\(conflicts)")
+        #expect(conflicts.stdout.contains("secret"), "\(conflicts)")
+        let looked = f.onBus("echo \"lookup=$(secret-tool lookup app shared)\"")
+        #expect(looked.text.contains("lookup=edit-a\n") || looked.text.contains("lookup=edit-b\n"), "\(looked)")
+        let lookedB = f.onBus("echo \"lookup=$(secret-tool lookup app shared)\"", service: serviceB)
+        let shownA = looked.text.contains("lookup=edit-a\n") ? "edit-a" : "edit-b"
+        #expect(lookedB.text.contains("lookup=\(shownA)\n"), "both replicas show the same side\n\(lookedB)")
+    }
 }
