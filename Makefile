@@ -134,10 +134,17 @@ install: release man
 	@# git runs `git-credential-coffer` for `credential.helper coffer` (docs/git-credential.md).
 	printf '#!/bin/sh\n# git credential helper: git config --global credential.helper coffer\nexec "%s" git-credential "$$@"\n' "$(PREFIX)/bin/coffer" > $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
+	@# coffer secret-service (docs/secret-service.md): a systemd user unit and a
+	@# D-Bus activation file, both off until the user turns them on.
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user $(DESTDIR)$(PREFIX)/share/coffer/dbus-1
+	sed 's#@BINDIR@#$(PREFIX)/bin#' dist/coffer-secret-service.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/coffer-secret-service.service
+	sed 's#@BINDIR@#$(PREFIX)/bin#' dist/org.freedesktop.secrets.service > $(DESTDIR)$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/user/coffer-secret-service.service $(DESTDIR)$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man1/coffer.*.1
+	  $(DESTDIR)$(PREFIX)/share/man/man1/coffer.*.1 $(DESTDIR)$(PREFIX)/lib/systemd/user/coffer-secret-service.service \
+	  $(DESTDIR)$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"

@@ -56,9 +56,10 @@ public final class SecretServiceDaemon {
     func note(_ text: String) { if let log { log(text) } else { notice(text) } }
 
     /// Connects to the session bus and takes the name. The vault is
-    /// `vault`, unlocked.
+    /// `vault`, unlocked; nil: the service starts locked, and the first
+    /// Unlock prompts for the passphrase.
     public init(
-        file: VaultFile, vault: Vault, sessionToken: String?, replace: Bool, log: ((String) -> Void)?, notice: @escaping (String) -> Void
+        file: VaultFile, vault: Vault?, sessionToken: String?, replace: Bool, log: ((String) -> Void)?, notice: @escaping (String) -> Void
     ) throws(SecretServiceStartFailure) {
         do {
             bus = try SessionBus()
@@ -67,7 +68,7 @@ public final class SecretServiceDaemon {
         }
         self.file = file
         self.vault = vault
-        self.index = SecretServiceIndex(vault: vault)
+        self.index = vault.map { SecretServiceIndex(vault: $0) }
         self.log = log
         self.notice = notice
         self.sessionToken = sessionToken

@@ -22,23 +22,31 @@ struct SecretServiceCommand: ParsableCommand {
     @Flag(help: "Take the name org.freedesktop.secrets from the process that owns it.")
     var replace = false
 
+    @Flag(help: "Start locked: ask for the passphrase with a pinentry ($COFFER_PINENTRY, else pinentry) when a client first unlocks.")
+    var locked = false
+
     @Flag(help: "Print a line on stderr for each request: which program read, created, changed or deleted which item (names only).")
     var log = false
 
     func run() throws {
         let file = try options.openFile()
-        let vault = try options.unlock(file)
+        if locked, options.passphraseFd != nil || options.passphraseFile != nil {
+            throw CofferError(.usage, "--locked cannot be combined with a passphrase option", hint: "give one: --locked, or the passphrase")
+        }
+        let vault = locked ? nil : try options.unlock(file)
         let logger: ((String) -> Void)? = log ? { Output.note("secret-service: \($0)") } : nil
         let daemon: SecretServiceDaemon
         do {
             daemon = try SecretServiceDaemon(
-                file: file, vault: vault, sessionToken: options.unlocksWithSession ? SessionEnvironment.token : nil, replace: replace, log: logger,
+                file: file, vault: vault, sessionToken: !locked && options.unlocksWithSession ? SessionEnvironment.token : nil, replace: replace, log: logger,
                 notice: { Output.note("secret-service: \($0)") })
         } catch {
             throw Self.words(error)
         }
         SecretServiceDaemon.installSignalHandlers()
-        Output.note("secret-service: serving \(file.path) as \(SecretServiceDaemon.busName) (items under \(Vault.secretServiceDefaultFolder)/)")
+        Output.note(
+            "secret-service: serving \(file.path)\(locked ? " (locked)" : "") as \(SecretServiceDaemon.busName) (items under \(Vault.secretServiceDefaultFolder)/)"
+        )
         let reason: String
         do {
             reason = try daemon.run()

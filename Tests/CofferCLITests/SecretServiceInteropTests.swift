@@ -220,6 +220,24 @@ struct SecretServiceInteropTests {
             print("secret", found[0].get_secret().decode())
         """#
 
+    static let lockedStartScript = #"""
+        import secretstorage
+        from secretstorage.util import DBusAddressWrapper, exec_prompt, format_secret, open_session
+        from secretstorage.defines import SS_PREFIX
+        conn = secretstorage.dbus_init()
+        col = secretstorage.get_default_collection(conn)
+        print("locked-at-start", col.is_locked())
+        session = open_session(conn)
+        props = {SS_PREFIX + 'Item.Label': ('s', 'Made while locked'), SS_PREFIX + 'Item.Attributes': ('a{ss}', {'app': 'locked-start'})}
+        w = DBusAddressWrapper(col.collection_path, SS_PREFIX + 'Collection', conn)
+        item_path, prompt = w.call('CreateItem', 'a{sv}(oayays)b', props, format_secret(session, b'made-locked', 'text/plain'), True)
+        print("prompt", prompt != '/')
+        dismissed, result = exec_prompt(conn, prompt)
+        print("dismissed", dismissed, "result", result)
+        found = list(secretstorage.search_items(conn, {'app': 'locked-start'}))
+        print("secret", found[0].get_secret().decode())
+        """#
+
     @Test func lockAndUnlockThroughAScriptedPinentry() throws {
         let f = try Fixture()
         FileManager.default.createFile(atPath: f.home.path("pinentry"), contents: Data(Self.pinentry.utf8))
@@ -250,6 +268,16 @@ struct SecretServiceInteropTests {
         #expect(r3.text.contains("dismissed True locked True"), "\(r3)\n\(f.serviceLog)")
         let asked = (try? String(contentsOfFile: f.home.path("pinentry.log"), encoding: .utf8)) ?? ""
         #expect(asked.split(separator: "\n").count == 3, "\(asked)")
+
+        // Started --locked (as the systemd unit does): a CreateItem returns a
+        // prompt, which unlocks and then creates the item.
+        f.env["PIN"] = f.home.passphrase
+        FileManager.default.createFile(atPath: f.home.path("locked.py"), contents: Data(Self.lockedStartScript.utf8))
+        let r4 = f.onBus("/usr/bin/python3 \"$WORK/locked.py\" 2>&1", service: "\"$COFFER\" secret-service --locked --log")
+        #expect(r4.text.contains("locked-at-start True"), "\(r4)\n\(f.serviceLog)")
+        #expect(r4.text.contains("prompt True"), "\(r4)")
+        #expect(r4.text.contains("dismissed False result ('o', '/org/freedesktop/secrets/collection/default/"), "\(r4)\n\(f.serviceLog)")
+        #expect(r4.text.contains("secret made-locked"), "\(r4)\n\(f.serviceLog)")
     }
 
     @Test func endingTheShellSessionLocksTheService() throws {
