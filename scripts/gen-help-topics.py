@@ -16,6 +16,7 @@ TOPICS = [
     ('requirements', 'docs/requirements.md'),
     ('audit', 'docs/audit.md'),
     ('git-credential', 'docs/git-credential.md'),
+    ('secret-service', 'docs/secret-service.md'),
     ('exit-codes', 'docs/exit-codes.md'),
     ('threat-model', 'docs/threat-model.md'),
 ]
