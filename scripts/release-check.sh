@@ -28,7 +28,7 @@ done
 
 # The libraries frozen into the binary: a security update of one of them
 # needs a rebuild of Coffer.
-echo "release-check: linked statically from: $(dpkg-query -W -f='${Package} ${Version}, ' libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev libargon2-dev 2>/dev/null | sed 's/, $//')"
+echo "release-check: linked statically from: $(dpkg-query -W -f='${Package} ${Version}, ' libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev  libargon2-dev libgmp-dev 2>/dev/null | sed 's/, $//')"
 
 # 2. The same key from both builds' Argon2id (default parameters: 4 lanes).
 printf 'release check passphrase\n' > "$DIR/pass"; printf 'another passphrase\n' > "$DIR/wrong"
