@@ -75,6 +75,7 @@ extension SecretServiceDaemon {
             }
             let v = try requireVault()
             try wrap { () throws(CofferError) in try v.setSecretServiceAlias(alias, to: id) }
+            index?.invalidate()
             log?("\(peer.program) set alias \(alias) to \(id ?? "nothing")")
             return []
         case (.service, Self.serviceInterface, "CreateCollection"):
@@ -88,6 +89,7 @@ extension SecretServiceDaemon {
             let v = try requireVault()
             let c = try wrap { () throws(CofferError) in try v.createSecretServiceCollection(label: label) }
             if !alias.isEmpty { try wrap { () throws(CofferError) in try v.setSecretServiceAlias(alias, to: c.id) } }
+            index?.invalidate()
             log?("\(peer.program) created collection \(c.folder)/")
             bus.emit(path: Self.root, interface: Self.serviceInterface, member: "CollectionCreated", [.objectPath(Self.path(of: c))])
             return [.objectPath(Self.path(of: c)), .objectPath("/")]
@@ -104,8 +106,12 @@ extension SecretServiceDaemon {
             try expect(call, "")
             let v = try requireVault()
             let doomed = try items(of: c)
-            for i in doomed { try wrap { () throws(CofferError) in try v.delete("id:" + i.id.hex) } }
+            for i in doomed {
+                try wrap { () throws(CofferError) in try v.delete("id:" + i.id.hex) }
+                index?.deleted(i.id)
+            }
             try wrap { () throws(CofferError) in try v.removeSecretServiceCollection(c.id) }
+            index?.invalidate()
             log?("\(peer.program) deleted collection \(c.folder)/ and its \(doomed.count) items")
             bus.emit(path: Self.root, interface: Self.serviceInterface, member: "CollectionDeleted", [.objectPath(Self.path(of: c))])
             return [.objectPath("/")]
@@ -118,7 +124,7 @@ extension SecretServiceDaemon {
             try expect(call, "(oayays)")
             let secret = try decodeSecret(call.arguments[0], caller: call.sender)
             let v = try requireVault()
-            _ = try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, secret: secret) }
+            index?.written(try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, secret: secret) }, in: c)
             log?("\(peer.program) changed the secret of \(item.name)")
             bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemChanged", [.objectPath(Self.path(of: item.id, in: c))])
             return []
@@ -126,6 +132,7 @@ extension SecretServiceDaemon {
             try expect(call, "")
             let v = try requireVault()
             try wrap { () throws(CofferError) in try v.delete("id:" + item.id.hex) }
+            index?.deleted(item.id)
             log?("\(peer.program) deleted \(item.name)")
             bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemDeleted", [.objectPath(Self.path(of: item.id, in: c))])
             return [.objectPath("/")]
@@ -250,11 +257,13 @@ extension SecretServiceDaemon {
         if replace, let existing = try items(of: c).first(where: { $0.attributes == attributes }) {
             let item = try wrap { () throws(CofferError) in try v.item(named: "id:" + existing.id.hex) }
             let updated = try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, label: label, secret: secret) }
+            index?.written(updated, in: c)
             log?("\(program) replaced \(updated.name)")
             bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemChanged", [.objectPath(Self.path(of: updated.id, in: c))])
             return Self.path(of: updated.id, in: c)
         }
         let item = try wrap { () throws(CofferError) in try v.createSecretServiceItem(in: c, label: label, attributes: attributes, secret: secret) }
+        index?.written(item, in: c)
         log?("\(program) created \(item.name)")
         bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemCreated", [.objectPath(Self.path(of: item.id, in: c))])
         return Self.path(of: item.id, in: c)

@@ -51,17 +51,18 @@ extension SecretServiceDaemon {
             switch (object, interface, name) {
             case (.item(let c, let item), Self.itemInterface, "Label"):
                 guard case .string(let label) = value else { throw .invalidArgs("Label is a string") }
-                _ = try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, label: label) }
+                index?.written(try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, label: label) }, in: c)
                 log?("\(peer.program) relabelled \(item.name)")
                 bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemChanged", [.objectPath(Self.path(of: item.id, in: c))])
             case (.item(let c, let item), Self.itemInterface, "Attributes"):
                 guard let attributes = value.stringDictionary else { throw .invalidArgs("Attributes is a{ss}") }
-                _ = try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, attributes: attributes) }
+                index?.written(try wrap { () throws(CofferError) in try v.updateSecretServiceItem(item, attributes: attributes) }, in: c)
                 log?("\(peer.program) changed the attributes of \(item.name)")
                 bus.emit(path: Self.path(of: c), interface: Self.collectionInterface, member: "ItemChanged", [.objectPath(Self.path(of: item.id, in: c))])
             case (.collection(let c, _), Self.collectionInterface, "Label"):
                 guard case .string(let label) = value else { throw .invalidArgs("Label is a string") }
                 try wrap { () throws(CofferError) in try v.relabelSecretServiceCollection(c.id, label: label) }
+                index?.invalidate()
                 bus.emit(path: Self.root, interface: Self.serviceInterface, member: "CollectionChanged", [.objectPath(Self.path(of: c))])
             default:
                 throw .invalidArgs("the property \(interface).\(name) cannot be set")

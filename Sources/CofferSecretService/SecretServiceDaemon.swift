@@ -183,8 +183,8 @@ public final class SecretServiceDaemon {
     /// The collections (only the default one while locked: the others are
     /// registered inside the vault).
     func collections() throws(DBusErrorReply) -> [SecretServiceCollection] {
-        guard let v = unlockedVault else { return [Self.defaultCollection] }
-        return try wrap { () throws(CofferError) in try v.secretServiceCollections() }
+        guard unlockedVault != nil, let index else { return [Self.defaultCollection] }
+        return try wrap { () throws(CofferError) in try index.collections() }
     }
 
     func wrap<T>(_ body: () throws(CofferError) -> T) throws(DBusErrorReply) -> T {
@@ -250,14 +250,13 @@ public final class SecretServiceDaemon {
 
     func items(of c: SecretServiceCollection) throws(DBusErrorReply) -> [SecretServiceItem] {
         guard let index, unlockedVault != nil else { return [] }
-        let all = try collections()
-        return try wrap { () throws(CofferError) in try index.items(of: all) }[c.id] ?? []
+        return try wrap { () throws(CofferError) in try index.items() }[c.id] ?? []
     }
 
     func allItems() throws(DBusErrorReply) -> [(SecretServiceCollection, SecretServiceItem)] {
         guard let index, unlockedVault != nil else { return [] }
         let all = try collections()
-        let byCollection = try wrap { () throws(CofferError) in try index.items(of: all) }
+        let byCollection = try wrap { () throws(CofferError) in try index.items() }
         return all.flatMap { c in (byCollection[c.id] ?? []).map { (c, $0) } }
     }
 }

@@ -127,6 +127,12 @@ extension SecretServiceStorage {
         }
     }
 
+    /// Changes when another connection (another process) commits to the
+    /// vault file; this vault's own writes leave it as it is.
+    package func changeStamp() throws(CofferError) -> Int {
+        try CofferError.wrap { try store.read { db in try Queries.dataVersion(db) } }
+    }
+
     package func collections() throws(CofferError) -> [SecretServiceCollection] {
         let r = try registry()
         var out = [SecretServiceCollection(id: "default", folder: Vault.secretServiceDefaultFolder, label: "Coffer", created: Date(timeIntervalSince1970: 0))]

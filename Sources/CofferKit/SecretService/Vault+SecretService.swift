@@ -37,6 +37,12 @@ extension Vault {
         return out.isEmpty ? "item" : out
     }
 
+    /// A number that changes when another process commits to the vault
+    /// file (SQLite's `data_version`); this vault's own writes leave it.
+    public func secretServiceChangeStamp() throws(CofferError) -> Int {
+        try secretServiceStorage.changeStamp()
+    }
+
     /// The collections: the default one, then those created by
     /// applications (kept in a reserved item, so they sync).
     public func secretServiceCollections() throws(CofferError) -> [SecretServiceCollection] {
