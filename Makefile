@@ -154,7 +154,7 @@ bench: release
 
 # The peers `make bench-peers` times coffer against.
 deps-peers:
-	@$(MAKE) --no-print-directory deps APT_PACKAGES="pass gopass gnupg keepassxc hyperfine bc"
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="pass gopass gnupg keepassxc hyperfine bc gnome-keyring"
 
 # coffer's everyday verbs against pass, gopass and keepassxc-cli on the same
 # items, in the same run (docs/benchmarks.md).

@@ -63,8 +63,9 @@ echo "create=$(/usr/bin/python3 "$DIR/create.py" "$FILL" bench)"
 printf 'needle-secret' | secret-tool store --label=needle bench needle
 echo "lookup=$(/usr/bin/python3 "$DIR/time.py" "$RUNS" secret-tool lookup bench needle)"
 sleep 1
-owner="$(pgrep -n -f "$MATCH" || true)"
-echo "rss=$(awk '/VmRSS/ {print $2}' "/proc/${owner:-$pid}/status" 2>/dev/null || echo 0)"
+owner="$pid"
+[ -n "$MATCH" ] && owner="$(pgrep -n -x "$MATCH" || echo "$pid")"
+echo "rss=$(awk '/VmRSS/ {print $2}' "/proc/$owner/status" 2>/dev/null || echo 0)"
 kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true
 SH
 export DIR RUNS
@@ -75,12 +76,12 @@ report() { # name, output
 }
 eval "$("$COFFER" unlock --passphrase-file "$DIR/pass" --timeout 2h 2>/dev/null)"
 export COFFER_SESSION
-FILL=1000 MATCH="$COFFER secret-service" out="$(FILL=1000 MATCH="$COFFER secret-service" dbus-run-session -- bash "$DIR/run.sh" "$COFFER" secret-service 2>/dev/null)"
+out="$(FILL=1000 MATCH="" dbus-run-session -- bash "$DIR/run.sh" "$COFFER" secret-service 2>/dev/null)"
 FILL=1000; report coffer "$out"
 coffer_lookup="$(sed -n 's/^lookup=//p' <<<"$out")"
 if command -v gnome-keyring-daemon >/dev/null; then
   # gnome-keyring with as many items as the vault: $ITEMS + 1,000.
-  out="$(FILL=$((ITEMS + 1000)) MATCH=gnome-keyring-daemon dbus-run-session -- bash "$DIR/run.sh" \
+  out="$(FILL=$((ITEMS + 1000)) MATCH=gnome-keyring-d dbus-run-session -- bash "$DIR/run.sh" \
     sh -c 'printf "bench\n" | gnome-keyring-daemon --foreground --unlock --components=secrets' 2>/dev/null)"
   FILL=$((ITEMS + 1000)); report gnome-keyring "$out"
   gk="$(sed -n 's/^lookup=//p' <<<"$out")"

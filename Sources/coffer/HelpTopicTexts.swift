@@ -3423,6 +3423,15 @@ items 5–8):
   `git-protocols` (docs/git-credential.md, "Protocols"; `GitCredentialCLITests`,
   `GitCredentialInteropTests`).
 
+## The Secret Service
+
+`coffer secret-service` (docs/secret-service.md, "Threat model") answers any program of the user's
+session bus, as every Secret Service provider does: while it runs unlocked, every such program can read
+the items of its collections (`apps/` and the collections registered there, never the rest of the
+vault), and the vault's keys are in the service's memory. Requests from another uid are refused; a
+session's key belongs to the connection that opened it; `--log` names which program read which item.
+`coffer lock` (the end of the shell session it was unlocked with) and a client's `Lock` wipe its keys.
+
 ## Out of scope
 
 - Malware running as the user, a compromised kernel, hardware attacks on RAM.

@@ -49,7 +49,12 @@ struct SecretServiceInteropTests {
                 """
             let file = home.path("script-\(UUID().uuidString.prefix(8)).sh")
             FileManager.default.createFile(atPath: file, contents: Data(script.utf8))
-            return Spawn.timed("dbus-run-session", ["--", "bash", file], environment: env, workDir: home.root.path, timeout: timeout)
+            // SIGTERM unblocked first: the test runner may hand its children
+            // a mask that blocks it, and dbus-run-session ends its bus with it.
+            let unblock =
+                "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT}); os.execvp(sys.argv[1], sys.argv[1:])"
+            return Spawn.timed(
+                "/usr/bin/python3", ["-c", unblock, "dbus-run-session", "--", "bash", file], environment: env, workDir: home.root.path, timeout: timeout)
         }
 
         var serviceLog: String { (try? String(contentsOfFile: home.path("service.log"), encoding: .utf8)) ?? "" }
