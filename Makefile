@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 # libxml2-dev, zlib1g-dev and liblzma-dev hold the static libraries the
 # release build links (STATIC_LIBS below).
-APT_PACKAGES := libsodium-dev libargon2-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
+APT_PACKAGES := libsodium-dev libargon2-dev libsystemd-dev libgmp-dev libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev pkg-config python3 python3-jsonschema
 
 .PHONY: help-topics format format-check all deps deps-interop deps-peers bench-peers man build release release-check test test-interop test-faults check-layers install uninstall demo bench docs clean fuzz
 
@@ -32,7 +32,7 @@ deps:
 # Real programs the interoperability and fault-injection suites drive
 # (pass with pass-otp, gopass and gpg, keepassxc-cli, git, an X server and clipboard, Syncthing,
 # strace). Installed only for `make test-interop` / `make test-faults`.
-INTEROP_APT_PACKAGES := pass pass-extension-otp gopass gnupg keepassxc python3-pykeepass git xvfb xclip syncthing strace faketime expect zsh fish openssh-client openssh-server
+INTEROP_APT_PACKAGES := pass pass-extension-otp gopass gnupg keepassxc python3-pykeepass git xvfb xclip syncthing strace faketime expect zsh fish openssh-client openssh-server dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring
 
 deps-interop:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(INTEROP_APT_PACKAGES)"
@@ -134,10 +134,17 @@ install: release man
 	@# git runs `git-credential-coffer` for `credential.helper coffer` (docs/git-credential.md).
 	printf '#!/bin/sh\n# git credential helper: git config --global credential.helper coffer\nexec "%s" git-credential "$$@"\n' "$(PREFIX)/bin/coffer" > $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/git-credential-coffer
+	@# coffer secret-service (docs/secret-service.md): a systemd user unit and a
+	@# D-Bus activation file, both off until the user turns them on.
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user $(DESTDIR)$(PREFIX)/share/coffer/dbus-1
+	sed 's#@BINDIR@#$(PREFIX)/bin#' dist/coffer-secret-service.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/coffer-secret-service.service
+	sed 's#@BINDIR@#$(PREFIX)/bin#' dist/org.freedesktop.secrets.service > $(DESTDIR)$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/user/coffer-secret-service.service $(DESTDIR)$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/coffer $(DESTDIR)$(PREFIX)/bin/git-credential-coffer $(DESTDIR)$(PREFIX)/share/man/man1/coffer.1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man1/coffer.*.1
+	  $(DESTDIR)$(PREFIX)/share/man/man1/coffer.*.1 $(DESTDIR)$(PREFIX)/lib/systemd/user/coffer-secret-service.service \
+	  $(DESTDIR)$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
 
 demo: build
 	@bash scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/coffer"
@@ -147,7 +154,7 @@ bench: release
 
 # The peers `make bench-peers` times coffer against.
 deps-peers:
-	@$(MAKE) --no-print-directory deps APT_PACKAGES="pass gopass gnupg keepassxc hyperfine bc"
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="pass gopass gnupg keepassxc hyperfine bc gnome-keyring"
 
 # coffer's everyday verbs against pass, gopass and keepassxc-cli on the same
 # items, in the same run (docs/benchmarks.md).

@@ -38,6 +38,13 @@ let package = Package(
         .systemLibrary(name: "CSodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CCofferSys"),
+        // GMP's constant-time modular exponentiation for the Secret
+        // Service's Diffie-Hellman (CofferCrypto only; docs/secret-service.md).
+        .systemLibrary(name: "CGMP", providers: [.apt(["libgmp-dev"])]),
+        // sd-bus (libsystemd, Debian: libsystemd-dev), for `coffer
+        // secret-service` only: loaded with dlopen when the service starts,
+        // not linked, so other commands never map it (Sources/CSystemd).
+        .target(name: "CSystemd", linkerSettings: [.linkedLibrary("dl")]),
         // libxml2's ICU calls forwarded to Foundation's ICU when the release
         // build links libxml2 statically (Sources/CXMLICU/xml_icu.c).
         .target(name: "CXMLICU"),
@@ -50,7 +57,7 @@ let package = Package(
         .target(
             name: "CofferCrypto",
             dependencies: [
-                "CSodium", "CArgon2", .product(name: "Crypto", package: "swift-crypto"),
+                "CSodium", "CArgon2", "CGMP", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
@@ -99,11 +106,18 @@ let package = Package(
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ],
             swiftSettings: strict),
+        // The Secret Service (org.freedesktop.secrets) on the session bus
+        // through sd-bus: the D-Bus objects over CofferKit's SecretService
+        // component (docs/secret-service.md).
+        .target(
+            name: "CofferSecretService",
+            dependencies: ["CofferKit", "CofferSystem", "CofferCrypto", "CSystemd"],
+            swiftSettings: strict),
         // The command-line tool: argument parsing and output only.
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "CofferKit", "CofferSystem", "CofferInterop",
+                "CofferKit", "CofferSystem", "CofferInterop", "CofferSecretService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),

@@ -8,13 +8,14 @@ cd "${CHECK_LAYERS_ROOT:-$(dirname "$0")/..}"
 
 # target: allowed modules (besides the platform: Foundation, FoundationEssentials, Glibc, Musl, Dispatch).
 declare -A ALLOWED=(
-  [CofferCrypto]="CSodium CArgon2 Crypto _CryptoExtras"
+  [CofferCrypto]="CSodium CArgon2 CGMP Crypto _CryptoExtras"
   [CofferSystem]="CofferCrypto CCofferSys"
   [CofferSync]="CofferCrypto"
   [CofferStore]="CofferSync CofferCrypto GRDB SQLite3 GRDBSQLite"
   [CofferKit]="CofferCrypto CofferSystem CofferSync CofferStore"
   [CofferInterop]="CofferKit CofferCrypto CofferSystem ZIPFoundation CZlib FoundationXML"
-  [coffer]="CofferKit CofferInterop CofferSystem CofferCrypto CofferSync ArgumentParser"
+  [CofferSecretService]="CofferKit CofferSystem CofferCrypto CSystemd"
+  [coffer]="CofferKit CofferInterop CofferSecretService CofferSystem CofferCrypto CofferSync ArgumentParser"
   [CofferBenchSupport]="CofferKit CofferStore CofferSync CofferCrypto GRDB"
   [coffer-bench]="CofferBenchSupport CofferKit CofferSystem CofferCrypto ArgumentParser"
 )
@@ -23,7 +24,7 @@ PLATFORM="Foundation FoundationEssentials Glibc Musl Dispatch Synchronization"
 status=0
 for dir in Sources/*/; do
   target="$(basename "$dir")"
-  case "$target" in CSodium|CArgon2|CCofferSys|CXMLICU) continue ;; esac
+  case "$target" in CSodium|CArgon2|CGMP|CCofferSys|CSystemd|CXMLICU) continue ;; esac
   if [[ -z "${ALLOWED[$target]+set}" ]]; then
     echo "check-layers: Sources/$target is not in scripts/check-layers.sh; add its allowed imports (and draw it in docs/architecture.md)" >&2
     status=1

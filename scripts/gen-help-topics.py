@@ -17,6 +17,7 @@ TOPICS = [
     ('audit', 'docs/audit.md'),
     ('git-credential', 'docs/git-credential.md'),
     ('ssh', 'docs/ssh.md'),
+    ('secret-service', 'docs/secret-service.md'),
     ('exit-codes', 'docs/exit-codes.md'),
     ('threat-model', 'docs/threat-model.md'),
 ]

@@ -26,13 +26,13 @@ fail() { echo "release-check: FAIL: $*" >&2; exit 1; }
 # 1. What the loader maps.
 libs="$(ldd "$REL" | awk '{print $1}' | sed -E 's#.*/##; s/\.so.*//' | sort -u | tr '\n' ' ')"
 echo "release-check: shared libraries: $libs"
-for lib in libxml2 libicuuc libicudata libsqlite3 libargon2 libstdc++ liblzma libz; do
+for lib in libxml2 libicuuc libicudata libsqlite3 libargon2 libstdc++ liblzma libz libgmp libsystemd; do
   case " $libs " in *" $lib "*) fail "the release binary still loads $lib.so (is its .a in .build/static-libs? see scripts/static-libs.sh)";; esac
 done
 
 # The libraries frozen into the binary: a security update of one of them
 # needs a rebuild of Coffer.
-echo "release-check: linked statically from: $(dpkg-query -W -f='${Package} ${Version}, ' libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev libargon2-dev 2>/dev/null | sed 's/, $//')"
+echo "release-check: linked statically from: $(dpkg-query -W -f='${Package} ${Version}, ' libsqlite3-dev libxml2-dev zlib1g-dev liblzma-dev  libargon2-dev libgmp-dev 2>/dev/null | sed 's/, $//')"
 
 # 2. The same key from both builds' Argon2id (default parameters: 4 lanes).
 printf 'release check passphrase\n' > "$DIR/pass"; printf 'another passphrase\n' > "$DIR/wrong"

@@ -3,7 +3,7 @@
 # "How the release binary is linked"; docs/benchmarks-cli.md, "Start-up"):
 #   scripts/static-libs.sh DIR [SWIFT]
 # 1. DIR holds symbolic links to Debian's .a files and nothing else, so that
-#    `-lxml2`, `-lsqlite3`, `-largon2`, `-lz`, `-llzma` and `-lstdc++` find
+#    `-lxml2`, `-lsqlite3`, `-largon2`, `-lz`, `-llzma`, `-lgmp` and `-lstdc++` find
 #    the static archive there before the shared library in /usr/lib. A
 #    library whose .a is missing is left out with a note: the build then
 #    links its shared library, which works but starts slower.
@@ -22,6 +22,8 @@
 #    holding the full copy is never pulled into the link.
 # `make release-check` fails if any of these libraries is still loaded as a
 # shared library.
+# libsystemd is not linked at all: `coffer secret-service` loads it with
+# dlopen (Sources/CSystemd), as Debian ships no libsystemd.a.
 # libsodium stays shared on purpose: libsodium.a and libargon2.a both
 # define argon2_ctx, argon2id_hash_raw and other internals, and a static
 # link of both would bind Coffer's Argon2id call to libsodium's copy (which
@@ -35,7 +37,7 @@ find "$DIR" -maxdepth 1 -type l -delete
 ARCH="$(gcc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo "$(uname -m)-linux-gnu")"
 CLANG=""
 [ -n "$SWIFT_BIN" ] && CLANG="$(dirname "$(realpath "$SWIFT_BIN")")/clang"
-for lib in libargon2.a libsqlite3.a libxml2.a libz.a liblzma.a libstdc++.a; do
+for lib in libargon2.a libsqlite3.a libxml2.a libz.a liblzma.a libgmp.a libstdc++.a; do
   path=""
   for candidate in "/usr/lib/$ARCH/$lib" "/lib/$ARCH/$lib"; do
     [ -f "$candidate" ] && { path="$candidate"; break; }

@@ -42,6 +42,7 @@ struct Coffer: ParsableCommand {
             Attach.self,
             Audit.self,
             GitCredentialCommand.self,
+            SecretServiceCommand.self,
             Rekey.self,
         ])
 

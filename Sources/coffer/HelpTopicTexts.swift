@@ -1107,6 +1107,27 @@ through `SSH_ASKPASS` before each signature; one with `hosts=SHA256:…` signs o
 the hosts with those host-key fingerprints. With many keys, give each host its key in `~/.ssh/config`
 (`IdentityFile KEY.pub` and `IdentitiesOnly yes`), so a server's limit of six attempts is not reached.
 
+## The desktop's keyring: `coffer secret-service`
+
+`coffer secret-service` serves the Secret Service API (`org.freedesktop.secrets`) on the session bus from
+the vault (docs/secret-service.md): libsecret's `secret-tool`, Python's `keyring`, browsers and other
+desktop programs store their secrets as ordinary items under `apps/`, which sync like any other.
+
+```sh
+eval "$(coffer unlock)"
+coffer secret-service --log &       # exit 75 if gnome-keyring or another provider owns the name
+secret-tool store --label='GitHub token' service github user alice
+coffer ls apps/                      # apps/github-token-3f9a1c2e
+coffer get apps/github-token-3f9a1c2e
+```
+
+Each item keeps its secret in the field `secret` and the application's label, attributes and content
+type in the fields `label`, `attributes` and `content-type`. An edit with `coffer edit` or one a sync
+merged is what the next lookup returns. The service locks when the shell session it was unlocked with
+ends (`coffer lock`) or when a client asks; the next unlock asks for the passphrase through a pinentry
+(`$COFFER_PINENTRY`, else `pinentry`). `--locked` starts it locked (the installed systemd unit does);
+`--replace` takes the name from another provider.
+
 ## Exit codes
 
 See docs/exit-codes.md.
@@ -3513,6 +3534,166 @@ through OpenSSH's `ssh-agent` holding the same key, and the idle agent's residen
 docs/benchmarks.md.
 """#####),
         HelpTopic(
+            name: "secret-service", file: "docs/secret-service.md", title: #####"The desktop's keyring: `coffer secret-service`"#####,
+            text: #####"""
+# The desktop's keyring: `coffer secret-service`
+
+On Linux, programs keep their secrets through the Secret Service D-Bus API
+(`org.freedesktop.secrets`): libsecret and `secret-tool`, Python's `keyring`, git's libsecret credential
+helper, Chromium and Electron applications, GNOME Online Accounts, NetworkManager. `coffer secret-service`
+is such a provider. What an application stores lands in the vault as an ordinary item: it syncs and
+merges like every other item, and `coffer get` reads it.
+
+```sh
+eval "$(coffer unlock)"
+coffer secret-service --log          # foreground; Ctrl-C or SIGTERM stops it
+secret-tool store --label='GitHub token' service github user alice   # in another terminal
+coffer ls apps/
+```
+
+## Options and exit codes
+
+`coffer secret-service [--replace] [--log] [--locked] [--vault PATH] [--passphrase-fd N | --passphrase-file F]`
+
+- The vault is unlocked at start the way every command does it (docs/sessions.md): with the shell
+  session in `$COFFER_SESSION` when one is set, else with the passphrase (`--passphrase-fd`,
+  `--passphrase-file`, `$COFFER_PASSPHRASE`, the terminal).
+- `--replace` takes the name `org.freedesktop.secrets` from the process that owns it (which must allow
+  it, as another `coffer secret-service` does; gnome-keyring is better stopped, below).
+- `--log` writes one line on stderr per request that reads, creates, changes or deletes an item, naming
+  the program (its executable, from the bus's record of the caller's process) and the item — never a
+  secret or a passphrase: `coffer: secret-service: /usr/bin/secret-tool read apps/github-token-48ec8977`.
+
+| exit | when |
+|---:|---|
+| 0 | stopped by SIGTERM or SIGINT, or another service took the name with `--replace` |
+| 69 | no session bus (`DBUS_SESSION_BUS_ADDRESS` unset or unreachable), or libsystemd.so.0 missing |
+| 75 | another process owns `org.freedesktop.secrets`: the error names its pid and executable, the hint how to stop it or `--replace` |
+| 64, 66, 77 | as every command: bad option, no vault, wrong passphrase or unusable session |
+
+A request that fails (bad input, an unknown object, a locked vault) is a D-Bus error to that client; the
+service goes on serving and the vault is unchanged.
+
+## Setting it up
+
+The name can have one owner per session bus. Stop the provider that has it first.
+
+- **GNOME** (gnome-keyring): `systemctl --user mask --now gnome-keyring-daemon.service
+  gnome-keyring-daemon.socket`, and disable "Secret Storage Service" in the autostart applications (or
+  `cp /etc/xdg/autostart/gnome-keyring-secrets.desktop ~/.config/autostart/` and add `Hidden=true`).
+- **KDE** (KWallet 5.97 and later provides the Secret Service): in System Settings → KWallet, untick
+  "Use KWallet for the Secret Service interface", or set `apiEnabled=false` under `[org.freedesktop.secrets]`
+  in `~/.config/kwalletrc`.
+- **KeePassXC**: Settings → Secret Service Integration off.
+- **A bare session** (a window manager, a server with `dbus-run-session`): nothing to stop.
+
+`coffer secret-service --locked` starts without the passphrase: the first client that asks to unlock
+(or to create an item) gets a pinentry prompt. `make install` installs two files for that, both off
+until you turn them on:
+
+- `$(PREFIX)/lib/systemd/user/coffer-secret-service.service`, a user unit running
+  `coffer secret-service --locked` with the graphical session: `systemctl --user enable --now
+  coffer-secret-service`.
+- `$(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service`, a D-Bus activation file (starting
+  the unit when a client first calls), kept where the bus does not look: `mkdir -p
+  ~/.local/share/dbus-1/services && ln -s $(PREFIX)/share/coffer/dbus-1/org.freedesktop.secrets.service
+  ~/.local/share/dbus-1/services/` turns activation on.
+
+Until a client unlocks, `SearchItems` finds nothing (the items' attributes are encrypted in the vault),
+so a plain `secret-tool lookup` prints nothing rather than prompting: unlock first (a client's `Unlock`,
+or start the service with a shell session or a passphrase option).
+
+## What is stored where
+
+| Secret Service | vault |
+|---|---|
+| the default collection (aliases `default` and `login`), `/org/freedesktop/secrets/collection/default` | the folder `apps/`: the items directly in it |
+| a collection made by `CreateCollection` with label L | the folder `apps/<l>/` (L in lower case, other characters `-`), registered in the reserved item `.coffer/secret-service` (collections and aliases as JSON fields, so they sync) |
+| an item | an item `apps/<label>-<8 hex digits>` of type `custom`, tag `secret-service`; its object path ends with the item's id (stable across renames and replicas) |
+| its secret | the field `secret` (secret; a value that is not UTF-8 is kept as an attachment) |
+| its label, attributes, content type | the fields `label`, `attributes` (a JSON object of strings, keys sorted) and `content-type` |
+| Created, Modified | the item's creation and last change |
+
+Every field is encrypted like every other field (docs/key-hierarchy.md); none is visible outside the
+vault. An item added by hand under `apps/` is an item of the default collection too: its label is its
+name, it has no attributes, and its secret is its primary field. `coffer get apps/NAME` prints the secret.
+The largest secret accepted is 1 MiB (a larger one is refused with `InvalidArgs`).
+
+Changes made outside the service — `coffer edit`, `coffer rm`, a `coffer sync` that merged an edit from
+another machine — are what the next request sees: the service reads the item listing on each request
+and decrypts again only the items whose last change differs from what it holds.
+
+## What syncs
+
+Items of the collections are ordinary items with the `sync` policy: `coffer sync` carries them to every
+replica, where `coffer secret-service` serves them under the same object paths. Concurrent edits of the
+same field on two machines are kept as a conflict (`coffer conflicts`), one value shown, as for every item.
+Sessions, prompts and the locked state are local to a running service.
+
+## Sessions: how secrets travel
+
+`OpenSession` accepts `plain` and `dh-ietf1024-sha256-aes128-cbc-pkcs7`. The second, which libsecret
+and secretstorage ask for first, is Diffie-Hellman over the 1024-bit MODP group of RFC 2409 (Oakley
+group 2, generator 2); the shared secret, left-padded to 128 bytes, is fed to HKDF-SHA-256 with no salt
+and empty info for a 16-byte key; each secret travels as AES-128-CBC with PKCS #7 padding under a fresh
+random 16-byte IV, sent as the secret's parameters. A client public key that is empty, longer than
+128 bytes or not in 1 < y < p − 1, an IV that is not 16 bytes, a ciphertext that is not whole blocks, or
+bad padding is refused with `InvalidArgs`.
+
+Which library does what, and why (libsodium, Coffer's cryptography library, has neither finite-field
+Diffie-Hellman nor AES-CBC):
+
+- **The 1024-bit modular exponentiation: GMP** (`mpz_powm_sec`, Debian's libgmp-dev, linked statically
+  in the release build). Its `_sec` exponentiation takes time and memory accesses independent of the
+  exponent, which is the private key; GMP's allocator is set to wipe every block it frees, so the limbs
+  that held the exponent and the shared secret do not linger; the private exponent itself (1024 random
+  bits from libsodium) lives in guarded memory. libgcrypt (`gcry_mpi_powm`, what gnome-keyring uses)
+  would do as well but needs its own initialisation, its own secure-memory pool and libgpg-error;
+  swift-crypto exposes no big-number arithmetic. GMP is confined to CofferCrypto
+  (`SecretServiceDH.swift`), as every cryptographic call is.
+- **HKDF-SHA-256 and AES-128-CBC: swift-crypto** (`Crypto.HKDF`, `_CryptoExtras.AES._CBC`), already a
+  dependency of CofferCrypto.
+
+## Locking and prompts
+
+- `Lock` (from any client) wipes the vault's keys from the service's memory. `coffer lock` — the end of
+  the shell session the service was unlocked with, or its idle time-out — does the same within a
+  second.
+- While locked, `SearchItems` finds nothing, the default collection says `Locked`, and `Unlock`, and a
+  `CreateItem` into a locked collection, return a Prompt. Its `Prompt()` runs a pinentry program
+  (`$COFFER_PINENTRY`, else `pinentry` on `PATH`; Assuan: SETDESC, SETPROMPT, SETERROR, GETPIN) — three
+  tries — then unlocks, does what was asked, and emits `Completed(false, result)`. A cancel, three
+  wrong passphrases or no pinentry program is `Completed(true, …)`, with a line on stderr saying why:
+  never a silent failure. While a pinentry is open the service answers no other request.
+
+## Access
+
+Each request's sender is identified through the bus daemon, which recorded the caller's `SO_PEERCRED`
+(pid, uid) when it connected (sd-bus's `sd_bus_query_sender_creds`); the executable is `/proc/PID/exe`.
+A request from another uid is refused with `AccessDenied` and logged. A session belongs to the
+connection that opened it: another client cannot use it, and it ends when that client disconnects.
+
+## Threat model
+
+Any program of the user's session can ask the Secret Service for any secret — as with gnome-keyring,
+KWallet and KeePassXC: the API has no per-application access control, and a program running as the
+user could read the process memory of its clients anyway. What the service adds to the vault's threat
+model (docs/threat-model.md): while it runs unlocked, the vault's keys are in its memory (guarded,
+no core dumps, no ptrace), and every program of the session can read the items of its collections
+(only those: `apps/` and the registered collections, never the rest of the vault). `--log` makes that
+reading visible. Lock it (`coffer lock`, or a client's `Lock`) when you step away; the prompt then asks
+for the passphrase on the screen.
+
+## Implementation
+
+CofferKit's `SecretService/` component (`Vault+SecretService.swift`, `SecretServiceIndex`) holds the
+storage mapping; `Sources/CofferSecretService` the D-Bus objects, through sd-bus. libsystemd is not
+linked: `Sources/CSystemd` loads `libsystemd.so.0` with `dlopen` when the service starts, so no other
+command maps it (nor libgcrypt, liblzma, libzstd and liblz4, which it pulls in), and the release binary's
+list of shared libraries stays as `make release-check` requires. Debian's libsystemd-dev is needed to
+build (its headers), libsystemd0 to run the service.
+"""#####),
+        HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,
             text: #####"""
 # Exit codes
@@ -3530,7 +3711,7 @@ transaction, so when B fails, A stays imported and C is not tried; the hint name
 | 64 | usage | bad option or argument: unknown option, invalid `--expires`, invalid name or field, unreadable `--passphrase-fd`, empty value, passphrases that differ on `init`, a new passphrase that is not valid UTF-8 (`init`, `passwd`) |
 | 65 | data error | malformed, corrupted, tampered, foreign or newer-format input (bundle, manifest, vault file; a vault file edited outside coffer or damaged — a lost header row or table — : "vault file was modified outside coffer or is damaged", and `coffer verify` finding any problem; a vault whose format number was set back or whose integrity data was removed, told by its master key's wrapping at a passphrase unlock); a bundle or summary file that breaks a validation rule (docs/bundle-format.md §Validation rules; the rule is named); `clone` of a bundle whose Argon2id parameters exceed the local ceiling (without `--allow-expensive-kdf`); `coffer env` asked to set a dangerous variable the item does not allow (docs/references.md §Dangerous names; one line naming the variable and `coffer edit NAME --allow-env-var VAR`); an item name shared by several items after a sync (address it as `id:HEX`); a credential failing its format rule; `sync DIR` into a folder that holds only another vault's bundles (nothing written); `sync` that could not merge a file — among them a bundle of a key epoch more than 1,000 ahead (rule `key-epoch-jump`) and a newer master key whose Argon2id asks for more than the vault's own (not tried without `sync --adopt-key`) — after merging the rest; `clone` of bundles of several vaults |
 | 66 | not found | no vault at the path; no such item or field; a named input file that does not exist (`--passphrase-file`, bundle) |
-| 69 | unavailable | a program coffer needs is not installed: `export --format pass` without `gpg` (nothing is written); `add --type ssh-key` of an encrypted key without `ssh-keygen` (nothing is stored) |
+| 69 | unavailable | a program or service coffer needs is not there: `export --format pass` without `gpg` (nothing is written); `add --type ssh-key` of an encrypted key without `ssh-keygen` (nothing is stored); `coffer secret-service` with no session bus (`DBUS_SESSION_BUS_ADDRESS` unset or unreachable) or no libsystemd.so.0 |
 | 70 | internal | a bug or a broken environment (please report it) |
 | 73 | cannot create | the vault or output file already exists or cannot be created (a folder where a file should be, a missing folder, a read-only output folder, a path through a symbolic link — the file's or any folder's on the way — owned by another user in a sticky world-writable folder); an item with that name already exists |
 | 74 | I/O error | a full disk (`SQLITE_FULL`, `ENOSPC`, `EDQUOT`), named by its mount point: "no space left on the disk mounted at /home (holding …)"; standard output or an output device cannot be written (closed, `/dev/full`); any other read/write error of the vault. The vault is unchanged; `sync --git`: git fetch or push failed |
@@ -3558,6 +3739,11 @@ P-521, DSA); 66 when the key file does not exist; 69 for an encrypted key with n
 there is no memory file system (tmpfs) to decrypt it in; 73 for a taken name; 77 for a wrong passphrase of an
 encrypted key (the vault unchanged). `coffer ssh-agent`: 64 for a relative or too long `--socket`; 73
 when its folder is another user's or open to others, or another agent listens at the socket.
+
+`coffer secret-service` (docs/secret-service.md): 75 when another process owns `org.freedesktop.secrets`
+(the error names its pid and executable; the hint says how to stop gnome-keyring, or `--replace`); 69
+without a session bus; 64 for `--locked` with a passphrase option. A client's bad request is a D-Bus
+error to that client, never an exit.
 
 `coffer git-credential`: 65 for malformed helper input (a line without `=`, a NUL byte, a value that
 is not UTF-8, a `url=` that is not a URL, more than 64 KiB), 64 for an action other than
@@ -3738,6 +3924,15 @@ items 5–8):
   the agent will serve. A key's `hosts` field limits it to logins to those hosts (verified
   `session-bind@openssh.com`); a forwarded agent (`ssh -A`) lends the other keys to the remote host
   (docs/ssh.md, "Threat model").
+
+## The Secret Service
+
+`coffer secret-service` (docs/secret-service.md, "Threat model") answers any program of the user's
+session bus, as every Secret Service provider does: while it runs unlocked, every such program can read
+the items of its collections (`apps/` and the collections registered there, never the rest of the
+vault), and the vault's keys are in the service's memory. Requests from another uid are refused; a
+session's key belongs to the connection that opened it; `--log` names which program read which item.
+`coffer lock` (the end of the shell session it was unlocked with) and a client's `Lock` wipe its keys.
 
 ## Out of scope
 

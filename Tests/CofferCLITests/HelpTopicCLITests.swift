@@ -13,7 +13,8 @@ struct HelpTopicCLITests {
         ("guide", "docs/user-guide.md"), ("sync", "docs/sync.md"), ("sessions", "docs/sessions.md"),
         ("references", "docs/references.md"), ("import", "docs/import-export.md"),
         ("requirements", "docs/requirements.md"), ("audit", "docs/audit.md"),
-        ("git-credential", "docs/git-credential.md"), ("ssh", "docs/ssh.md"), ("exit-codes", "docs/exit-codes.md"),
+        ("git-credential", "docs/git-credential.md"), ("ssh", "docs/ssh.md"), ("secret-service", "docs/secret-service.md"),
+        ("exit-codes", "docs/exit-codes.md"),
         ("threat-model", "docs/threat-model.md"),
     ])
     func aTopicPrintsItsDoc(topic: String, file: String) throws {

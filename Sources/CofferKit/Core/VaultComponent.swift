@@ -97,4 +97,5 @@ extension VaultComponent {
     package var auditing: Auditing { Auditing(core: core) }
     package var requirements: CredentialRequirements { CredentialRequirements(core: core) }
     package var conflictResolution: ConflictResolution { ConflictResolution(core: core) }
+    package var secretServiceStorage: SecretServiceStorage { SecretServiceStorage(core: core) }
 }

@@ -63,10 +63,11 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let badData = Kind(rawValue: "badData")
         /// A file or folder cannot be created or written.
         public static let cannotCreate = Kind(rawValue: "cannotCreate")
-        /// A program it needs (gpg) is not installed.
-        public static let unavailable = Kind(rawValue: "unavailable")
         /// Reading or writing failed part-way: a full disk, an I/O error.
         public static let ioError = Kind(rawValue: "ioError")
+        /// A program or service it needs is not there: gpg, ssh-keygen,
+        /// a session bus.
+        public static let unavailable = Kind(rawValue: "unavailable")
         /// The vault is locked by another process; try again.
         public static let busy = Kind(rawValue: "busy")
         /// A credential failed its source's format rule.
