@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target Fuzz/BundleReader with `swiftc -sanitize=fuzzer`
 # (CofferCrypto and CofferSync compiled from source into it; CofferCrypto's
-# HMAC.swift, the one file on swift-crypto, is left out: the bundle reader
-# needs no HMAC or SHA-1) and runs it for
+# files on swift-crypto or GMP — HMAC, KDBX, SSH keys, the Secret Service's
+# DH — and the files that only they use are left out: the bundle reader needs
+# none of them) and runs it for
 # FUZZ_SECONDS (default 60) over the committed corpus Fuzz/BundleReader/corpus,
 # seeded from the test kit. A crash leaves crash-* in .build/fuzz and fails.
 # New corpus entries stay in .build/fuzz/corpus (commit a few by hand).
@@ -15,7 +16,7 @@ flags=(-sanitize=fuzzer -package-name coffer -parse-as-library -O -g -I Sources/
 if [ ! -x "$out/bundle-reader" ] || [ -n "$(find Sources/CofferCrypto Sources/CofferSync Fuzz/BundleReader -newer "$out/bundle-reader" -name '*.swift' | head -1)" ]; then
   echo "fuzz: building (swiftc -sanitize=fuzzer)…" >&2
   swiftc "${flags[@]}" -module-name CofferCrypto -emit-module -emit-module-path "$out/modules/CofferCrypto.swiftmodule" \
-    -emit-library -static -o "$out/libCofferCrypto.a" $(ls Sources/CofferCrypto/*.swift | grep -v '/HMAC.swift$')
+    -emit-library -static -o "$out/libCofferCrypto.a" $(grep -LE '^(internal |public |package )?import (Crypto|_CryptoExtras|CGMP)$|SSHPublicKey|SSHPrivateKey' Sources/CofferCrypto/*.swift)
   swiftc "${flags[@]}" -module-name CofferSync -emit-module -emit-module-path "$out/modules/CofferSync.swiftmodule" \
     -emit-library -static -o "$out/libCofferSync.a" Sources/CofferSync/*.swift
   swiftc "${flags[@]}" -module-name BundleReaderFuzz Fuzz/BundleReader/main.swift \

@@ -147,29 +147,7 @@ public enum KDBXWriter {
     /// The XML, protected values encrypted with `stream` in document
     /// order, and the attachments' bytes by inner-header index.
     static func xml(_ entries: [InterchangeEntry], stream: KDBXInnerStream) -> ([UInt8], [[UInt8]]) {
-        final class Group {
-            var name: String
-            var groups: [String: Group] = [:]
-            var order: [String] = []
-            var entries: [(String, InterchangeEntry)] = []
-            init(_ name: String) { self.name = name }
-        }
-        let root = Group("Coffer")
-        for e in entries {
-            let parts = e.name.split(separator: "/").map(String.init)
-            var g = root
-            for p in parts.dropLast() {
-                if let next = g.groups[p] {
-                    g = next
-                } else {
-                    let n = Group(p)
-                    g.groups[p] = n
-                    g.order.append(p)
-                    g = n
-                }
-            }
-            g.entries.append((parts.last ?? e.name, e))
-        }
+        let root = KeePassGroup.tree(of: entries, rootName: "Coffer")
         var binaries: [[UInt8]] = []
         var binaryIDs: [[UInt8]: Int] = [:]
         func binaryID(_ bytes: [UInt8]) -> Int {
@@ -228,7 +206,7 @@ public enum KDBXWriter {
             }
             out += "</Entry>\n"
         }
-        func emit(_ g: Group) {
+        func emit(_ g: KeePassGroup) {
             out += "<Group><UUID>\(uuid())</UUID><Name>\(KeePassXML.escape(g.name))</Name>\n"
             for (title, e) in g.entries {
                 emitEntry(title, e, id: uuid(), fields: e.fields, modified: now, history: e.history)

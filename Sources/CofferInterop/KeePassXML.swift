@@ -620,29 +620,7 @@ public enum KeePassXML {
     /// `<Binary><Key>NAME</Key><Value Ref="ID"/></Binary>` (KeePass 2.x /
     /// KDBX 3.1 XML, which KeePassXC's `KdbxXmlReader` reads).
     public static func write(_ entries: [InterchangeEntry]) -> Data {
-        final class Group {
-            var name: String
-            var groups: [String: Group] = [:]
-            var order: [String] = []
-            var entries: [(String, InterchangeEntry)] = []
-            init(_ name: String) { self.name = name }
-        }
-        let root = Group("Root")
-        for e in entries {
-            let parts = e.name.split(separator: "/").map(String.init)
-            var g = root
-            for p in parts.dropLast() {
-                if let next = g.groups[p] {
-                    g = next
-                } else {
-                    let n = Group(p)
-                    g.groups[p] = n
-                    g.order.append(p)
-                    g = n
-                }
-            }
-            g.entries.append((parts.last ?? e.name, e))
-        }
+        let root = KeePassGroup.tree(of: entries, rootName: "Root")
         var out = ""
         // Attachments' bytes, each distinct content once, by pool id.
         var binaries: [[UInt8]] = []
@@ -656,7 +634,7 @@ public enum KeePassXML {
         func uuid() -> String { withUnsafeBytes(of: UUID().uuid) { Data($0).base64EncodedString() } }
         let iso = ISO8601DateFormatter()
         let now = iso.string(from: Date())
-        func emit(_ g: Group, depth: Int) {
+        func emit(_ g: KeePassGroup, depth: Int) {
             let pad = String(repeating: "\t", count: depth)
             out += "\(pad)<Group>\n\(pad)\t<UUID>\(uuid())</UUID>\n\(pad)\t<Name>\(escape(g.name))</Name>\n"
             for (title, e) in g.entries {
@@ -741,5 +719,36 @@ public enum KeePassXML {
             }
         }
         return out
+    }
+}
+
+/// The folders of exported items as KeePass groups: a name's `/`-separated
+/// parts before the last are nested groups, in first-seen order (KeePass
+/// XML and KDBX export).
+final class KeePassGroup {
+    var name: String
+    var groups: [String: KeePassGroup] = [:]
+    var order: [String] = []
+    var entries: [(String, InterchangeEntry)] = []
+    init(_ name: String) { self.name = name }
+
+    static func tree(of entries: [InterchangeEntry], rootName: String) -> KeePassGroup {
+        let root = KeePassGroup(rootName)
+        for e in entries {
+            let parts = e.name.split(separator: "/").map(String.init)
+            var g = root
+            for p in parts.dropLast() {
+                if let next = g.groups[p] {
+                    g = next
+                } else {
+                    let n = KeePassGroup(p)
+                    g.groups[p] = n
+                    g.order.append(p)
+                    g = n
+                }
+            }
+            g.entries.append((parts.last ?? e.name, e))
+        }
+        return root
     }
 }
