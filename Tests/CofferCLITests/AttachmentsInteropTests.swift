@@ -76,24 +76,9 @@ struct AttachmentsInteropTests {
     @Test func binaryPassEntryBecomesAnAttachment() throws {
         let home = TestHome()
         home.initVault()
-        let gnupg = home.path("gnupg")
-        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let store = home.path("store")
-        let env = ["GNUPGHOME": gnupg, "PASSWORD_STORE_DIR": store]
+        let env = try home.gpgKey(email: "attach@coffer.invalid", name: "Coffer Attachments")
         defer { tool(home, ["gpgconf", "--kill", "all"], env: env) }
-        let keySpec = """
-            %no-protection
-            Key-Type: EDDSA
-            Key-Curve: ed25519
-            Subkey-Type: ECDH
-            Subkey-Curve: cv25519
-            Name-Real: Coffer Attachments
-            Name-Email: attach@coffer.invalid
-            Expire-Date: 0
-            %commit
-
-            """
-        try #require(tool(home, ["gpg", "--batch", "--quiet", "--gen-key"], stdin: keySpec, env: env).status == 0)
         try #require(tool(home, ["pass", "init", "attach@coffer.invalid"], env: env).status == 0)
         try #require(tool(home, ["pass", "insert", "--multiline", "web/site"], stdin: "pw\nlogin: me\n", env: env).status == 0)
         // A binary file put in the store the way pass stores entries.

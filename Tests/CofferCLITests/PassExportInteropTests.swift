@@ -8,19 +8,6 @@ import Testing
 /// `make test-interop` (COFFER_INTEROP=1).
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["COFFER_INTEROP"] == "1"), .serialized)
 struct PassExportInteropTests {
-    static let keySpec = """
-        %no-protection
-        Key-Type: EDDSA
-        Key-Curve: ed25519
-        Subkey-Type: ECDH
-        Subkey-Curve: cv25519
-        Name-Real: Coffer Interop
-        Name-Email: interop@coffer.invalid
-        Expire-Date: 0
-        %commit
-
-        """
-
     /// A tool run in the test home's environment plus `extra`, killed after 60 s.
     func tool(_ home: TestHome, _ args: [String], stdin: String? = nil, env extra: [String: String]) -> TimedResult {
         var env = home.environment
@@ -32,11 +19,7 @@ struct PassExportInteropTests {
     func setUp() throws -> (TestHome, [String: String]) {
         let home = TestHome()
         home.initVault()
-        let gnupg = home.path("gnupg")
-        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let env = ["GNUPGHOME": gnupg, "PASSWORD_STORE_DIR": home.path("store")]
-        let gen = tool(home, ["gpg", "--batch", "--quiet", "--gen-key"], stdin: Self.keySpec, env: env)
-        try #require(gen.status == 0, "\(gen)")
+        let env = try home.gpgKey()
         let adds: [([String], String)] = [
             (
                 [

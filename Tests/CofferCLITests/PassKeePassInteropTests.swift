@@ -25,24 +25,8 @@ struct PassKeePassInteropTests {
     @Test func passStoreImportedValueByValue() throws {
         let home = TestHome()
         home.initVault()
-        let gnupg = home.path("gnupg")
-        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let env = ["GNUPGHOME": gnupg, "PASSWORD_STORE_DIR": home.path("store")]
+        let env = try home.gpgKey()
         defer { tool(home, ["gpgconf", "--kill", "all"], env: env) }
-        let keySpec = """
-            %no-protection
-            Key-Type: EDDSA
-            Key-Curve: ed25519
-            Subkey-Type: ECDH
-            Subkey-Curve: cv25519
-            Name-Real: Coffer Interop
-            Name-Email: interop@coffer.invalid
-            Expire-Date: 0
-            %commit
-
-            """
-        let gen = tool(home, ["gpg", "--batch", "--quiet", "--gen-key"], stdin: keySpec, env: env)
-        try #require(gen.status == 0, "\(gen)")
         try #require(tool(home, ["pass", "init", "interop@coffer.invalid"], env: env).status == 0)
         let entries: [(String, String)] = [
             (

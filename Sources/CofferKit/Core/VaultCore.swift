@@ -296,12 +296,10 @@ final class ListingWriteLog: @unchecked Sendable {
 
     func touch(_ id: ItemID) {
         lock.withLock {
-            guard ids != nil, !overflowed else { return }
-            ids!.insert(id)
-            if ids!.count > ListingCache.maxDeltaItems {
-                overflowed = true
-                ids = nil
-            }
+            guard var gathered = ids, !overflowed else { return }
+            ids = nil // the one reference left: insert in place
+            gathered.insert(id)
+            if gathered.count > ListingCache.maxDeltaItems { overflowed = true } else { ids = gathered }
         }
     }
 
