@@ -7,6 +7,7 @@ import Testing
 /// sharing one sync folder, as three machines would.
 @Suite("passphrase changes travel between replicas", .serialized)
 struct PassphraseTravelTests {
+    typealias F = SyncFixture
     let shared: String
     let a = TestHome(), b = TestHome(), c = TestHome()
     let keep = TestHome() // owns the shared folder
@@ -69,7 +70,9 @@ struct PassphraseTravelTests {
         let sa = a.unlocked(["sync", shared])
         #expect(sa.status == 0, "\(sa)")
         // The bundle A now writes is format 2 and shows the change.
-        let ownA = shared + "/" + idA + ".coffer-bundle"
+        // A passphrase change is written into a new snapshot.
+        let ownA = try #require(F.newest(in: shared, replica: idA))
+        #expect(F.snapshots(in: shared).contains(ownA))
         let inspected = a.run(["inspect", ownA, "--json"])
         #expect(inspected.status == 0, "\(inspected)")
         SchemaValidation.expectValid(inspected.stdout, schema: "inspect.schema.json")
@@ -86,7 +89,7 @@ struct PassphraseTravelTests {
         #expect(dry.status == 0, "\(dry)")
         #expect(dry.stdout.contains("would adopt the passphrase changed on \(idA.prefix(8)) at "), "\(dry)")
         #expect(b.vaultBytes() == before)
-        let dryImport = b.run(["import", "--dry-run", shared + "/" + idA + ".coffer-bundle", "--passphrase-fd", "3"], fd3: old + "\n")
+        let dryImport = b.run(["import", "--dry-run", ownA, "--passphrase-fd", "3"], fd3: old + "\n")
         #expect(dryImport.status == 0 && dryImport.stdout.contains("would adopt the passphrase changed on"), "\(dryImport)")
         #expect(b.vaultBytes() == before)
         for home in [b, c] {
@@ -163,8 +166,8 @@ struct PassphraseTravelTests {
             #expect(get(home, with: loser).status == 77)
         }
         #expect(said.contains { $0.contains("concurrently with the change made on") }, "\(said)")
-        // A clone of any bundle opens with the winner.
-        for bundle in try bundles() {
+        // A clone of any snapshot opens with the winner.
+        for bundle in F.snapshots(in: shared) {
             let fresh = TestHome()
             fresh.passphrase = winner
             let r = fresh.unlocked(["clone", bundle])

@@ -69,7 +69,7 @@ struct SecondMachineTests {
         // b's bundle holds an item a's bundle does not.
         F.expectOK(b.unlocked(["add", "b/only", "--type", "custom", "--field", "v=b"]))
         F.expectOK(b.unlocked(["sync", dir]))
-        #expect(F.bundles(in: dir).count == 2)
+        #expect(F.replicas(in: dir).count == 2)
 
         let c = TestHome()
         let r = c.unlocked(["clone", dir])
@@ -88,7 +88,7 @@ struct SecondMachineTests {
         let ls = d.unlocked(["ls"]).stdout
         #expect(ls.contains("db") && ls.contains("work/openai"))
         F.expectOK(d.unlocked(["sync", dir]))
-        #expect(F.bundles(in: dir).count == 3)
+        #expect(F.replicas(in: dir).count == 3)
     }
 
     @Test func cloneRefusesMixedVaultsAndFoldersWithoutBundles() {

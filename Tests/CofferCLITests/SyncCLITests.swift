@@ -30,6 +30,25 @@ enum SyncFixture {
             .map { dir + "/" + $0 }
     }
 
+    /// The replica ids (hex) that have snapshots or segments in `dir`.
+    static func replicas(in dir: String) -> Set<String> {
+        Set(bundles(in: dir).map { String(($0 as NSString).lastPathComponent.prefix(32)) })
+    }
+
+    /// The snapshots in `dir` (publication numbers `0-N`).
+    static func snapshots(in dir: String) -> [String] {
+        bundles(in: dir).filter { ($0 as NSString).lastPathComponent.dropFirst(32).hasPrefix(".0000000000-") }
+    }
+
+    /// The newest file in `dir` of the replica whose id starts with
+    /// `replica`: the one with the highest last publication number
+    /// (`<id>.<first>-<last>.coffer-bundle`).
+    static func newest(in dir: String, replica: String) -> String? {
+        bundles(in: dir).filter { ($0 as NSString).lastPathComponent.hasPrefix(replica) }.max {
+            ($0 as NSString).lastPathComponent.dropFirst(44).prefix(10) < ($1 as NSString).lastPathComponent.dropFirst(44).prefix(10)
+        }
+    }
+
     /// Name → field values, for comparing replicas.
     static func dump(_ h: TestHome) -> String {
         let ls = h.unlocked(["ls", "--json"])
@@ -150,7 +169,9 @@ struct SyncCLITests {
         #expect(F.fingerprint(dir) == dirBefore)
 
         // import --dry-run gives the same preview for one file.
-        let aBundle = F.bundles(in: dir).first { !$0.contains(b.unlocked(["replicas", "--json"]).stdout.localReplica ?? "?") }!
+        let bID = b.unlocked(["replicas", "--json"]).stdout.localReplica ?? "?"
+        let aID = try #require(F.replicas(in: dir).first { $0 != bID })
+        let aBundle = try #require(F.newest(in: dir, replica: aID))
         let imp = b.unlocked(["import", "--dry-run", aBundle])
         F.expectOK(imp)
         #expect(imp.stdout.contains("username: changed to 'alice'"))

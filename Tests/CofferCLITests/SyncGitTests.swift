@@ -115,8 +115,10 @@ struct SyncGitTests {
         F.expectOK(b.unlocked(["sync", gb.dir]))
         #expect(F.dump(a) == F.dump(b))
         #expect(b.unlocked(["conflicts", "--json"]).stdout == a.unlocked(["conflicts", "--json"]).stdout)
-        // The repository holds one bundle per replica and nothing else.
+        // The repository holds the two replicas' snapshots and segments
+        // and nothing else.
         let files = try FileManager.default.contentsOfDirectory(atPath: ga.dir).filter { $0 != ".git" }
-        #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".coffer-bundle") })
+        #expect(files.allSatisfy { $0.hasSuffix(".coffer-bundle") } && F.replicas(in: ga.dir).count == 2, "\(files)")
+        #expect(F.snapshots(in: ga.dir).count == 2, "\(files)")
     }
 }

@@ -41,7 +41,8 @@ struct ClockHealTests {
         let dir = box.path("sync")
         try Vault.createSyncFolder(dir)
         _ = try a.sync(dir: dir)
-        _ = try Vault.clone(bundleAt: dir + "/" + Vault.bundleFileName(replica: try a.replicaID()), to: box.path("b.coffer"), passphrase: box.passphrase)
+        _ = try Vault.clone(
+            bundleAt: dir + "/" + Vault.segmentFileName(replica: try a.replicaID(), first: 0, last: 1), to: box.path("b.coffer"), passphrase: box.passphrase)
         return (a, try open(box, "b.coffer"), dir)
     }
 

@@ -64,12 +64,16 @@ extension Replication {
             let r = try current.sync(dir: dir, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
             if let next = r.adoptedVault { current = next.replication }
             report.rounds.append(r)
-            let name = (r.ownBundle as NSString).lastPathComponent
-            try git.check(["add", "--", name], what: "stage \(name)")
-            let staged = try git.status(["diff", "--cached", "--quiet", "--", name])
+            // This replica's files only: the new snapshot or segment and
+            // the removals it made (git stores only what changed).
+            let replica = String((r.ownBundle as NSString).lastPathComponent.prefix(32))
+            guard replica.count == 32 else { return }
+            let own = replica + ".*"
+            try git.check(["add", "-A", "--", own], what: "stage \(own)")
+            let staged = try git.status(["diff", "--cached", "--quiet", "--", own])
             if staged == 1 {
-                let replica = String(name.prefix(8))
-                try git.check(identity + ["commit", "-q", "-m", "coffer sync: replica \(replica)", "--", name], what: "commit \(name)")
+                try git.check(
+                    identity + ["commit", "-q", "-m", "coffer sync: replica \(replica.prefix(8))", "--", own], what: "commit \(own)")
                 report.commits += 1
             }
         }

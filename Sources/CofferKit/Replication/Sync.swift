@@ -86,6 +86,11 @@ public struct SyncReport: Sendable {
             /// epoch): its replica writes it again once it has adopted the
             /// new key (docs/sync.md §Master-key rotation).
             case olderKeyEpoch = "older-key-epoch"
+            /// A newer file of the same replica replaces it: an older
+            /// snapshot, or a segment that ends before the newest snapshot
+            /// (its writer's compaction removes it), or the file went away
+            /// between the folder's listing and its reading.
+            case replaced
         }
         public var path: String
         public var reason: Reason
@@ -138,6 +143,8 @@ public struct SyncReport: Sendable {
     var ownVaultBundles = 0
     /// Vault ids of the bundles of other vaults in `dir`.
     var foreignVaults: Set<VaultID> = []
+    /// This replica's own files in `dir` (by their names).
+    var ownFiles: [OwnFile] = []
 }
 
 /// A bundle file in a sync folder, header read.
@@ -147,8 +154,6 @@ struct SyncCandidate {
 }
 
 extension Replication {
-    package static func bundleFileName(replica: ReplicaID) -> String { replica.hex + ".coffer-bundle" }
-
     /// Lists the regular, non-hidden files of `dir`, sorted by name. With
     /// `sweepingStale`, the same listing also removes what a bundle writer
     /// killed before its rename left (`.NAME.coffer-bundle.tmp-…`, here or
@@ -196,24 +201,40 @@ extension Replication {
         report: inout SyncReport
     ) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
+        var others: [(path: String, header: BundleHeader)] = []
         for path in try syncFiles(in: dir, sweepingStale: sweep) {
+            let name = (path as NSString).lastPathComponent
+            let ownName = isOwnName(name, replica: replica)
             let header: BundleHeader
             do {
                 let input = try BundleFileInput(path: path)
                 header = try BundleHeader.read(from: input).header
-            } catch let e as BundleError {
-                if case .notABundle = e {
+            } catch {
+                if ownName {
+                    // One of this replica's names that cannot be read: it
+                    // is replaced when this replica next writes.
+                    report.ownFiles.append(OwnFile(path: path, name: SegmentName(fileName: name), header: nil, size: fileSize(path)))
+                    report.skipped.append(.init(path: path, reason: .own, replica: replica))
+                    continue
+                }
+                if !FileManager.default.fileExists(atPath: path) {
+                    // Removed since the listing (its writer compacted).
+                    report.skipped.append(.init(path: path, reason: .replaced, replica: nil))
+                    continue
+                }
+                if case .notABundle = error as? BundleError {
                     report.skipped.append(.init(path: path, reason: .notABundle, replica: nil))
-                } else {
+                } else if let e = error as? BundleError {
                     report.failed.append(.init(path: path, error: .bundle(e, path: path)))
+                } else if let e = error as? CofferError {
+                    report.failed.append(.init(path: path, error: e))
+                } else {
+                    report.failed.append(.init(path: path, error: CofferError(.internalError, "\(error)")))
                 }
                 continue
-            } catch let e as CofferError {
-                report.failed.append(.init(path: path, error: e))
-                continue
-            } catch {
-                report.failed.append(.init(path: path, error: CofferError(.internalError, "\(error)")))
-                continue
+            }
+            if ownName {
+                report.ownFiles.append(OwnFile(path: path, name: SegmentName(fileName: name), header: header, size: fileSize(path)))
             }
             guard header.vaultID == vaultID else {
                 report.foreignVaults.insert(header.vaultID)
@@ -232,6 +253,7 @@ extension Replication {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
+            others.append((path, header))
             report.acknowledgedOwn = min(report.acknowledgedOwn ?? .max, header.summary[replica])
             if header.keyEpoch < epoch {
                 report.skipped.append(.init(path: path, reason: .olderKeyEpoch, replica: header.replicaID))
@@ -243,21 +265,26 @@ extension Replication {
             }
             out.append(SyncCandidate(path: path, header: header))
         }
-        return out
+        let replaced = replacedFiles(others)
+        for c in out where replaced.contains(c.path) {
+            report.skipped.append(.init(path: c.path, reason: .replaced, replica: c.header.replicaID))
+        }
+        return out.filter { !replaced.contains($0.path) }
     }
 
-    /// Whether this replica's bundle in `dir` is up to date: same vault,
-    /// same replica, full, and its summary equals what an export would
-    /// claim now (``exportableSummary(_:)``).
-    /// A bundle dated more than ``BundleValidation/clockSkew`` ahead of
-    /// now (written while this machine's clock ran fast) is not current:
-    /// every receiver refuses it (`future-bundle`), so it is written again.
-    static func ownBundleIsCurrent(at path: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch)
-        -> Bool
-    {
-        guard let input = try? BundleFileInput(path: path), let h = try? BundleHeader.read(from: input).header else { return false }
-        return h.vaultID == vaultID && h.replicaID == replica && h.kind == .full && h.summary == summary && h.wrapping == wrapping
-            && h.keyEpoch == epoch && h.createdAt <= Clock.nowMillis() &+ BundleValidation.clockSkew
+    static func fileSize(_ path: String) -> Int64 {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
+    /// This replica's chain in `dir` as the scan found it, and what it
+    /// would write now (nil: its newest file is current).
+    func publication(_ report: SyncReport, replica: ReplicaID, exportable: VersionVector, wrapping: KeyWrappingVersion) -> (
+        SegmentChain, Publication?
+    ) {
+        let chain = SegmentChain(
+            own: report.ownFiles, vaultID: vaultID, replica: replica, epoch: keyRotation.keyEpoch, exportable: exportable, now: Clock.nowMillis())
+        return (chain, Publication.plan(chain: chain, replica: replica, exportable: exportable, wrapping: wrapping))
     }
 
     package func sync(
@@ -271,8 +298,7 @@ extension Replication {
         var (local, summary, exportable, wrapping) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
-        var ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
-        var report = SyncReport(dir: dir, ownBundle: ownPath)
+        var report = SyncReport(dir: dir, ownBundle: "")
         // Bundles whose writer was killed before the rename (here or on a
         // machine that replicates this folder) are litter (issues 13, 24):
         // swept from the folder's one listing, except in a dry run.
@@ -289,8 +315,7 @@ extension Replication {
                     (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db))
                 }
             }
-            ownPath = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: local.id))
-            report = SyncReport(dir: dir, ownBundle: ownPath)
+            report = SyncReport(dir: dir, ownBundle: "")
             candidates = try Replication.scan(
                 dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, report: &report)
         }
@@ -358,10 +383,10 @@ extension Replication {
                 }
             }
             report.preview = MergePreview(bundles: bundles, items: Replication.collapse(items))
-            report.wroteOwnBundle =
-                !report.merged.isEmpty
-                || !Replication.ownBundleIsCurrent(
-                    at: ownPath, vaultID: vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: keyRotation.keyEpoch)
+            let (chain, plan) = publication(report, replica: local.id, exportable: exportable, wrapping: wrapping)
+            report.wroteOwnBundle = !report.merged.isEmpty || plan?.write != nil
+            let next = (plan?.write != nil ? plan?.name : nil) ?? chain.tip?.name ?? SegmentName(replica: local.id, first: 0, last: 1)
+            report.ownBundle = (dir as NSString).appendingPathComponent(next.fileName)
             return report
         }
 
@@ -389,13 +414,15 @@ extension Replication {
         let (nowLocal, nowSummary, nowWrapping) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
-        let nowOwn = (dir as NSString).appendingPathComponent(Vault.bundleFileName(replica: nowLocal.id))
-        report.ownBundle = nowOwn
-        if !Replication.ownBundleIsCurrent(
-            at: nowOwn, vaultID: vaultID, replica: nowLocal.id, summary: nowSummary, wrapping: nowWrapping, epoch: keyRotation.keyEpoch)
-        {
-            try exportBundle(to: nowOwn)
-            report.wroteOwnBundle = true
+        // A new replica id (taken just now) has no files here yet.
+        if nowLocal.id != local.id { report.ownFiles = [] }
+        let (chain, plan) = publication(report, replica: nowLocal.id, exportable: nowSummary, wrapping: nowWrapping)
+        report.ownBundle = chain.tip?.path ?? ""
+        if let plan {
+            if let written = try publish(plan, dir: dir) {
+                report.ownBundle = written
+                report.wroteOwnBundle = true
+            }
         }
         return report
     }
@@ -440,8 +467,9 @@ extension Replication {
         guard candidates.isEmpty, report.failed.isEmpty else { return false }
         let exported = try CofferError.wrap { try file.store.read { db in try Queries.exportedCounter(db) } }
         if report.seenOwn > exported { return false }
-        let own = (dir as NSString).appendingPathComponent(bundleFileName(replica: local.id))
-        return ownBundleIsCurrent(at: own, vaultID: file.header.vaultID, replica: local.id, summary: exportable, wrapping: wrapping, epoch: file.keyEpoch)
+        let chain = SegmentChain(
+            own: report.ownFiles, vaultID: file.header.vaultID, replica: local.id, epoch: file.keyEpoch, exportable: exportable, now: Clock.nowMillis())
+        return Publication.plan(chain: chain, replica: local.id, exportable: exportable, wrapping: wrapping) == nil
     }
 
     // MARK: Preview

@@ -17,14 +17,21 @@ extension Vault {
     /// keeps moving (other machines pushing at the same moment).
     public static let gitPushAttempts = 5
 
-    /// The name of this replica's own bundle in a sync folder.
-    public static func bundleFileName(replica: ReplicaID) -> String { Replication.bundleFileName(replica: replica) }
+    /// The name of a replica's snapshot or segment in a sync folder
+    /// (docs/sync.md, "Snapshots and segments").
+    public static func segmentFileName(replica: ReplicaID, first: UInt64, last: UInt64) -> String {
+        SegmentName(replica: replica, first: first, last: last).fileName
+    }
 
     /// Merges every other replica's bundle found in `dir` (whatever its
     /// file name: conflict copies made by Syncthing or Dropbox are just more
-    /// bundles), then writes this replica's bundle
-    /// `<replica-id>.coffer-bundle` atomically when it changed. Never
-    /// writes or removes another file. A bundle that cannot be merged is
+    /// bundles), then, when this replica's state changed since its newest
+    /// file there, writes its next file: a segment holding what changed, or
+    /// a snapshot when its segments outgrew half of its snapshot
+    /// (docs/sync.md, "Snapshots and segments"). Each file is written
+    /// whole under a new name and never rewritten; the segments a new one
+    /// replaces are removed after it. Never writes or removes a file that
+    /// does not carry this replica's name. A bundle that cannot be merged is
     /// reported in ``SyncReport/failed`` and the others still merge. With
     /// `dryRun`, computes what would change and changes nothing.
     ///
