@@ -140,6 +140,9 @@ struct Publication: Equatable {
     var write: Write?
     var name: SegmentName
     var removing: [String]
+    /// Every file of this replica's in the folder: what a snapshot
+    /// written instead of a planned segment removes.
+    var allOwn: [String] = []
 
     /// Segments merged into one when `fanIn` of equal span end the chain,
     /// so that a replica keeps about `(fanIn - 1) × log(fanIn, n)`
@@ -194,7 +197,7 @@ struct Publication: Equatable {
         }
         return Publication(
             write: .segment(since: since, sinceFile: base.path), name: SegmentName(replica: replica, first: first, last: next),
-            removing: segments[start...].map(\.path) + chain.stale.map(\.path))
+            removing: segments[start...].map(\.path) + chain.stale.map(\.path), allOwn: everyOther)
     }
 }
 
@@ -222,8 +225,9 @@ extension Replication {
             // The summary a segment is computed against must be the one
             // this replica wrote; a file edited by anyone else makes it
             // start again from a snapshot.
-            let removing = Set(plan.removing + [sinceFile])
-            plan = Publication(write: .snapshot, name: SegmentName(replica: plan.name.replica, first: 0, last: plan.name.last), removing: removing.sorted())
+            plan = Publication(
+                write: .snapshot, name: SegmentName(replica: plan.name.replica, first: 0, last: plan.name.last),
+                removing: Set(plan.allOwn + [sinceFile]).sorted())
         }
         if let write = plan.write {
             let path = (dir as NSString).appendingPathComponent(plan.name.fileName)
@@ -245,6 +249,18 @@ extension Replication {
             }
         }
         return written
+    }
+
+    /// A segment whose earlier segments this vault has not merged and the
+    /// folder does not hold (deleted by hand, or not arrived yet).
+    static func segmentGapError(path: String, header: BundleHeader, dir: String) -> CofferError {
+        let name = (path as NSString).lastPathComponent
+        return CofferError(
+            .badData,
+            "\(name) holds changes of replica \(header.replicaID.hex.prefix(8)) that follow earlier ones this vault has not merged, and \(dir) does not hold them (removed, or not arrived yet)",
+            hint:
+                "if your sync tool is still copying, sync again once it is done; if files were deleted, sync on replica \(header.replicaID.hex.prefix(8))'s machine: it writes a new snapshot when its files are missing"
+        )
     }
 
     /// Whether the file at `path` decrypts under this vault's key (its

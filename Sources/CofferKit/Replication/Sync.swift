@@ -399,6 +399,10 @@ extension Replication {
                 report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
                 continue
             }
+            if c.header.kind == .delta, !c.header.since.isDominated(by: now.0) {
+                report.failed.append(.init(path: c.path, error: Replication.segmentGapError(path: c.path, header: c.header, dir: dir)))
+                continue
+            }
             do {
                 report.merged.append(try importBundle(at: c.path))
             } catch {
