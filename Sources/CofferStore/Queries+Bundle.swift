@@ -20,8 +20,46 @@ extension Queries {
         return ("i.policy = 'sync' AND fv.counter > (CASE fv.replicaId \(cases) ELSE 0 END)", StatementArguments(args))
     }
 
+    /// For a delta against `since`, a subquery selecting the primary keys
+    /// of the versions it carries through the dot index: one range per
+    /// replica id found in the vault (a seek each), `counter > since[r]`.
+    /// A segment after one edit reads a few index entries instead of
+    /// every version of the vault. nil for a full export, and for a vault
+    /// with more replica ids than a compound query may hold (the filter
+    /// of ``exportFilter(since:)`` then scans).
+    private static func deltaKeys(_ db: Database, since: VersionVector?) throws -> (sql: String, args: StatementArguments)? {
+        guard let since, !since.isEmpty else { return nil }
+        var replicas: [Data] = []
+        let next = try db.cachedStatement(sql: "SELECT replicaId FROM fieldVersion WHERE replicaId > ? ORDER BY replicaId LIMIT 1")
+        var last = Data()
+        while let r = try Data.fetchOne(next, arguments: [last]) {
+            replicas.append(r)
+            if replicas.count > 200 { return nil }
+            last = r
+        }
+        guard !replicas.isEmpty else { return ("SELECT itemId, registerId, replicaId, counter FROM fieldVersion WHERE 0", []) }
+        var counters: [Data: Int64] = [:]
+        for e in since.entries { counters[Data(e.replica.bytes)] = Int64(e.counter) }
+        let sql = replicas.map { _ in "SELECT itemId, registerId, replicaId, counter FROM fieldVersion WHERE replicaId = ? AND counter > ?" }
+            .joined(separator: " UNION ALL ")
+        var args: [(any DatabaseValueConvertible)?] = []
+        for r in replicas {
+            args.append(r)
+            args.append(counters[r] ?? 0)
+        }
+        return (sql, StatementArguments(args))
+    }
+
     /// Number of items a bundle will carry.
     public static func exportItemCount(_ db: Database, since: VersionVector?) throws -> UInt64 {
+        if let keys = try deltaKeys(db, since: since) {
+            let n =
+                try Int64.fetchOne(
+                    db,
+                    sql: "SELECT count(DISTINCT d.itemId) FROM (\(keys.sql)) d JOIN item i ON i.itemId = d.itemId WHERE i.policy = 'sync'",
+                    arguments: keys.args) ?? 0
+            return UInt64(n)
+        }
         if since == nil || since!.isEmpty {
             // Every version of every `sync` item: count items, not versions
             // (no scan of the version table, no DISTINCT).
@@ -61,16 +99,31 @@ extension Queries {
     /// of the versions inside one (docs/bundle-format.md). Streams from a
     /// cursor; nothing is held between calls.
     public static func forEachExportVersion(_ db: Database, since: VersionVector?, _ body: (ExportVersion) throws -> Void) throws {
-        let f = exportFilter(since: since)
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT fv.itemId, fv.registerId, fv.replicaId, fv.counter, fv.vector, fv.writtenAt, fv.isTombstone, fv.payload
-                FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId
-                WHERE \(f.sql)
-                ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
-                """,
-            arguments: f.args)
+        let rows: RowCursor
+        if let keys = try deltaKeys(db, since: since) {
+            rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT fv.itemId, fv.registerId, fv.replicaId, fv.counter, fv.vector, fv.writtenAt, fv.isTombstone, fv.payload
+                    FROM (\(keys.sql)) d
+                    JOIN fieldVersion fv ON fv.itemId = d.itemId AND fv.registerId = d.registerId AND fv.replicaId = d.replicaId AND fv.counter = d.counter
+                    JOIN item i ON i.itemId = fv.itemId
+                    WHERE i.policy = 'sync'
+                    ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
+                    """,
+                arguments: keys.args)
+        } else {
+            let f = exportFilter(since: since)
+            rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT fv.itemId, fv.registerId, fv.replicaId, fv.counter, fv.vector, fv.writtenAt, fv.isTombstone, fv.payload
+                    FROM fieldVersion fv JOIN item i ON i.itemId = fv.itemId
+                    WHERE \(f.sql)
+                    ORDER BY fv.itemId, fv.registerId, fv.replicaId, fv.counter
+                    """,
+                arguments: f.args)
+        }
         var lastKey = Data()
         var item: ItemID?
         while let row = try rows.next() {
