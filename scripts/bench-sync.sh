@@ -60,15 +60,17 @@ A="$D/a.coffer"; B="$D/b.coffer"
 "$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null
 "$BENCH" touch --vault "$A" 0 "$CHANGED" 2>/dev/null
 "$BENCH" touch --vault "$B" $((CHANGED - OVERLAP)) $((2 * CHANGED - OVERLAP)) 2>/dev/null
-"$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null          # B's bundle now holds its changes
-BID=$("$COFFER" replicas --vault "$B" --json | python3 -c 'import json,sys; print([r["id"] for r in json.load(sys.stdin)["replicas"] if r["local"]][0])')
-BB="$D/dir/$BID.coffer-bundle"
+"$COFFER" sync --vault "$B" "$D/dir" 2>/dev/null          # B's segment now holds its changes
+# The merge measured is of B's whole state (a full bundle), as a replica
+# that has seen nothing of B since its snapshot would merge.
+BB="$D/b-full.coffer-bundle"
+"$COFFER" export --vault "$B" --out "$BB" 2>/dev/null
 AID=$("$COFFER" replicas --vault "$A" --json | python3 -c 'import json,sys; print([r["id"] for r in json.load(sys.stdin)["replicas"] if r["local"]][0])')
 cp "$A" "$D/a.bak"
-cp "$D/dir/$AID.coffer-bundle" "$D/a-bundle.bak"
-# A's bundle in DIR goes back too: a vault restored behind its own bundle in
+mkdir -p "$D/a-files"; cp "$D/dir/$AID".* "$D/a-files/"
+# A's files in DIR go back too: a vault restored behind its own files in
 # the folder is a restored backup (docs/sync.md) and would take a new id.
-RESTORE="cat $D/a.bak > $A && cp $D/a-bundle.bak $D/dir/$AID.coffer-bundle"
+RESTORE="cat $D/a.bak > $A && rm -f $D/dir/$AID.* && cp $D/a-files/* $D/dir/"
 
 t_import=$(hf import "$RESTORE" "$COFFER import --vault $A $BB")
 m_import=$(rss "$RESTORE" "$COFFER" import --vault "$A" "$BB")

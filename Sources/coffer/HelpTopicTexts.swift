@@ -641,8 +641,9 @@ folder or with a single bundle file). What `clone` does:
 passphrase. It creates the vault at the usual place (`$XDG_DATA_HOME/coffer/vault.coffer`), or at
 `--vault PATH`. The new vault is a *replica* of the same vault: it has the same vault id and a new
 replica id, so both machines can keep editing and exchange changes later. Give it a sync folder
-(`coffer clone ~/Sync/coffer`: it starts from the newest full bundle there and merges the others), one
-bundle file, or several (`coffer clone ~/Sync/coffer/*.coffer-bundle`: same thing).
+(`coffer clone ~/Sync/coffer`: it starts from the newest snapshot there and merges the other
+replicas' snapshots and every segment whose changes it does not have yet), one bundle file, or
+several (`coffer clone ~/Sync/coffer/*.coffer-bundle`: same thing).
 
 `clone` never replaces an existing file (exit 73) and leaves nothing behind when it fails: with a
 wrong passphrase (exit 77), or a damaged bundle (exit 65), there is no new vault file. Bundles of two
@@ -724,7 +725,7 @@ stick — and `coffer sync` merges them without ever dropping an edit.
 On the first machine, pick a shared folder and sync once (a missing folder is created, mode 0700):
 
 ```sh
-coffer sync ~/Sync/coffer          # writes ~/Sync/coffer/<replica-id>.coffer-bundle
+coffer sync ~/Sync/coffer          # writes ~/Sync/coffer/<replica-id>.0000000000-0000000001.coffer-bundle
 ```
 
 On the second machine, once the folder has arrived — **clone, do not `init`**:
@@ -1554,7 +1555,7 @@ new passphrase adopted by another replica).
    (`x (conflicted copy 2024-01-01).coffer-bundle`), or a bundle someone renamed are all just bundles.
    Hidden files are skipped (they are temporary files of Coffer, Syncthing or Dropbox, and `.git`).
    The same listing removes what a bundle writer killed before its rename left, here or on a
-   machine that replicates DIR (`.<replica-id>.coffer-bundle.tmp-<12 hex>`), by the rule of
+   machine that replicates DIR (`.<replica-id>.<first>-<last>.coffer-bundle.tmp-<12 hex>`), by the rule of
    docs/reliability.md, "Litter": a regular file older than five minutes that no live writer holds
    locked. Every sync that is not a dry run sweeps, the no-op one included (it answers from the
    headers alone, without the passphrase, but it lists DIR anyway): left there, Syncthing or
@@ -1568,16 +1569,25 @@ new passphrase adopted by another replica).
    - if any header claims more of this replica id than this file ever exported, the file is a
      restored backup: it takes a new replica id first (see *Copied and restored vault files*);
    - this replica's own bundles (and conflict copies of them) are skipped;
+   - another replica's files that a newer snapshot of the same replica replaces (an older snapshot,
+     a segment that ends before the newest snapshot: a compaction whose removals have not arrived
+     yet) are skipped as *replaced*, and so is a file that went away between the listing and its
+     reading (its writer compacted);
    - a bundle of an older key epoch than the vault's is skipped with a note; one of a newer epoch
      makes the vault adopt that key first (§Master-key rotation);
    - a bundle whose summary is covered by the vault's summary has nothing new and is skipped without
      being read — this is what makes repeated syncs cheap (so a damaged bundle that claims nothing
      new is not noticed; it could not have brought anything anyway);
-   - every other bundle is merged (one transaction each). A bundle that fails (truncated, modified,
-     undecryptable) is reported and rolled back; the others still merge.
-4. Writes this replica's full bundle `DIR/<replica-id>.coffer-bundle` — temporary file in DIR, fsync,
-   rename, fsync of DIR — unless the bundle there already has this vault's exact summary. It never
-   writes, renames or removes another file (apart from the stale temporaries of step 2).
+   - every other bundle is merged (one transaction each), in name order: each replica's snapshot,
+     then its segments. A bundle that fails (truncated, modified, undecryptable) is reported and
+     rolled back; the others still merge. A segment computed against changes this vault has not
+     merged, which the folder no longer holds, is refused with the words "follow earlier ones this
+     vault has not merged" (see *Snapshots and segments*).
+4. Publishes this replica's state, unless its newest file there already has this vault's exact
+   summary and wrapping (*Snapshots and segments*): a new segment, or a new snapshot, written whole
+   under a temporary name in DIR, fsync, rename, fsync of DIR; then it removes the files of its own
+   that the new one replaces. It never writes, renames or removes a file that does not carry its own
+   replica id in its name (apart from the stale temporaries of step 2).
 5. Reports what it merged and the conflicts that are new.
 
 Running sync twice changes nothing the second time: the vault file and DIR are byte-for-byte the same.
@@ -1596,13 +1606,77 @@ conflicts:
 - **USB stick, scp, rsync**: copy the folder both ways; replacing another replica's file with a newer
   copy of it is always fine.
 
+### Snapshots and segments
+
+A replica publishes its state into DIR as immutable files named
+
+```
+<replica id, 32 hex>.<first, 10 digits>-<last, 10 digits>.coffer-bundle
+```
+
+where `first` and `last` number the replica's *publications* (one per sync that changed something):
+
+- a **snapshot**, `first` = 0: a full bundle (docs/bundle-format.md) of everything the replica
+  holds, as of publication `last`;
+- a **segment**, `first` ≥ 1: a delta bundle holding what the replica learned in publications
+  `first` to `last` — its own writes and those it merged from others — computed against the summary
+  vector of its file that ends at `first − 1` (the header's *since* vector is exactly that file's
+  summary).
+
+A replica's files form a **chain**: its newest snapshot, then segments each starting where the
+previous one ended and each computed against the previous one's summary. A `sync` that changed
+something writes one new file:
+
+1. **A segment**, normally. Segments merge like a counter in base 4: when three segments of the
+   same span end the chain, the new publication is written together with them as one segment of
+   four times that span (a delta against the summary before the first of them), and the three are
+   removed. After *n* publications a replica keeps at most three segments per power of four (about
+   3 log₄ *n* files), and each change is rewritten about log₄ *n* times — a git repository grows by
+   a few times the size of each change, never by the vault.
+2. **A snapshot** (a *compaction*) when the chain's segments together outgrow half of its snapshot;
+   then every other file of the replica is removed. A folder therefore holds at most about 1.5 times
+   one full state per replica (plus the newest segment). A snapshot is also written when the chain
+   is broken: no usable snapshot, a missing or damaged segment (one that does not decrypt under the
+   vault key, or whose since vector is not the previous file's summary), a file of an older key
+   epoch, dated beyond the clock skew the receivers accept, or claiming more than this replica can
+   export; and when the passphrase wrapping changed, so that a new machine cloning the newest
+   snapshot opens it with the passphrase in use.
+
+Each file is written whole under a temporary name and renamed, and a name is never written twice, so
+a machine reading the folder (or a Syncthing peer copying it) never sees a file change under it.
+The files a new one replaces are removed only after its rename: a crash in between leaves files
+that the next sync finds outside the chain and removes (test: `CrashFaultTests`, cases
+`sync segment` and `sync compaction`, SIGKILL at every write, fsync, rename and unlink).
+
+Receivers need no state of their own beyond the vault's summary: each file's header says what it
+holds. They merge in name order (a replica's snapshot, then its segments); skip files whose summary
+they have (repeated syncs read headers only), older snapshots and segments a newer snapshot of the
+same replica covers (*replaced*); and refuse a segment whose since vector their summary does not
+cover. That happens only when files are missing: a segment deleted by hand, or not yet copied by the
+sync tool. The message says which replica; that replica's next sync sees its own chain broken and
+writes a new snapshot, which every receiver then merges (test:
+`SegmentTests.deletedSegmentsAreRefusedClearlyAndTheNextSnapshotHeals`). A replica restored from a
+backup or copied takes a new replica id as before, so its numbers never collide with the old ones.
+
+**Upgrading.** Earlier versions wrote one full bundle per replica, `<replica id>.coffer-bundle`,
+rewritten on every change. It is read like any other bundle; the replica's first sync with this
+version writes a snapshot and removes its old file. A replica still running an earlier version
+merges the new snapshots, and the segments whose since vector it covers; it reports the others
+("assumes changes this vault has not seen") until it is upgraded.
+
+**Cost** (docs/benchmarks.md, "Incremental sync"): a `sync` after one edit writes about one
+kilobyte at any vault size, and reads only the versions it publishes (through the dot index).
+
 ### `coffer sync --git`
 
 `coffer sync DIR --git` runs, in DIR (a git work tree on a branch; the remote is `--remote NAME`,
 else the branch's upstream, else `origin`):
 
-1. `coffer sync DIR` (merge what is there, write this replica's bundle), then `git add` and, if the
-   bundle changed, `git commit -- <own bundle>` (only that file; nothing else the user staged).
+1. `coffer sync DIR` (merge what is there, publish this replica's new segment or snapshot), then
+   `git add -A -- '<replica id>.*'` and, if that changed anything, `git commit -- '<replica id>.*'`:
+   the new file and the removal of the files it replaced, nothing else the user staged. The
+   repository grows by about the size of the change (a few kilobytes per edit; each change is
+   rewritten about log₄ *n* times as segments merge, and once more at each compaction).
 2. `git fetch`; if the remote has the branch and it is not already contained in HEAD,
    `git rebase --autostash REMOTE/BRANCH` (a `pull --rebase`), then step 1 again to merge the
    bundles that arrived and commit the updated own bundle.
@@ -1625,6 +1699,19 @@ lock (`.git/coffer-sync.lock`) for its whole run; a second run waits for it (up 
 75). A rebase can only conflict when two machines wrote the same file, which happens only when one
 vault file was copied and both copies pushed before either noticed; sync then stops with exit 65
 and leaves the repository as it was before the rebase.
+
+**Squashing old history.** Every snapshot ever pushed stays in the repository's history. A team
+that wants the repository small again can, once every machine has synced, replace the branch with
+one commit of the current files and have every machine re-clone:
+
+```
+git -C DIR checkout --orphan fresh && git -C DIR commit -qm "coffer: squash" && \
+git -C DIR branch -M fresh main && git -C DIR push --force origin main
+# on every other machine: move the old work tree aside, git clone URL DIR, coffer sync DIR --git
+```
+
+Nothing in the vaults depends on git history. A machine whose work tree still holds the old
+history should not pull the squashed branch into it: it re-clones.
 
 `Tests/CofferCLITests/SyncGitInteropTests.swift` (run by `make test-interop`) drives a real git: an
 empty bare remote, a run with nothing to commit that still merges, and three replicas running at
@@ -1770,10 +1857,12 @@ machines are now ordinary replicas; sync them through a folder.
   before its next write. Without the write mark (the whole folder restored), the folder catches it
   only at the next sync: edits made in between to an item that was local-only in the backup, and
   synced by the lost file after the backup was taken, could reuse that item's private dots.
-- After a restore is detected, the old replica id's bundle stays in the folder (nobody writes it any
-  more); it is merged like any other and can be removed once every machine has synced.
-- Sync writes full bundles (every replica reads every other's). Delta bundles stay available through
-  `coffer summary` and `coffer export --since`.
+- After a restore is detected, the old replica id's files stay in the folder (nobody writes them any
+  more); they are merged like any other and can be removed once every machine has synced.
+- A receiver reads the header of every file in the folder on every sync (a few dozen per replica at
+  most, thanks to the base-4 merging). `coffer export` and `import` of single bundle files are
+  unchanged; delta bundles for a given receiver stay available through `coffer summary` and
+  `coffer export --since`.
 """#####),
         HelpTopic(
             name: "sessions", file: "docs/sessions.md", title: #####"Shell sessions, lock, status and passphrase change"#####,

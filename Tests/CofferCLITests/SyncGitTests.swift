@@ -121,4 +121,37 @@ struct SyncGitTests {
         #expect(files.allSatisfy { $0.hasSuffix(".coffer-bundle") } && F.replicas(in: ga.dir).count == 2, "\(files)")
         #expect(F.snapshots(in: ga.dir).count == 2, "\(files)")
     }
+
+    /// Issue 30: `sync --git` after one edit commits only this replica's
+    /// new segment (and the removal of the segments it merged), so the
+    /// repository grows with the change, not with the vault.
+    @Test(.enabled(if: hasGit, "git is not installed")) func eachSyncCommitsOnlyTheNewSegment() throws {
+        let a = TestHome()
+        let bare = a.path("remote.git")
+        Git(home: a, dir: a.root.path).run(["init", "-q", "--bare", bare])
+        Git(home: a, dir: a.root.path).run(["clone", "-q", bare, a.path("work")])
+        let ga = Git(home: a, dir: a.path("work"))
+        a.initVault()
+        for i in 0..<40 {
+            F.expectOK(a.unlocked(["add", "k/\(i)", "--type", "custom", "--field", "text=\(String(repeating: "v\(i)", count: 40))"]))
+        }
+        F.expectOK(a.unlocked(["sync", ga.dir, "--git"]))
+        let snapshot = try #require(F.snapshots(in: ga.dir).first)
+        let snapshotSize = try #require(try FileManager.default.attributesOfItem(atPath: snapshot)[.size] as? Int)
+        for step in 1...5 {
+            F.expectOK(a.unlocked(["edit", "k/\(step)", "--field", "text=edited \(step)"]))
+            F.expectOK(a.unlocked(["sync", ga.dir, "--git"]))
+            let changed = ga.run(["show", "--name-status", "--format=", "HEAD"]).stdout.split(separator: "\n")
+            let added = changed.filter { $0.hasPrefix("A\t") }
+            #expect(added.count == 1, "step \(step): \(changed)")
+            // Step 4 merges the three segments of span 1 into one.
+            #expect(changed.filter { $0.hasPrefix("D\t") }.count == (step == 4 ? 3 : 0), "step \(step): \(changed)")
+            #expect(!changed.contains { $0.hasPrefix("M\t") }, "a file was rewritten: \(changed)")
+            let name = String(added[0].dropFirst(2))
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: ga.dir + "/" + name)[.size] as? Int)
+            #expect(size * 2 < snapshotSize, "step \(step): \(name) is \(size) B, the snapshot \(snapshotSize) B")
+        }
+        #expect(ga.run(["rev-list", "--count", "HEAD"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "6")
+        #expect(ga.run(["status", "--porcelain"]).stdout.isEmpty)
+    }
 }

@@ -295,14 +295,15 @@ struct SyncthingInteropTests {
         F.expectOK(c.unlocked(["add", "from/c", "--type", "custom", "--field", "v=c"]))
         F.expectOK(c.unlocked(["export", "--out", c.path("c.bundle")]))
         let aID = a.unlocked(["replicas", "--json"]).stdout.localReplica ?? "?"
-        let name = aID + ".coffer-bundle"
         F.expectOK(a.unlocked(["edit", "db", "--field", "username=a-wins-or-not"]))
         let cBytes = try Data(contentsOf: URL(fileURLWithPath: c.path("c.bundle")))
         // b is down while both files change; each side scans its own change
-        // before they meet again.
+        // before they meet again. The file a writes gets a new name; the
+        // same name is written on b's side (as a copied vault would).
         sb.stop()
         F.expectOK(a.unlocked(["sync", sa.folder]))
         #expect(sa.scan())
+        let name = try #require(F.newest(in: sa.folder, replica: aID).map { ($0 as NSString).lastPathComponent })
         try cBytes.write(to: URL(fileURLWithPath: sb.folder + "/" + name))
         try sb.start()
         #expect(waitUntil(seconds: 30) { sa.isConnected(to: sb) })

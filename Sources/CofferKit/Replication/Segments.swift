@@ -251,6 +251,12 @@ extension Replication {
         return written
     }
 
+    func bringsNothing(_ header: BundleHeader) throws(CofferError) -> Bool {
+        let (summary, wrapping) = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
+        return header.vaultID == vaultID && header.keyEpoch == keyRotation.keyEpoch
+            && Replication.bringsNothing(header, summary: summary, wrapping: wrapping)
+    }
+
     /// A segment whose earlier segments this vault has not merged and the
     /// folder does not hold (deleted by hand, or not arrived yet).
     static func segmentGapError(path: String, header: BundleHeader, dir: String) -> CofferError {

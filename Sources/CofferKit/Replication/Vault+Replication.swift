@@ -205,6 +205,20 @@ extension Vault {
         Replication.newestFullBundle(bundles)
     }
 
+    /// Of `bundles` (the files of a sync folder), those a newer snapshot of
+    /// the same replica replaces: merging them would bring nothing that
+    /// snapshot does not (docs/sync.md, "Snapshots and segments").
+    public static func replacedBundles(_ bundles: [BundleInfo]) -> Set<String> {
+        Replication.replacedFiles(bundles.map { ($0.path, $0.header) })
+    }
+
+    /// Whether merging a bundle with this header would change nothing: this
+    /// vault has seen everything its summary claims, and its passphrase
+    /// wrapping is not newer than this vault's.
+    public func bringsNothing(_ header: BundleHeader) throws(CofferError) -> Bool {
+        try replication.bringsNothing(header)
+    }
+
     /// Whether `dir` exists and is a folder.
     public static func isFolder(_ dir: String) -> Bool {
         Replication.isFolder(dir)
