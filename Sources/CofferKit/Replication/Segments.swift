@@ -232,8 +232,9 @@ extension Replication {
         if let write = plan.write {
             let path = (dir as NSString).appendingPathComponent(plan.name.fileName)
             switch write {
-            case .snapshot: try exportBundle(to: path)
-            case .segment(let since, _): try exportBundle(to: path, since: since)
+            // sync checked the vault MAC before merging (Replication.sync).
+            case .snapshot: try exportBundle(to: path, since: nil, streamHeader: nil, createdAt: nil, verified: true)
+            case .segment(let since, _): try exportBundle(to: path, since: since, streamHeader: nil, createdAt: nil, verified: true)
             }
             written = path
         }
