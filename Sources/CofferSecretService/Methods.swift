@@ -24,6 +24,7 @@ extension SecretServiceDaemon {
     static let sessionInterface = "org.freedesktop.Secret.Session"
 
     func clientLeft(_ name: String) {
+        peers[name] = nil
         for (path, s) in sessions where s.owner == name { sessions[path] = nil }
     }
 

@@ -52,6 +52,25 @@ public final class SecretServiceDaemon {
     var sessionToken: String?
     var lastSessionCheck = Date.distantPast
     var stopReason: String?
+    /// Each client connection's credentials, by its unique bus name: the
+    /// bus daemon took them (SO_PEERCRED) when the client connected and
+    /// they cannot change, and a unique name is never given again on the
+    /// same bus, so asking the daemon once per connection is enough (a
+    /// round trip to it per message was most of a small request's time).
+    /// Forgotten when the client leaves.
+    var peers: [String: Peer] = [:]
+
+    /// The sender of `m` (unique name `name`), from ``peers`` or the bus.
+    func sender(of m: OpaquePointer, name: String) -> Peer? {
+        if let known = peers[name] { return known }
+        guard let p = bus.sender(of: m) else { return nil }
+        guard name.hasPrefix(":") else { return p }
+        // Bounded: a flood of short connections whose departure was missed
+        // cannot grow it without end.
+        if peers.count >= 4096 { peers.removeAll() }
+        peers[name] = p
+        return p
+    }
 
     func note(_ text: String) { if let log { log(text) } else { notice(text) } }
 
@@ -107,7 +126,7 @@ public final class SecretServiceDaemon {
     func handle(_ m: OpaquePointer) -> Int32 {
         var call = SessionBus.call(from: m)
         if call.interface == "org.freedesktop.DBus.Peer" { return 0 }
-        let peer = bus.sender(of: m)
+        let peer = sender(of: m, name: call.sender)
         guard let peer, peer.uid == uid else {
             log?("refused \(call.member) from \(peer?.program ?? "an unknown sender"): another user (uid \(peer?.uid.map(String.init) ?? "unknown"))")
             bus.replyError(to: m, .accessDenied("the Secret Service of uid \(uid) serves that user only"))
