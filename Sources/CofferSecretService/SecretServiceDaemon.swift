@@ -223,8 +223,8 @@ public final class SecretServiceDaemon {
     static func path(of item: ItemID, in c: SecretServiceCollection) -> String { path(of: c) + "/" + item.hex }
 
     func collection(alias: String) throws(DBusErrorReply) -> SecretServiceCollection? {
-        guard let v = unlockedVault else { return alias == "default" || alias == "login" ? Self.defaultCollection : nil }
-        let aliases = try wrap { () throws(CofferError) in try v.secretServiceAliases() }
+        guard unlockedVault != nil, let index else { return alias == "default" || alias == "login" ? Self.defaultCollection : nil }
+        let aliases = try wrap { () throws(CofferError) in try index.aliases() }
         guard let id = aliases[alias], !id.isEmpty else { return nil }
         return try collections().first { $0.id == id }
     }
