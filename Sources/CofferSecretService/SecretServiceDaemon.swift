@@ -271,13 +271,6 @@ public final class SecretServiceDaemon {
         guard let index, unlockedVault != nil else { return [] }
         return try wrap { () throws(CofferError) in try index.items() }[c.id] ?? []
     }
-
-    func allItems() throws(DBusErrorReply) -> [(SecretServiceCollection, SecretServiceItem)] {
-        guard let index, unlockedVault != nil else { return [] }
-        let all = try collections()
-        let byCollection = try wrap { () throws(CofferError) in try index.items() }
-        return all.flatMap { c in (byCollection[c.id] ?? []).map { (c, $0) } }
-    }
 }
 
 /// SIGTERM and SIGINT end the service's loop (the loop wakes at least
