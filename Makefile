@@ -31,8 +31,9 @@ deps:
 
 # Real programs the interoperability and fault-injection suites drive
 # (pass with pass-otp, gopass and gpg, keepassxc-cli, git, an X server and clipboard, Syncthing,
-# strace). Installed only for `make test-interop` / `make test-faults`.
-INTEROP_APT_PACKAGES := pass pass-extension-otp gopass gnupg keepassxc python3-pykeepass git xvfb xclip syncthing strace faketime expect zsh fish openssh-client openssh-server dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring
+# strace, the Secret Service clients; libsecret-1-dev, gcc and make build git's libsecret credential
+# helper, which Debian ships as source only). Installed only for `make test-interop` / `make test-faults`.
+INTEROP_APT_PACKAGES := pass pass-extension-otp gopass gnupg keepassxc python3-pykeepass git xvfb xclip syncthing strace faketime expect zsh fish openssh-client openssh-server dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring libsecret-1-dev gcc make
 
 deps-interop:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(INTEROP_APT_PACKAGES)"

@@ -24,6 +24,7 @@ extension SecretServiceDaemon {
     static let sessionInterface = "org.freedesktop.Secret.Session"
 
     func clientLeft(_ name: String) {
+        peers[name] = nil
         for (path, s) in sessions where s.owner == name { sessions[path] = nil }
     }
 
@@ -39,7 +40,15 @@ extension SecretServiceDaemon {
         case (.service, Self.serviceInterface, "SearchItems"):
             try expect(call, "a{ss}")
             guard let query = call.arguments[0].stringDictionary else { throw .invalidArgs("attributes given twice") }
-            let found = try allItems().filter { $0.1.matches(query) }.map { Self.path(of: $0.1.id, in: $0.0) }
+            // Filtered before anything is built per item: a lookup walks
+            // every item of every collection.
+            var found: [String] = []
+            if let index, unlockedVault != nil {
+                let byCollection = try wrap { () throws(CofferError) in try index.items() }
+                for c in try collections() {
+                    for item in byCollection[c.id] ?? [] where item.matches(query) { found.append(Self.path(of: item.id, in: c)) }
+                }
+            }
             return [.paths(found), .paths([])]
         case (.service, Self.serviceInterface, "GetSecrets"):
             try expect(call, "aoo")

@@ -2,18 +2,25 @@ import CofferKit
 import Foundation
 
 extension SecretServiceDaemon {
-    /// The properties of `object` under `interface`, in order.
-    func properties(of object: Object, interface: String) throws(DBusErrorReply) -> [(String, DBusValue)] {
+    /// The properties of `object` under `interface`, in order; only the
+    /// one named `only` when given (a collection's `Locked` or `Label`,
+    /// which clients ask before every call, then costs nothing per item).
+    func properties(of object: Object, interface: String, only: String? = nil) throws(DBusErrorReply) -> [(String, DBusValue)] {
         switch (object, interface) {
         case (.service, Self.serviceInterface):
             return [("Collections", .paths(try collections().map { Self.path(of: $0) }))]
         case (.collection(let c, _), Self.collectionInterface):
-            let items = try self.items(of: c)
-            let modified = items.map(\.modified).max() ?? c.created
-            return [
-                ("Items", .paths(items.map { Self.path(of: $0.id, in: c) })), ("Label", .string(c.label)), ("Locked", .boolean(unlockedVault == nil)),
-                ("Created", .uint64(Self.seconds(c.created))), ("Modified", .uint64(Self.seconds(modified))),
-            ]
+            var out: [(String, DBusValue)] = []
+            let wanted = { (name: String) in only == nil || only == name }
+            if wanted("Items") || wanted("Modified") {
+                let items = try self.items(of: c)
+                if wanted("Items") { out.append(("Items", .paths(items.map { Self.path(of: $0.id, in: c) }))) }
+                if wanted("Modified") { out.append(("Modified", .uint64(Self.seconds(items.map(\.modified).max() ?? c.created)))) }
+            }
+            if wanted("Label") { out.append(("Label", .string(c.label))) }
+            if wanted("Locked") { out.append(("Locked", .boolean(unlockedVault == nil))) }
+            if wanted("Created") { out.append(("Created", .uint64(Self.seconds(c.created)))) }
+            return out
         case (.item(_, let item), Self.itemInterface):
             let v = try requireVault()
             let e = v.secretServiceEntry(item)
@@ -35,7 +42,7 @@ extension SecretServiceDaemon {
         case "Get":
             try expect(call, "ss")
             let name = call.arguments[1].string ?? ""
-            guard let value = try properties(of: object, interface: call.arguments[0].string ?? "").first(where: { $0.0 == name }) else {
+            guard let value = try properties(of: object, interface: call.arguments[0].string ?? "", only: name).first(where: { $0.0 == name }) else {
                 throw .invalidArgs("no property \(name)")
             }
             return [.variant(value.1)]

@@ -52,6 +52,25 @@ public final class SecretServiceDaemon {
     var sessionToken: String?
     var lastSessionCheck = Date.distantPast
     var stopReason: String?
+    /// Each client connection's credentials, by its unique bus name: the
+    /// bus daemon took them (SO_PEERCRED) when the client connected and
+    /// they cannot change, and a unique name is never given again on the
+    /// same bus, so asking the daemon once per connection is enough (a
+    /// round trip to it per message was most of a small request's time).
+    /// Forgotten when the client leaves.
+    var peers: [String: Peer] = [:]
+
+    /// The sender of `m` (unique name `name`), from ``peers`` or the bus.
+    func sender(of m: OpaquePointer, name: String) -> Peer? {
+        if let known = peers[name] { return known }
+        guard let p = bus.sender(of: m) else { return nil }
+        guard name.hasPrefix(":") else { return p }
+        // Bounded: a flood of short connections whose departure was missed
+        // cannot grow it without end.
+        if peers.count >= 4096 { peers.removeAll() }
+        peers[name] = p
+        return p
+    }
 
     func note(_ text: String) { if let log { log(text) } else { notice(text) } }
 
@@ -107,7 +126,7 @@ public final class SecretServiceDaemon {
     func handle(_ m: OpaquePointer) -> Int32 {
         var call = SessionBus.call(from: m)
         if call.interface == "org.freedesktop.DBus.Peer" { return 0 }
-        let peer = bus.sender(of: m)
+        let peer = sender(of: m, name: call.sender)
         guard let peer, peer.uid == uid else {
             log?("refused \(call.member) from \(peer?.program ?? "an unknown sender"): another user (uid \(peer?.uid.map(String.init) ?? "unknown"))")
             bus.replyError(to: m, .accessDenied("the Secret Service of uid \(uid) serves that user only"))
@@ -204,8 +223,8 @@ public final class SecretServiceDaemon {
     static func path(of item: ItemID, in c: SecretServiceCollection) -> String { path(of: c) + "/" + item.hex }
 
     func collection(alias: String) throws(DBusErrorReply) -> SecretServiceCollection? {
-        guard let v = unlockedVault else { return alias == "default" || alias == "login" ? Self.defaultCollection : nil }
-        let aliases = try wrap { () throws(CofferError) in try v.secretServiceAliases() }
+        guard unlockedVault != nil, let index else { return alias == "default" || alias == "login" ? Self.defaultCollection : nil }
+        let aliases = try wrap { () throws(CofferError) in try index.aliases() }
         guard let id = aliases[alias], !id.isEmpty else { return nil }
         return try collections().first { $0.id == id }
     }
@@ -251,13 +270,6 @@ public final class SecretServiceDaemon {
     func items(of c: SecretServiceCollection) throws(DBusErrorReply) -> [SecretServiceItem] {
         guard let index, unlockedVault != nil else { return [] }
         return try wrap { () throws(CofferError) in try index.items() }[c.id] ?? []
-    }
-
-    func allItems() throws(DBusErrorReply) -> [(SecretServiceCollection, SecretServiceItem)] {
-        guard let index, unlockedVault != nil else { return [] }
-        let all = try collections()
-        let byCollection = try wrap { () throws(CofferError) in try index.items() }
-        return all.flatMap { c in (byCollection[c.id] ?? []).map { (c, $0) } }
     }
 }
 

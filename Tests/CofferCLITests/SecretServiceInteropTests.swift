@@ -32,7 +32,9 @@ struct SecretServiceInteropTests {
         /// Runs `body` (bash) under dbus-run-session after starting the
         /// service (its stderr in $WORK/service.log) and waiting for its
         /// name; stops the service afterwards and prints its exit status.
-        func onBus(_ body: String, service: String = "\"$COFFER\" secret-service --log", timeout: Double = 60) -> TimedResult {
+        /// `busConfig`: a dbus-daemon configuration file for the bus
+        /// (dbus-run-session's default session configuration when nil).
+        func onBus(_ body: String, service: String = "\"$COFFER\" secret-service --log", busConfig: String? = nil, timeout: Double = 60) -> TimedResult {
             let script = """
                 set -u
                 \(service) 2>"$WORK/service.log" &
@@ -53,8 +55,10 @@ struct SecretServiceInteropTests {
             // a mask that blocks it, and dbus-run-session ends its bus with it.
             let unblock =
                 "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT}); os.execvp(sys.argv[1], sys.argv[1:])"
+            let config = busConfig.map { ["--config-file=" + $0] } ?? []
             return Spawn.timed(
-                "/usr/bin/python3", ["-c", unblock, "dbus-run-session", "--", "bash", file], environment: env, workDir: home.root.path, timeout: timeout)
+                "/usr/bin/python3", ["-c", unblock, "dbus-run-session"] + config + ["--", "bash", file], environment: env, workDir: home.root.path,
+                timeout: timeout)
         }
 
         var serviceLog: String { (try? String(contentsOfFile: home.path("service.log"), encoding: .utf8)) ?? "" }
@@ -433,5 +437,188 @@ struct SecretServiceInteropTests {
         let lookedB = f.onBus("echo \"lookup=$(secret-tool lookup app shared)\"", service: serviceB)
         let shownA = looked.text.contains("lookup=edit-a\n") ? "edit-a" : "edit-b"
         #expect(lookedB.text.contains("lookup=\(shownA)\n"), "both replicas show the same side\n\(lookedB)")
+    }
+
+    /// A Smart-HTTP git server on loopback: `git http-backend` as CGI behind
+    /// HTTP basic auth (user alice, the password read from a file at each
+    /// request, so a test can change it). Writes its port to a file and a
+    /// line per request to `auth.log` (challenged, refused, accepted).
+    static let gitServer = #"""
+        import base64, os, subprocess, sys
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        root, user, passfile, portfile = sys.argv[1:5]
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args): pass
+            def serve(self):
+                password = open(passfile).read().strip()
+                expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+                given = self.headers.get("Authorization")
+                with open(os.path.join(root, "auth.log"), "a") as log:
+                    log.write("accepted\n" if given == expected else "refused\n" if given else "challenged\n")
+                if given != expected:
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="coffer-test"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path, _, query = self.path.partition("?")
+                env = dict(os.environ, GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1", REQUEST_METHOD=self.command,
+                           PATH_INFO=path, QUERY_STRING=query, REMOTE_USER=user, REMOTE_ADDR="127.0.0.1",
+                           CONTENT_TYPE=self.headers.get("Content-Type", ""), CONTENT_LENGTH=str(len(body)))
+                for h in ("Content-Encoding", "Git-Protocol"):
+                    if self.headers.get(h): env["HTTP_" + h.upper().replace("-", "_")] = self.headers[h]
+                out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, timeout=60).stdout
+                head, _, payload = out.partition(b"\r\n\r\n")
+                status, headers = 200, []
+                for line in head.decode("latin-1").split("\r\n"):
+                    k, _, v = line.partition(": ")
+                    if k.lower() == "status": status = int(v.split()[0])
+                    elif k: headers.append((k, v))
+                self.send_response(status)
+                for k, v in headers: self.send_header(k, v)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            do_GET = serve
+            do_POST = serve
+        server = HTTPServer(("127.0.0.1", 0), Handler)
+        with open(portfile + ".tmp", "w") as f: f.write(str(server.server_port))
+        os.rename(portfile + ".tmp", portfile)
+        server.serve_forever()
+        """#
+
+    /// git's libsecret credential helper, built from the sources Debian's git
+    /// ships (/usr/share/doc/git/contrib/credential/libsecret) against
+    /// libsecret-1-dev, keeps the credential of a real `git push` over
+    /// loopback HTTP in the vault: the first push asks (GIT_ASKPASS) and
+    /// git stores what worked; later pushes and a clone ask no one and get
+    /// it from coffer; a password the server no longer takes is erased.
+    @Test func gitsLibsecretHelperKeepsAPushCredentialInTheVault() throws {
+        let f = try Fixture()
+        let password = "tok-" + UUID().uuidString
+        FileManager.default.createFile(atPath: f.home.path("server.py"), contents: Data(Self.gitServer.utf8))
+        FileManager.default.createFile(atPath: f.home.path("server-pass"), contents: Data(password.utf8))
+        // The first askpass answers; the second records that it was asked and fails.
+        let askGood = "#!/bin/sh\necho \"$1\" >> \"$WORK/asked-good.log\"\ncase \"$1\" in Username*) echo alice;; *) echo '\(password)';; esac\n"
+        let askNone = "#!/bin/sh\necho \"$1\" >> \"$WORK/asked-none.log\"\nexit 1\n"
+        FileManager.default.createFile(atPath: f.home.path("ask-good"), contents: Data(askGood.utf8))
+        FileManager.default.createFile(atPath: f.home.path("ask-none"), contents: Data(askNone.utf8))
+        chmod(f.home.path("ask-good"), 0o755)
+        chmod(f.home.path("ask-none"), 0o755)
+        let r = f.onBus(
+            #"""
+            src=/usr/share/doc/git/contrib/credential/libsecret
+            mkdir -p "$WORK/gcl" && cp "$src/git-credential-libsecret.c" "$src/Makefile" "$WORK/gcl/" \
+              && timeout 120 make -s -C "$WORK/gcl" >"$WORK/gcl.log" 2>&1 || { echo helper-build-failed; cat "$WORK/gcl.log"; }
+            mkdir -p "$WORK/srv" && git init -q --bare "$WORK/srv/remote.git" && git -C "$WORK/srv/remote.git" config http.receivepack true
+            /usr/bin/python3 "$WORK/server.py" "$WORK/srv" alice "$WORK/server-pass" "$WORK/port" 2>"$WORK/server.log" &
+            server=$!
+            for i in $(seq 1 100); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+            url="http://127.0.0.1:$(cat "$WORK/port")/remote.git"
+            export GIT_TERMINAL_PROMPT=0 GIT_CONFIG_NOSYSTEM=1
+            git config --global credential.helper "$WORK/gcl/git-credential-libsecret"
+            git config --global user.name Tester; git config --global user.email tester@example.org
+            git init -q "$WORK/repo" && cd "$WORK/repo" && git commit -q --allow-empty -m one
+            GIT_ASKPASS="$WORK/ask-good" git push -q "$url" HEAD:refs/heads/main && echo push1-ok
+            git commit -q --allow-empty -m two
+            GIT_ASKPASS="$WORK/ask-none" git push -q "$url" HEAD:refs/heads/main && echo push2-ok
+            GIT_ASKPASS="$WORK/ask-none" git clone -q -b main "$url" "$WORK/clone" && echo clone-ok
+            echo "cloned=$(git -C "$WORK/clone" log --format=%s -1)"
+            printf 'protocol=http\nhost=127.0.0.1:%s\n\n' "$(cat "$WORK/port")" | GIT_ASKPASS="$WORK/ask-none" git credential fill | sed 's/^/fill-/'
+            echo "stored=$(secret-tool lookup protocol http user alice)"
+            # The server changes the password: git erases the stored one.
+            echo changed > "$WORK/server-pass"
+            git commit -q --allow-empty -m three
+            GIT_ASKPASS="$WORK/ask-none" git push -q "$url" HEAD:refs/heads/main 2>/dev/null || echo push3-refused
+            echo "after-erase=$(secret-tool lookup protocol http user alice)"
+            kill $server
+            """#, timeout: 180)
+        #expect(!r.timedOut, "\(r)")
+        #expect(!r.text.contains("helper-build-failed"), "\(r)")
+        #expect(r.text.contains("push1-ok"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("push2-ok"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("clone-ok"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("cloned=two\n"), "\(r)")
+        #expect(r.text.contains("fill-username=alice\n"), "\(r)")
+        #expect(r.text.contains("fill-password=\(password)\n"), "\(r)")
+        #expect(r.text.contains("stored=\(password)\n"), "\(r)")
+        #expect(r.text.contains("push3-refused"), "\(r)")
+        #expect(r.text.contains("after-erase=\n"), "\(r)\n\(f.serviceLog)")
+        #expect(r.text.contains("service-exit=0"), "\(r)\n\(f.serviceLog)")
+        // Asked once (user name and password, first push), never after.
+        let asked = (try? String(contentsOfFile: f.home.path("asked-good.log"), encoding: .utf8)) ?? ""
+        #expect(asked.split(separator: "\n").count == 2, "\(asked)")
+        #expect(!FileManager.default.fileExists(atPath: f.home.path("asked-none.log")), "a push after the first asked for the password")
+        // The server saw the pushes authenticated, and the remote has both commits.
+        let log = try String(contentsOfFile: f.home.path("srv/auth.log"), encoding: .utf8)
+        #expect(log.contains("accepted"), "\(log)")
+        let remote = TestHome.spawn(f.home, "/usr/bin/git", ["-C", f.home.path("srv/remote.git"), "log", "--format=%s", "main"])
+        #expect(remote.out == "two\none", "\(remote)")
+        // The helper's reads and writes went through coffer (names only in
+        // the log); the erased item is gone from the vault.
+        #expect(f.serviceLog.contains("git-credential-libsecret created apps/git-http-127-0-0-1-"), "\(f.serviceLog)")
+        #expect(f.serviceLog.contains("git-credential-libsecret read apps/git-http-127-0-0-1-"), "\(f.serviceLog)")
+        #expect(f.serviceLog.contains("git-credential-libsecret deleted apps/git-http-127-0-0-1-"), "\(f.serviceLog)")
+        #expect(!f.serviceLog.contains(password))
+        #expect(!f.coffer(["ls", "apps/"]).out.contains("apps/git-"), "\(f.coffer(["ls", "apps/"]))")
+    }
+
+    /// A bus that lets any user connect (dbus-run-session's default session
+    /// configuration refuses every uid but its own at authentication).
+    static let openBusConfig = """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:tmpdir=/tmp</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow user="*"/>
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
+
+    /// A request from another uid: the session bus already refuses that
+    /// user's connection; on a bus configured to let it in, the service
+    /// refuses its requests itself (the uid the bus daemon took with
+    /// SO_PEERCRED) and keeps serving its own user. Needs root (to become
+    /// `nobody` with setpriv).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func aRequestFromAnotherUserIsRefused() throws {
+        let f = try Fixture()
+        let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+        let search =
+            "dbus-send --session --print-reply --dest=org.freedesktop.secrets /org/freedesktop/secrets org.freedesktop.Secret.Service.SearchItems dict:string:string:app,x"
+        let body = """
+            printf 'mine' | secret-tool store --label=Mine app x
+            echo "nobody-id=$(\(asNobody) id -u)"
+            \(asNobody) \(search) >"$WORK/nobody.out" 2>&1; echo "nobody-exit=$?"
+            sed 's/^/nobody: /' "$WORK/nobody.out"
+            echo "nobody-lookup=$(\(asNobody) secret-tool lookup app x 2>/dev/null)"
+            echo "mine=$(secret-tool lookup app x)"
+            """
+        // dbus-run-session's own bus: nobody never reaches the service.
+        let closed = f.onBus(body)
+        #expect(closed.text.contains("nobody-id=65534\n"), "\(closed)")
+        #expect(!closed.text.contains("nobody-exit=0"), "\(closed)")
+        #expect(!closed.text.contains("org.freedesktop.DBus.Error.AccessDenied: the Secret Service"), "\(closed)")
+        #expect(closed.text.contains("nobody-lookup=\n"), "\(closed)")
+        #expect(closed.text.contains("mine=mine\n"), "\(closed)\n\(f.serviceLog)")
+        #expect(!f.serviceLog.contains("refused"), "\(f.serviceLog)")
+
+        // A bus that lets nobody in: the service itself says no.
+        FileManager.default.createFile(atPath: f.home.path("open-bus.conf"), contents: Data(Self.openBusConfig.utf8))
+        let open = f.onBus(body, busConfig: f.home.path("open-bus.conf"))
+        #expect(open.text.contains("nobody-exit=1"), "\(open)")
+        #expect(open.text.contains("nobody: Error org.freedesktop.DBus.Error.AccessDenied: the Secret Service of uid 0 serves that user only"), "\(open)")
+        #expect(open.text.contains("nobody-lookup=\n"), "\(open)")
+        #expect(open.text.contains("mine=mine\n"), "\(open)\n\(f.serviceLog)")
+        #expect(open.text.contains("service-exit=0"), "\(open)\n\(f.serviceLog)")
+        #expect(f.serviceLog.contains("refused SearchItems from /usr/bin/dbus-send: another user (uid 65534)"), "\(f.serviceLog)")
+        #expect(!f.serviceLog.contains("nobody read"), "\(f.serviceLog)")
     }
 }

@@ -35,6 +35,23 @@ struct VaultTests {
         #expect(try v.item(named: "personal/openai").primaryField?.value == "sk-2")
     }
 
+    /// `id:` with a prefix or with the whole id (read by its key) finds the
+    /// same item; a deleted item's whole id, a random one and a prefix of
+    /// two items are refused like a missing name.
+    @Test func itemsByIdPrefixAndWholeID() throws {
+        let vBox = try TemporaryVault()
+        let v = vBox.vault
+        let a = try v.add(ItemDraft(name: "a", type: .apiKey, fields: [Field(name: "key", value: "sk-a", isSecret: true)]))
+        let b = try v.add(ItemDraft(name: "b", type: .apiKey, fields: [Field(name: "key", value: "sk-b", isSecret: true)]))
+        #expect(try v.item(named: "id:" + a.id.hex).primaryField?.value == "sk-a")
+        #expect(try v.item(named: "id:" + b.id.hex.uppercased()).primaryField?.value == "sk-b")
+        #expect(try v.item(named: "id:" + a.id.hex.prefix(12)).name == "a")
+        try v.delete("a")
+        #expect { try v.item(named: "id:" + a.id.hex) } throws: { ($0 as? CofferError)?.kind == .itemNotFound }
+        #expect { try v.item(named: "id:" + ItemID.random().hex) } throws: { ($0 as? CofferError)?.kind == .itemNotFound }
+        #expect(try v.item(named: "id:" + b.id.hex).name == "b")
+    }
+
     @Test func duplicateNamesAndBadNamesAreRefused() throws {
         let vBox = try TemporaryVault()
         let v = vBox.vault

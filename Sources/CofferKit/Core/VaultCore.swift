@@ -70,6 +70,14 @@ package final class VaultCore: Sendable {
             guard prefix.count >= 4 else {
                 throw CofferError(.usage, "an id prefix needs at least 4 hex digits")
             }
+            // A whole id (as the Secret Service's object paths hold): one
+            // row by its key, not a scan of every item's row.
+            if prefix.count == 32, let id = ItemID(hex: String(prefix)) {
+                guard let row = try Queries.cachedItemRow(db, id: id), !row.isDeleted else {
+                    throw CofferError(.itemNotFound, "no item with id \(prefix)", remedy: .init(.listItems, "list the vault's items"))
+                }
+                return row.id
+            }
             let matches = try Queries.itemRows(db).filter { $0.id.hex.hasPrefix(prefix) }
             guard matches.count == 1 else {
                 if matches.isEmpty { throw CofferError(.itemNotFound, "no item with id \(prefix)", remedy: .init(.listItems, "list the vault's items")) }

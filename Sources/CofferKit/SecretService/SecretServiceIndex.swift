@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a running Secret Service knows of its items between requests: the
-/// collections and the label and attributes of every item of them. While
+/// collections, the aliases, and the label and attributes of every item of them. While
 /// no other process has committed to the vault file (its change stamp is
 /// the same), a request reads nothing from the file; the service reports
 /// its own writes (``written(_:in:)``, ``deleted(_:)``, ``invalidate()``).
@@ -11,7 +11,14 @@ import Foundation
 public final class SecretServiceIndex: @unchecked Sendable {
     public let vault: Vault
     private var cache: [ItemID: (modified: Date, name: String, entry: SecretServiceItem)] = [:]
-    private var snapshot: (stamp: Int, collections: [SecretServiceCollection], items: [String: [SecretServiceItem]])?
+    private var snapshot: Snapshot?
+
+    private struct Snapshot {
+        var stamp: Int
+        var collections: [SecretServiceCollection]
+        var aliases: [String: String]
+        var items: [String: [SecretServiceItem]]
+    }
 
     public init(vault: Vault) {
         self.vault = vault
@@ -22,16 +29,21 @@ public final class SecretServiceIndex: @unchecked Sendable {
         try fresh().collections
     }
 
+    /// The aliases, as ``Vault/secretServiceAliases()`` says.
+    public func aliases() throws(CofferError) -> [String: String] {
+        try fresh().aliases
+    }
+
     /// Every item of each collection, by collection id, sorted by name.
     public func items() throws(CofferError) -> [String: [SecretServiceItem]] {
         try fresh().items
     }
 
-    private func fresh() throws(CofferError) -> (stamp: Int, collections: [SecretServiceCollection], items: [String: [SecretServiceItem]]) {
+    private func fresh() throws(CofferError) -> Snapshot {
         let stamp = try vault.secretServiceChangeStamp()
         if let s = snapshot, s.stamp == stamp { return s }
         let collections = try vault.secretServiceCollections()
-        let s = (stamp, collections, try read(collections))
+        let s = Snapshot(stamp: stamp, collections: collections, aliases: try vault.secretServiceAliases(), items: try read(collections))
         snapshot = s
         return s
     }
@@ -65,21 +77,18 @@ public final class SecretServiceIndex: @unchecked Sendable {
     public func written(_ item: Item, in collection: SecretServiceCollection) {
         let entry = vault.secretServiceEntry(item)
         cache[item.id] = (item.updatedAt, item.name, entry)
-        guard var s = snapshot else { return }
-        for k in s.items.keys { s.items[k]?.removeAll { $0.id == item.id } }
-        var list = s.items[collection.id] ?? []
-        let at = list.firstIndex { $0.name > item.name } ?? list.endIndex
-        list.insert(entry, at: at)
-        s.items[collection.id] = list
-        snapshot = s
+        // In place: a copy of the snapshot would copy every item's entry.
+        guard snapshot != nil else { return }
+        for k in snapshot!.items.keys { snapshot!.items[k]?.removeAll { $0.id == item.id } }
+        let at = snapshot!.items[collection.id, default: []].firstIndex { $0.name > item.name } ?? snapshot!.items[collection.id, default: []].endIndex
+        snapshot!.items[collection.id, default: []].insert(entry, at: at)
     }
 
     /// The service deleted the item `id`.
     public func deleted(_ id: ItemID) {
         cache[id] = nil
-        guard var s = snapshot else { return }
-        for k in s.items.keys { s.items[k]?.removeAll { $0.id == id } }
-        snapshot = s
+        guard snapshot != nil else { return }
+        for k in snapshot!.items.keys { snapshot!.items[k]?.removeAll { $0.id == id } }
     }
 
     /// Forgets the snapshot (the service changed the collections or
