@@ -115,7 +115,7 @@ extension Queries {
                 """
             // The id's bytes whatever its type (GRDB's `Data` took a text's
             // UTF-8 bytes too).
-            if let bytes = try db.fetchOne(sql) { row in try row.rawBytes(at: 0) } { return bytes }
+            if let bytes = try db.fetchOne(sql, [], { row in try row.rawBytes(at: 0) }) { return bytes }
         }
         return nil
     }

@@ -163,14 +163,24 @@ public final class VaultStore: @unchecked Sendable {
         }
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeoutMillis)
-        let setUp = (["PRAGMA foreign_keys = ON"] + connectionPragmas + ["PRAGMA query_only = 1"]).joined(separator: "; ")
-        let code = sqlite3_exec(handle, setUp, nil, nil, nil)
+        var code = sqlite3_exec(handle, "PRAGMA foreign_keys = ON", nil, nil, nil)
+        // One statement at a time: joining the strings would cost a scan of
+        // the binary's protocol conformances (`joined` on `String`s).
+        for pragma in connectionPragmas where code == SQLITE_OK { code = sqlite3_exec(handle, pragma, nil, nil, nil) }
+        if code == SQLITE_OK { code = sqlite3_exec(handle, "PRAGMA query_only = 1", nil, nil, nil) }
         guard code == SQLITE_OK else {
             let failure = SQLiteFailure(handle, code)
             sqlite3_close_v2(handle)
             throw failure
         }
         return handle
+    }
+
+    /// Whether GRDB's queue was built (tests: the read verbs never build it).
+    var hasGRDBQueue: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return grdbQueue != nil
     }
 
     /// GRDB's queue on the vault, built on first use; the direct
