@@ -61,7 +61,14 @@ build: deps
 # versions linked).
 STATIC_LIBS := $(CURDIR)/.build/static-libs
 STATIC_LINK ?= 1
-RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie
+# -disable-concrete-type-metadata-mangled-name-accessors: code compiled here
+# gets the metadata of a concrete generic type (a Dictionary keyed by one of
+# our types, a Set<String>) from its accessor, with the conformances passed
+# in, instead of demangling its name at run time, which makes the runtime
+# check each generic requirement by scanning all ~7,300 protocol
+# conformance records of the binary (about 30 µs a look-up; a fifth of a
+# `coffer get`'s own time; docs/benchmarks.md, issue 28).
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -no-pie -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
 
 release: deps
 ifeq ($(STATIC_LINK),1)

@@ -71,6 +71,11 @@ for r in json.load(open(sys.argv[1]))["results"]:
 PY
 }
 hf "start-up (target: get <= 2x hello)" "$DIR/hello" "$COFFER --version" "$COFFER get personal/github" ${PASS_CMD[@]+"${PASS_CMD[*]}"}
+# The same, each command once per round in turn (every command sees the
+# same load), with the CPU time each used: the figure to trust on a busy
+# machine (docs/benchmarks.md).
+echo "  start-up, interleaved ($RUNS rounds; ratios to hello):"
+python3 "$(dirname "$0")/interleaved-runs.py" "$RUNS" "hello=$DIR/hello" "coffer --version=$COFFER --version" "coffer get NAME=$COFFER get personal/github"
 hf "listing, warm (target <= 20 ms)" "$COFFER ls" "$COFFER find github"
 # Right after a write: each run's --prepare writes through the session (the
 # write appends its listing delta, docs/key-hierarchy.md).

@@ -260,10 +260,12 @@ extension Queries {
 
     /// The sealed integrity record of an item, nil when it has none (or
     /// no row).
-    public static func itemRecord(_ db: Database, id: ItemID) throws -> [UInt8]? {
-        let stmt = try db.cachedStatement(sql: "SELECT record FROM item WHERE itemId = ?")
-        guard let row = try Row.fetchOne(stmt, arguments: [Data(id.bytes)]) else { return nil }
-        return try row.optionalBlob(at: 0, name: "item.record").map { Array($0) }
+    public static func itemRecord(_ db: Database, id: ItemID) throws -> [UInt8]? { try itemRecord(ReadConnection(db), id: id) }
+
+    public static func itemRecord(_ db: ReadConnection, id: ItemID) throws -> [UInt8]? {
+        try db.fetchOne("SELECT record FROM item WHERE itemId = ?", [.blob(id.bytes)], cached: true) { row in
+            try row.optionalBytes(at: 0, name: "item.record")
+        } ?? nil
     }
 
     /// Replaces the sealed record of an existing item (rekey, the upgrade
@@ -281,9 +283,12 @@ extension Queries {
     // MARK: Vault MAC
 
     /// The stored vault MAC, nil when the vault has none yet (format 1).
-    public static func storedMAC(_ db: Database) throws -> [UInt8]? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT mac FROM vaultIntegrity WHERE singleton = 1") else { return nil }
-        return Array(try row.blob(at: 0, name: "vaultIntegrity.mac", length: VaultMAC.length))
+    public static func storedMAC(_ db: Database) throws -> [UInt8]? { try storedMAC(ReadConnection(db)) }
+
+    public static func storedMAC(_ db: ReadConnection) throws -> [UInt8]? {
+        try db.fetchOne("SELECT mac FROM vaultIntegrity WHERE singleton = 1") { row in
+            try row.bytes(at: 0, name: "vaultIntegrity.mac", length: VaultMAC.length)
+        }
     }
 
     /// The stored per-area MACs (``VaultMAC/Area`` order), nil when the
@@ -465,20 +470,21 @@ extension Queries {
 
 extension ItemRow {
     /// From columns itemId, policy, nameHash, isDeleted, hasConflict,
-    /// createdAt, updatedAt at positions 0 to 6.
-    init(positional row: Row) throws {
+    /// createdAt, updatedAt at positions 0 to 6 (GRDB's rows and
+    /// ``RawRow``s alike).
+    init(positional row: some CheckedColumns) throws {
         let t = "item"
-        guard let id = ItemID(bytes: try row.blob(at: 0, name: "\(t).itemId", length: 16)) else {
+        guard let id = ItemID(bytes: try row.bytes(at: 0, name: "\(t).itemId", length: 16)) else {
             throw StoreError.damaged("item id of wrong length")
         }
-        guard case .string(let p) = try row.storedValue(at: 1, name: "\(t).policy").storage, let policy = SyncPolicy(rawValue: p) else {
+        guard let policy = SyncPolicy(rawValue: try row.text(at: 1, name: "\(t).policy")) else {
             throw StoreError.damaged("item.policy holds an unknown policy")
         }
-        let hash = try row.optionalBlob(at: 2, name: "\(t).nameHash")
+        let hash = try row.optionalBytes(at: 2, name: "\(t).nameHash")
         if let hash, hash.count != 32 { throw StoreError.damaged("item.nameHash has \(hash.count) bytes instead of 32") }
         self.init(
-            id: id, policy: policy, nameHash: hash.map { Array($0) }, isDeleted: try row.bool(at: 3, name: "\(t).isDeleted"),
-            hasConflict: try row.bool(at: 4, name: "\(t).hasConflict"), createdAt: try row.int64(at: 5, name: "\(t).createdAt"),
-            updatedAt: try row.int64(at: 6, name: "\(t).updatedAt"))
+            id: id, policy: policy, nameHash: hash, isDeleted: try row.storedBool(at: 3, name: "\(t).isDeleted"),
+            hasConflict: try row.storedBool(at: 4, name: "\(t).hasConflict"), createdAt: try row.int64(at: 5, name: "\(t).createdAt", in: .min ... .max),
+            updatedAt: try row.int64(at: 6, name: "\(t).updatedAt", in: .min ... .max))
     }
 }

@@ -150,45 +150,48 @@ extension Queries {
     }
 
     /// A version from columns replicaId, counter, vector, writtenAt,
-    /// isTombstone, payload starting at `i`.
-    static func positionalVersion(_ row: Row, from i: Int, table: String = "fieldVersion") throws -> FieldVersion {
-        guard let replica = ReplicaID(bytes: try row.blob(at: i, name: "\(table).replicaId", length: 16)) else {
+    /// isTombstone, payload starting at `i` (GRDB's rows and ``RawRow``s
+    /// alike).
+    static func positionalVersion(_ row: some CheckedColumns, from i: Int, table: String = "fieldVersion") throws -> FieldVersion {
+        guard let replica = ReplicaID(bytes: try row.bytes(at: i, name: "\(table).replicaId", length: 16)) else {
             throw StoreError.damaged("replica id of wrong length")
         }
         let vector: VersionVector
-        do { vector = try VersionVector(decoding: try row.blob(at: i + 2, name: "\(table).vector").byteArray) } catch {
+        do { vector = try VersionVector(decoding: try row.bytes(at: i + 2, name: "\(table).vector", length: nil)) } catch {
             throw StoreError.damaged("\(table).vector is malformed")
         }
         return FieldVersion(
-            dot: Dot(replica: replica, counter: try row.counter(at: i + 1, name: "\(table).counter", minimum: 1)),
-            vector: vector, writtenAt: try row.int64(at: i + 3, name: "\(table).writtenAt"),
-            isTombstone: try row.bool(at: i + 4, name: "\(table).isTombstone"),
-            payload: try row.blob(at: i + 5, name: "\(table).payload").byteArray)
+            dot: Dot(replica: replica, counter: try row.storedCounter(at: i + 1, name: "\(table).counter", minimum: 1)),
+            vector: vector, writtenAt: try row.int64(at: i + 3, name: "\(table).writtenAt", in: .min ... .max),
+            isTombstone: try row.storedBool(at: i + 4, name: "\(table).isTombstone"),
+            payload: try row.bytes(at: i + 5, name: "\(table).payload", length: nil))
     }
 
     /// ``itemRow(_:id:)`` with a cached statement.
-    public static func cachedItemRow(_ db: Database, id: ItemID) throws -> ItemRow? {
-        let stmt = try db.cachedStatement(sql: "SELECT * FROM item WHERE itemId = ?")
-        return try Row.fetchOne(stmt, arguments: [Data(id.bytes)]).map(ItemRow.init(row:))
+    public static func cachedItemRow(_ db: Database, id: ItemID) throws -> ItemRow? { try cachedItemRow(ReadConnection(db), id: id) }
+
+    /// The row of item `id`, nil when it has none.
+    public static func cachedItemRow(_ db: ReadConnection, id: ItemID) throws -> ItemRow? {
+        try db.fetchOne(
+            "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt FROM item WHERE itemId = ?", [.blob(id.bytes)],
+            cached: true
+        ) { try ItemRow(positional: $0) }
     }
 
     /// ``itemState(_:id:)`` with a cached statement.
-    public static func cachedItemState(_ db: Database, id: ItemID) throws -> ItemState {
-        let stmt = try db.cachedStatement(
-            sql: "SELECT registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion WHERE itemId = ?")
+    public static func cachedItemState(_ db: Database, id: ItemID) throws -> ItemState { try cachedItemState(ReadConnection(db), id: id) }
+
+    /// All current versions of item `id`, each register's in dot order.
+    public static func cachedItemState(_ db: ReadConnection, id: ItemID) throws -> ItemState {
         var state = ItemState(id: id)
-        let rows = try Row.fetchCursor(stmt, arguments: [Data(id.bytes)])
-        while let row = try rows.next() {
-            guard let rid = RegisterID(bytes: try row.blob(at: 0, name: "fieldVersion.registerId", length: 16)) else { continue }
+        try db.forEachRow(
+            "SELECT registerId, replicaId, counter, vector, writtenAt, isTombstone, payload FROM fieldVersion WHERE itemId = ?", [.blob(id.bytes)],
+            cached: true
+        ) { row in
+            guard let rid = RegisterID(bytes: try row.bytes(at: 0, name: "fieldVersion.registerId", length: 16)) else { return }
             state.registers[rid, default: []].append(try positionalVersion(row, from: 1))
         }
-        for k in state.registers.keys { state.registers[k]!.sort { $0.dot < $1.dot } }
+        for k in state.registers.keys { state.registers[k]?.sort { $0.dot < $1.dot } }
         return state
     }
-}
-
-extension Data {
-    /// The bytes as an array (one copy: `Data` copies its contents in
-    /// bulk into a new array).
-    var byteArray: [UInt8] { [UInt8](self) }
 }

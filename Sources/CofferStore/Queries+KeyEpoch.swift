@@ -17,18 +17,20 @@ extension IntegrityTerm {
 extension Queries {
     /// The vault's key epoch and its key check (``KeyEpoch/initial`` and
     /// nil when the row is absent: the key made by `init`).
-    public static func keyEpoch(_ db: Database) throws -> (epoch: KeyEpoch, check: [UInt8]?) {
+    public static func keyEpoch(_ db: Database) throws -> (epoch: KeyEpoch, check: [UInt8]?) { try keyEpoch(ReadConnection(db)) }
+
+    public static func keyEpoch(_ db: ReadConnection) throws -> (epoch: KeyEpoch, check: [UInt8]?) {
         guard try tableExists(db, "keyEpoch"),
-            let row = try Row.fetchOne(db, sql: "SELECT epoch, keyCheck FROM keyEpoch WHERE singleton = 1")
+            let (bytes, check) = try db.fetchOne(
+                "SELECT epoch, keyCheck FROM keyEpoch WHERE singleton = 1", [],
+                { row in (try row.bytes(at: 0, name: "keyEpoch.epoch"), try row.bytes(at: 1, name: "keyEpoch.keyCheck", length: 32)) })
         else { return (.initial, nil) }
-        let bytes = try row.blob(at: 0, name: "keyEpoch.epoch")
-        let check = try row.blob(at: 1, name: "keyEpoch.keyCheck", length: 32)
         let epoch: KeyEpoch
-        do { epoch = try KeyEpoch(decoding: Array(bytes)) } catch {
+        do { epoch = try KeyEpoch(decoding: bytes) } catch {
             throw StoreError.damaged("keyEpoch.epoch is malformed (\(error))")
         }
         guard !epoch.isInitial else { throw StoreError.damaged("keyEpoch holds epoch 0, which is never stored") }
-        return (epoch, Array(check))
+        return (epoch, check)
     }
 
     /// Replaces the key epoch row. The caller rebuilds the vault MAC

@@ -28,13 +28,12 @@ extension Queries {
     /// change counter does not move with each write), so no cache applies.
     /// Call it inside a transaction: the shared lock it holds keeps any
     /// writer from committing between the two reads.
-    public static func listingStamp(_ db: Database) throws -> ListingStamp? {
-        guard let handle = db.sqliteConnection else { throw StoreError.database("the database is closed") }
-        var mac: [UInt8]?
-        try RawStatement(handle, "SELECT mac FROM vaultIntegrity WHERE singleton = 1").forEachRow { row in
-            mac = try row.blob(0, "vaultIntegrity.mac")
-        }
+    public static func listingStamp(_ db: Database) throws -> ListingStamp? { try listingStamp(ReadConnection(db)) }
+
+    public static func listingStamp(_ db: ReadConnection) throws -> ListingStamp? {
+        let mac = try db.fetchOne("SELECT mac FROM vaultIntegrity WHERE singleton = 1") { row in try row.bytes(at: 0, name: "vaultIntegrity.mac") }
         guard let mac, mac.count == VaultMAC.length else { return nil }
+        let handle = db.handle
         // The header as it is in the file (not SQLite's page cache), read
         // through SQLite's own file handle: opening and closing a second
         // descriptor on the file would drop SQLite's POSIX locks.

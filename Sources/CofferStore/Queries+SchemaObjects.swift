@@ -21,9 +21,13 @@ extension Queries {
     /// any statement ran). Coffer never creates a trigger; one planted
     /// with sqlite3 fires on coffer's own writes, after the vault MAC's
     /// terms were computed from what coffer meant to write.
-    public static func firstTrigger(_ db: Database) throws -> SchemaObject? {
-        try Row.fetchOne(db, sql: "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' ORDER BY name LIMIT 1").map {
-            SchemaObject(type: "trigger", name: $0["name"] ?? "?", table: $0["tbl_name"] ?? "?", sql: nil)
+    public static func firstTrigger(_ db: Database) throws -> SchemaObject? { try firstTrigger(ReadConnection(db)) }
+
+    public static func firstTrigger(_ db: ReadConnection) throws -> SchemaObject? {
+        try db.fetchOne("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' ORDER BY name LIMIT 1") { row in
+            SchemaObject(
+                type: "trigger", name: (try? row.text(at: 0, name: "sqlite_master.name")) ?? "?",
+                table: (try? row.text(at: 1, name: "sqlite_master.tbl_name")) ?? "?", sql: nil)
         }
     }
 
@@ -99,7 +103,9 @@ extension Queries {
     /// a person reads, never for a lookup (docs/threat-model.md).
     /// Returns the id's bytes (whatever their length: the id column of a
     /// version table is not checked here).
-    public static func itemWithoutRow(_ db: Database) throws -> [UInt8]? {
+    public static func itemWithoutRow(_ db: Database) throws -> [UInt8]? { try itemWithoutRow(ReadConnection(db)) }
+
+    public static func itemWithoutRow(_ db: ReadConnection) throws -> [UInt8]? {
         for table in ["fieldVersion", "fieldHistory"] {
             let sql = """
                 WITH RECURSIVE ids(x) AS (
@@ -107,8 +113,18 @@ extension Queries {
                   UNION ALL SELECT (SELECT min(itemId) FROM \(table) WHERE itemId > x) FROM ids WHERE x IS NOT NULL)
                 SELECT x FROM ids WHERE x IS NOT NULL AND NOT EXISTS (SELECT 1 FROM item WHERE itemId = x) LIMIT 1
                 """
-            if let bytes = try Data.fetchOne(db, sql: sql) { return [UInt8](bytes) }
+            // The id's bytes whatever its type (GRDB's `Data` took a text's
+            // UTF-8 bytes too).
+            if let bytes = try db.fetchOne(sql, [], { row in try row.rawBytes(at: 0) }) { return bytes }
         }
         return nil
+    }
+}
+
+extension Queries {
+    /// SQLite's `user_version`: the vault format the migrations brought
+    /// the file to (0 for a file coffer never set up).
+    public static func userVersion(_ db: ReadConnection) throws -> Int {
+        Int(try db.fetchOne("PRAGMA user_version") { row in try row.int64(at: 0, name: "user_version") } ?? 0)
     }
 }

@@ -6,23 +6,26 @@ import GRDB
 public enum Queries {
     // MARK: Header and replicas
 
-    public static func header(_ db: Database) throws -> VaultHeader {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM vault WHERE singleton = 1") else {
-            throw StoreError.notAVault(path: db.description, reason: "the vault header is missing")
-        }
+    public static func header(_ db: Database) throws -> VaultHeader { try header(ReadConnection(db)) }
+
+    public static func header(_ db: ReadConnection) throws -> VaultHeader {
         let t = "vault"
-        guard let id = VaultID(bytes: try row.blob("vaultId", table: t, length: 16)) else {
-            throw StoreError.damaged("vault id of wrong length")
-        }
         let k = StoredLimits.kdfParameter
-        return VaultHeader(
-            formatVersion: Int(try row.int64("formatVersion", table: t, in: 1...1_000_000)), vaultID: id,
-            kdfMemoryKiB: try row.uint32("kdfMemoryKiB", table: t, in: k),
-            kdfIterations: try row.uint32("kdfIterations", table: t, in: k),
-            kdfParallelism: try row.uint32("kdfParallelism", table: t, in: k),
-            kdfSalt: Array(try row.blob("kdfSalt", table: t, length: 16)),
-            wrappedMasterKey: Array(try row.blob("wrappedMasterKey", table: t, length: 72)),
-            createdAt: try row.int64("createdAt", table: t))
+        let header = try db.fetchOne("SELECT * FROM vault WHERE singleton = 1") { row in
+            guard let id = VaultID(bytes: try row.bytes("vaultId", table: t, length: 16)) else {
+                throw StoreError.damaged("vault id of wrong length")
+            }
+            return VaultHeader(
+                formatVersion: Int(try row.int64("formatVersion", table: t, in: 1...1_000_000)), vaultID: id,
+                kdfMemoryKiB: try row.uint32("kdfMemoryKiB", table: t, in: k),
+                kdfIterations: try row.uint32("kdfIterations", table: t, in: k),
+                kdfParallelism: try row.uint32("kdfParallelism", table: t, in: k),
+                kdfSalt: try row.bytes("kdfSalt", table: t, length: 16),
+                wrappedMasterKey: try row.bytes("wrappedMasterKey", table: t, length: 72),
+                createdAt: try row.int64("createdAt", table: t))
+        }
+        guard let header else { throw StoreError.notAVault(path: "the vault", reason: "the vault header is missing") }
+        return header
     }
 
     /// Replaces the KDF parameters, salt and wrapped key (passphrase change).
@@ -156,18 +159,23 @@ public enum Queries {
 
     // MARK: Items
 
-    public static func itemRow(_ db: Database, id: ItemID) throws -> ItemRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM item WHERE itemId = ?", arguments: [Data(id.bytes)])
-            .map(ItemRow.init(row:))
-    }
+    public static func itemRow(_ db: Database, id: ItemID) throws -> ItemRow? { try cachedItemRow(ReadConnection(db), id: id) }
 
     /// Live (not deleted) items whose shown name hashes to `nameHash`.
     public static func itemIDs(_ db: Database, nameHash: [UInt8], includeDeleted: Bool = false) throws -> [ItemID] {
+        try itemIDs(ReadConnection(db), nameHash: nameHash, includeDeleted: includeDeleted)
+    }
+
+    public static func itemIDs(_ db: ReadConnection, nameHash: [UInt8], includeDeleted: Bool = false) throws -> [ItemID] {
         let sql =
             includeDeleted
             ? "SELECT itemId FROM item WHERE nameHash = ?"
             : "SELECT itemId FROM item WHERE nameHash = ? AND isDeleted = 0"
-        return try Data.fetchAll(db, sql: sql, arguments: [Data(nameHash)]).compactMap { ItemID(bytes: $0) }
+        var ids: [ItemID] = []
+        try db.forEachRow(sql, [.blob(nameHash)], cached: true) { row in
+            if let id = ItemID(bytes: try row.bytes(at: 0, name: "item.itemId", length: nil)) { ids.append(id) }
+        }
+        return ids
     }
 
     /// The ids of the items (deleted ones included) with `policy`.
@@ -179,8 +187,14 @@ public enum Queries {
     }
 
     public static func itemRows(_ db: Database, includeDeleted: Bool = false) throws -> [ItemRow] {
-        let sql = includeDeleted ? "SELECT * FROM item" : "SELECT * FROM item WHERE isDeleted = 0"
-        return try Row.fetchAll(db, sql: sql).map(ItemRow.init(row:))
+        try itemRows(ReadConnection(db), includeDeleted: includeDeleted)
+    }
+
+    public static func itemRows(_ db: ReadConnection, includeDeleted: Bool = false) throws -> [ItemRow] {
+        let columns = "SELECT itemId, policy, nameHash, isDeleted, hasConflict, createdAt, updatedAt FROM item"
+        var rows: [ItemRow] = []
+        try db.forEachRow(includeDeleted ? columns : columns + " WHERE isDeleted = 0") { rows.append(try ItemRow(positional: $0)) }
+        return rows
     }
 
     public static func itemCount(_ db: Database) throws -> Int {

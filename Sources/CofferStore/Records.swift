@@ -56,25 +56,6 @@ public struct ItemRow: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
-
-    init(row: Row) throws {
-        let t = "item"
-        guard let id = ItemID(bytes: try row.blob("itemId", table: t, length: 16)) else {
-            throw StoreError.damaged("item id of wrong length")
-        }
-        self.id = id
-        guard let policy = SyncPolicy(rawValue: try row.text("policy", table: t)) else {
-            throw StoreError.damaged("item.policy holds an unknown policy")
-        }
-        self.policy = policy
-        let hash = try row.optionalBlob("nameHash", table: t)
-        if let hash, hash.count != 32 { throw StoreError.damaged("item.nameHash has \(hash.count) bytes instead of 32") }
-        nameHash = hash.map { Array($0) }
-        isDeleted = try row.bool("isDeleted", table: t)
-        hasConflict = try row.bool("hasConflict", table: t)
-        createdAt = try row.int64("createdAt", table: t)
-        updatedAt = try row.int64("updatedAt", table: t)
-    }
 }
 
 /// The local replica: id and write counter.

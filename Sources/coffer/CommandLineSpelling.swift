@@ -7,7 +7,15 @@ import CofferKit
 enum CommandLineSpelling {
     /// The vault options every vault verb has (VaultOptions), which git and
     /// gopass users put before the verb.
-    static let globalOptions: Set<String> = ["--vault", "--passphrase-fd", "--passphrase-file"]
+    static let globalOptions = ["--vault", "--passphrase-fd", "--passphrase-file"]
+
+    /// Whether `word` is one of ``globalOptions``. Compared one by one: a
+    /// `Set<String>` here cost every command a scan of the binary's
+    /// protocol conformances (for `String: Hashable`) before anything else,
+    /// 3 % of a `coffer get` (docs/benchmarks.md).
+    static func isGlobalOption(_ word: some StringProtocol) -> Bool {
+        globalOptions.contains { $0 == word }
+    }
 
     /// `coffer --vault P VERB …` as `coffer VERB --vault P …`: leading vault
     /// options move behind the verb (behind the whole subcommand path, as
@@ -19,10 +27,10 @@ enum CommandLineSpelling {
         var index = 0
         while index < arguments.count {
             let word = arguments[index]
-            if globalOptions.contains(word), index + 1 < arguments.count {
+            if isGlobalOption(word), index + 1 < arguments.count {
                 globals += [word, arguments[index + 1]]
                 index += 2
-            } else if let name = word.split(separator: "=", maxSplits: 1).first, word.contains("="), globalOptions.contains(String(name)) {
+            } else if let equals = word.firstIndex(of: "="), isGlobalOption(word[..<equals]) {
                 globals.append(word)
                 index += 1
             } else {

@@ -458,6 +458,11 @@ extension VaultCore {
     /// An item's row, state and record, all checked against each other.
     /// Every read of an item's fields goes through here.
     package func loadItem(_ db: StoreConnection, id: ItemID) throws -> (row: ItemRow, state: ItemState, record: ItemRecord)? {
+        try loadItem(ReadConnection(db), id: id)
+    }
+
+    /// The same in any read (the read verbs' direct one).
+    package func loadItem(_ db: ReadConnection, id: ItemID) throws -> (row: ItemRow, state: ItemState, record: ItemRecord)? {
         guard let row = try Queries.cachedItemRow(db, id: id) else { return nil }
         let state = try Queries.cachedItemState(db, id: id)
         let record = try openRecord(try Queries.itemRecord(db, id: id), item: id)

@@ -41,7 +41,13 @@ extension VaultComponent {
 
     package func resolve(_ db: StoreConnection, _ name: String) throws -> ItemID { try core.resolve(db, name) }
 
+    package func resolve(_ db: ReadConnection, _ name: String) throws -> ItemID { try core.resolve(db, name) }
+
     package func loadItem(_ db: StoreConnection, id: ItemID) throws -> (row: ItemRow, state: ItemState, record: ItemRecord)? {
+        try core.loadItem(db, id: id)
+    }
+
+    package func loadItem(_ db: ReadConnection, id: ItemID) throws -> (row: ItemRow, state: ItemState, record: ItemRecord)? {
         try core.loadItem(db, id: id)
     }
 

@@ -95,7 +95,7 @@ extension VaultCore {
     /// `coffer-wrap-v3` says the vault has had integrity data, and the
     /// caller refuses it). Costs one read when there is nothing to do.
     func ensureIntegrity(rebuild: Bool) throws {
-        let present = try store.read { db in (try Queries.storedMAC(db) != nil, try Queries.header(db).formatVersion) }
+        let present = try store.readDirect { db in (try Queries.storedMAC(db) != nil, try Queries.header(db).formatVersion) }
         if present.0 && present.1 >= VaultStore.integrityFormat { return }
         guard present.0 || present.1 < 2 else {
             throw StoreError.damaged("the vault MAC is missing from a format-\(present.1) vault")

@@ -63,8 +63,11 @@ package final class VaultCore: Sendable {
     package var store: VaultStore { file.store }
 
     /// Finds the live item called `name`, or addressed as `id:HEX` (a
-    /// unique prefix of its id).
-    package func resolve(_ db: StoreConnection, _ name: String) throws -> ItemID {
+    /// unique prefix of its id), inside a write (or a GRDB read).
+    package func resolve(_ db: StoreConnection, _ name: String) throws -> ItemID { try resolve(ReadConnection(db), name) }
+
+    /// The same in any read (the read verbs' direct one: ``VaultStore/readDirect(_:)``).
+    package func resolve(_ db: ReadConnection, _ name: String) throws -> ItemID {
         if name.hasPrefix("id:") {
             let prefix = name.dropFirst(3).lowercased()
             guard prefix.count >= 4 else {

@@ -92,7 +92,9 @@ extension Items {
 
     package func item(named name: String) throws(CofferError) -> Item {
         try CofferError.wrap {
-            try store.read { db in
+            // The read verbs' hot path: SQLite's C API, no GRDB queue
+            // (``VaultStore/readDirect(_:)``), the same checks.
+            try store.readDirect { db in
                 let id = try resolve(db, name)
                 guard let loaded = try loadItem(db, id: id) else { throw CofferError(.itemNotFound, "no item named '\(name)'") }
                 return try decode(loaded.state, row: loaded.row)
@@ -102,7 +104,7 @@ extension Items {
 
     package func contains(_ name: String) throws(CofferError) -> Bool {
         do {
-            _ = try CofferError.wrap { try store.read { db in try resolve(db, name) } }
+            _ = try CofferError.wrap { try store.readDirect { db in try resolve(db, name) } }
             return true
         } catch  where error.kind == .itemNotFound {
             return false
@@ -123,7 +125,7 @@ extension Items {
     }
 
     package func tamperingBehindMissingItem() -> CofferError? {
-        guard let id = try? store.read({ db in try Queries.itemWithoutRow(db) }) else { return nil }
+        guard let id = try? store.readDirect({ db in try Queries.itemWithoutRow(db) }) else { return nil }
         return .modifiedOutside(
             "item \(Hex.encode(id).prefix(8)) has field versions but no item row (deleted outside coffer, with its name)")
     }
@@ -134,9 +136,9 @@ extension Items {
         // this vault state (docs/key-hierarchy.md, "Listing cache"), else a
         // full listing, which then replaces the cache. The stamp and the
         // listing are read in one transaction.
-        guard let cache = listingCache else { return try CofferError.wrap { try store.read { db in try fullListing(db) } } }
+        guard let cache = listingCache else { return try CofferError.wrap { try store.readDirect { db in try fullListing(db) } } }
         let (items, fresh) = try CofferError.wrap {
-            try store.read { db -> ([ItemSummary], ListingStamp?) in
+            try store.readDirect { db -> ([ItemSummary], ListingStamp?) in
                 guard let stamp = try Queries.listingStamp(db) else { return (try fullListing(db), nil) }
                 if let cached = cache.load(vault: vaultID, stamp: stamp, key: keys.listing) {
                     // A long chain of deltas is folded into a new base.
@@ -151,7 +153,7 @@ extension Items {
 
     /// Every live item's summary from its sealed record, each checked
     /// against the item's clear columns, in listing order.
-    func fullListing(_ db: StoreConnection) throws -> [ItemSummary] {
+    func fullListing(_ db: ReadConnection) throws -> [ItemSummary] {
         // One sealed record per item: no field version is read (issue 11).
         let listed = try Queries.listedItems(db)
         var out: [ItemSummary] = []

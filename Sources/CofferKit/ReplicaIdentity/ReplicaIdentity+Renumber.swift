@@ -174,11 +174,22 @@ enum WriteMark {
     /// another process still holds locked is left alone. Called whenever a
     /// vault is opened; costs one listing of the vault's folder.
     static func sweep(vault: String) {
-        let dir = (vault as NSString).deletingLastPathComponent
-        let prefix = "." + (vault as NSString).lastPathComponent + ".written.tmp-"
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            let p = (dir.isEmpty ? "" : dir + "/") + name
+        // Plain string work and readdir(3): this runs on every command,
+        // and NSString's path methods and FileManager's listing cost a
+        // `coffer get` more than the folder's few entries (docs/benchmarks.md).
+        let slash = vault.lastIndex(of: "/")
+        let dir = slash.map { $0 == vault.startIndex ? "/" : String(vault[..<$0]) } ?? ""
+        let base = slash.map { String(vault[vault.index(after: $0)...]) } ?? vault
+        let prefix = "." + base + ".written.tmp-"
+        guard let folder = opendir(dir.isEmpty ? "." : dir) else { return }
+        var names: [String] = []
+        while let entry = readdir(folder) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+            if name.hasPrefix(prefix) { names.append(name) }
+        }
+        closedir(folder)
+        for name in names {
+            let p = (dir.isEmpty ? "" : dir == "/" ? "/" : dir + "/") + name
             let fd = Glibc.open(p, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             var st = stat()

@@ -63,7 +63,7 @@ public final class VaultFile: Sendable {
     public static func open(path: String, forVerifying: Bool = false) throws(CofferError) -> VaultFile {
         try CofferError.wrap {
             let store = try VaultStore.open(path: path, allowingTriggers: forVerifying)
-            let (header, epoch) = try store.read { db in (try Queries.header(db), try Queries.keyEpoch(db)) }
+            let (header, epoch) = try store.readDirect { db in (try Queries.header(db), try Queries.keyEpoch(db)) }
             WriteMark.sweep(vault: path)
             return VaultFile(path: path, store: store, header: header, keyEpoch: epoch.epoch, keyCheck: epoch.check)
         }
