@@ -44,6 +44,7 @@ struct Coffer: ParsableCommand {
             GitCredentialCommand.self,
             SecretServiceCommand.self,
             Rekey.self,
+            IdentityCommand.self,
         ])
 
     static func main() {

@@ -1108,6 +1108,17 @@ through `SSH_ASKPASS` before each signature; one with `hosts=SHA256:…` signs o
 the hosts with those host-key fingerprints. With many keys, give each host its key in `~/.ssh/config`
 (`IdentityFile KEY.pub` and `IdentitiesOnly yes`), so a server's limit of six attempts is not reached.
 
+## Member identities for shared vaults
+
+A member identity is the key pair a shared vault is opened and signed with (docs/sharing.md). Make
+one and give its public half (`coffer1…`) to whoever shares a vault with you:
+
+```sh
+coffer identity new --name alice                 # secret half kept in this vault (local-only); prints coffer1…
+coffer identity show                             # print it again
+coffer identity new --name ci --out ci.identity  # for CI: a 0600 file instead, no vault needed
+```
+
 ## The desktop's keyring: `coffer secret-service`
 
 `coffer secret-service` serves the Secret Service API (`org.freedesktop.secrets`) on the session bus from
@@ -3828,6 +3839,11 @@ P-521, DSA); 66 when the key file does not exist; 69 for an encrypted key with n
 there is no memory file system (tmpfs) to decrypt it in; 73 for a taken name; 77 for a wrong passphrase of an
 encrypted key (the vault unchanged). `coffer ssh-agent`: 64 for a relative or too long `--socket`; 73
 when its folder is another user's or open to others, or another agent listens at the socket.
+
+`coffer identity` (docs/sharing.md): `new`: 64 for an invalid `--name`; 73 when the vault already holds an
+identity or the `--out` file exists. `show`: 66 when the vault holds no identity or the `--identity` file
+does not exist; 65 for a file that is not a valid identity file (not UTF-8, no identity line or two, a
+mistyped, truncated or public identity).
 
 `coffer secret-service` (docs/secret-service.md): 75 when another process owns `org.freedesktop.secrets`
 (the error names its pid and executable; the hint says how to stop gnome-keyring, or `--replace`); 69
