@@ -89,7 +89,12 @@ public struct MemberPublicKey: Sendable, Hashable {
         let s = trimmed[trimmed.startIndex..<end]
         guard !s.isEmpty else { throw .malformed("it is empty") }
         let bytes: [UInt8]
-        do { bytes = try Bech32m.decode(s, prefix: Self.textPrefix) } catch { throw MemberKeyError.from(error, expected: Self.textPrefix) }
+        do { bytes = try Bech32m.decode(s, prefix: Self.textPrefix) } catch {
+            if error == .noSeparator, s.count < 117, String(decoding: s, as: UTF8.self).lowercased().hasPrefix(Self.textPrefix + "1") {
+                throw .malformed("it is too short (a truncated identity)")
+            }
+            throw MemberKeyError.from(error, expected: Self.textPrefix)
+        }
         try self.init(payload: bytes)
     }
 

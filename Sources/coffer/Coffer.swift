@@ -45,6 +45,7 @@ struct Coffer: ParsableCommand {
             SecretServiceCommand.self,
             Rekey.self,
             IdentityCommand.self,
+            MembersCommand.self,
         ])
 
     static func main() {

@@ -125,6 +125,8 @@ enum ErrorWords {
         case .nameMember: return hint("give a name such as alice or ci-deploy (letters, digits, '.', '_', '-', '@')")
         case .checkPublicIdentity: return hint("copy the whole coffer1… line that `coffer identity new` printed for that member")
         case .createIdentity: return hint("make one with `coffer identity new --out FILE`")
+        case .listMembers: return hint("list the members with `coffer members ls`")
+        case .chooseAnotherMember: return hint("one identity is one member: remove the other name with `coffer members rm`, or give another identity")
         case .keepIdentity: return hint("keep it (`coffer identity show` prints it); to make another, write it to a file with `coffer identity new --out FILE`")
         case .chooseAnotherIdentityPath: return hint("choose another --out path; an identity file is never overwritten")
         // Conflicts

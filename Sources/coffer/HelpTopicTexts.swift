@@ -1117,6 +1117,9 @@ one and give its public half (`coffer1…`) to whoever shares a vault with you:
 coffer identity new --name alice                 # secret half kept in this vault (local-only); prints coffer1…
 coffer identity show                             # print it again
 coffer identity new --name ci --out ci.identity  # for CI: a 0600 file instead, no vault needed
+coffer members add bob coffer1…                  # who shares this vault (--read-only for CI)
+coffer members ls
+coffer members rm bob                            # and rotate the master key; bob keeps what he already read
 ```
 
 ## The desktop's keyring: `coffer secret-service`
@@ -3843,7 +3846,9 @@ when its folder is another user's or open to others, or another agent listens at
 `coffer identity` (docs/sharing.md): `new`: 64 for an invalid `--name`; 73 when the vault already holds an
 identity or the `--out` file exists. `show`: 66 when the vault holds no identity or the `--identity` file
 does not exist; 65 for a file that is not a valid identity file (not UTF-8, no identity line or two, a
-mistyped, truncated or public identity).
+mistyped, truncated or public identity). `coffer members` (docs/sharing.md): `add`: 64 invalid name, 65
+malformed public identity, 73 identity already another member's; `rm`: 66 no such member, 77 wrong
+passphrase, and `coffer rekey`'s codes.
 
 `coffer secret-service` (docs/secret-service.md): 75 when another process owns `org.freedesktop.secrets`
 (the error names its pid and executable; the hint says how to stop gnome-keyring, or `--replace`); 69

@@ -123,7 +123,8 @@ struct MemberKeyTests {
 
     static let malformed: [(text: String, says: String)] = [
         ("", "it is empty"),
-        ("coffer1", "it does not start with coffer1"),
+        ("coffer1", "it is too short"),
+        ("coffer1xyz", "it is too short"),
         ("age1qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqs3290gq", "it does not start with coffer1"),
         (String(vectorPublic.dropLast()), "checksum does not match"),
         (vectorPublic + "q", "checksum does not match"),
