@@ -120,6 +120,41 @@ public struct MemberPublicKey: Sendable, Hashable {
         return crypto_sign_verify_detached(signature, message, UInt64(message.count), signKey) == 0
     }
 
+    /// `prefix || secret` sealed to this identity (`crypto_box_seal`), in
+    /// guarded memory until sealed: `prefix` binds what the secret is for
+    /// (a vault's master key: docs/bundle-format.md §Format 5).
+    public func seal(_ secret: SecretBytes, prefix: [UInt8]) -> [UInt8] {
+        let joined = SecretBytes(count: prefix.count + secret.count) { out in
+            prefix.withUnsafeBytes { out.copyMemory(from: $0) }
+            secret.withBytes { s in
+                if s.count > 0 { (out.baseAddress! + prefix.count).copyMemory(from: s.baseAddress!, byteCount: s.count) }
+            }
+        }
+        return seal(joined)
+    }
+
+    /// ``seal(_:prefix:)`` with the ephemeral key pair made from
+    /// `ephemeralSeed` (32 bytes, `crypto_box_seed_keypair`): only for test
+    /// vectors, which must be reproducible. The same construction as
+    /// libsodium's `crypto_box_seal` (ephemeral public key ‖
+    /// `crypto_box_easy` with the nonce BLAKE2b-192(ephemeral pk ‖ pk)),
+    /// built from libsodium's own calls, so `crypto_box_seal_open` opens it.
+    package func seal(_ secret: SecretBytes, prefix: [UInt8], ephemeralSeed: [UInt8]) -> [UInt8] {
+        precondition(ephemeralSeed.count == 32)
+        var epk = [UInt8](repeating: 0, count: 32)
+        var esk = [UInt8](repeating: 0, count: 32)
+        Sodium.mustSucceed(crypto_box_seed_keypair(&epk, &esk, ephemeralSeed), "crypto_box_seed_keypair")
+        var nonce = [UInt8](repeating: 0, count: 24)
+        let input = epk + boxKey
+        Sodium.mustSucceed(crypto_generichash(&nonce, 24, input, UInt64(input.count), nil, 0), "crypto_generichash")
+        var plain = prefix + secret.revealedBytes()
+        var out = [UInt8](repeating: 0, count: plain.count + 16)
+        Sodium.mustSucceed(crypto_box_easy(&out, plain, UInt64(plain.count), nonce, boxKey, esk), "crypto_box_easy")
+        Sodium.memzero(&esk, 32)
+        Sodium.memzero(&plain, plain.count)
+        return epk + out
+    }
+
     /// `secret` sealed to this identity (`crypto_box_seal`: an ephemeral
     /// X25519 key, XSalsa20-Poly1305): 48 bytes longer than `secret`.
     public func seal(_ secret: SecretBytes) -> [UInt8] {
@@ -237,6 +272,21 @@ public final class MemberSecretKey: Sendable {
         }
         Sodium.mustSucceed(rc, "crypto_sign_detached")
         return sig
+    }
+
+    /// Opens a box made by ``MemberPublicKey/seal(_:prefix:)``: the clear
+    /// `prefix` (its first `prefixLength` bytes) and the secret after it,
+    /// in guarded memory.
+    public func openSealed(_ box: [UInt8], prefixLength: Int) throws(CryptoError) -> (prefix: [UInt8], secret: SecretBytes) {
+        let joined = try openSealed(box)
+        guard joined.count >= prefixLength else { throw .malformedInput("the sealed box is shorter than its prefix") }
+        return joined.withBytes { j in
+            let prefix = Array(j[0..<prefixLength])
+            let secret = SecretBytes(count: j.count - prefixLength) { out in
+                if out.count > 0 { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: j[prefixLength...])) }
+            }
+            return (prefix, secret)
+        }
     }
 
     /// Opens a box sealed to this identity (``MemberPublicKey/seal(_:)``).

@@ -133,3 +133,33 @@ struct MembersCLITests {
         #expect(Self.members(a).filter { $0.hasPrefix("carol\t") } == ["carol\tread-write\t\(two)"])
     }
 }
+
+/// Bundle format 5 from the command line: a vault with members writes its
+/// master key sealed to them, and `inspect` says to how many.
+@Suite("sealed keys, black-box")
+struct SealedKeyCLITests {
+    @Test("export of a vault with members is format 5 and inspect counts the sealed keys; without members format 4")
+    func exportAndInspect() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["export", "--out", home.path("before.cb")]).status == 0)
+        let plain = home.run(["inspect", home.path("before.cb"), "--json"])
+        #expect(plain.stdout.contains("\"formatVersion\" : 4"), "\(plain)")
+        #expect(!plain.stdout.contains("sealedKeys"))
+        for name in ["bob", "ci"] {
+            let id = MembersCLITests.identity(home, name)
+            #expect(home.unlocked(["members", "add", name, id]).status == 0)
+        }
+        #expect(home.unlocked(["export", "--out", home.path("after.cb")]).status == 0)
+        let text = home.run(["inspect", home.path("after.cb")])
+        #expect(text.stdout.contains("format:     5"), "\(text)")
+        #expect(text.stdout.contains("sealed to:  2 members"), "\(text)")
+        let json = home.run(["inspect", home.path("after.cb"), "--json"])
+        SchemaValidation.expectValid(json.stdout, schema: "inspect.schema.json")
+        #expect(json.stdout.contains("\"sealedKeys\" : 2"), "\(json)")
+        // The passphrase still clones it, members and all.
+        let clone = home.unlocked(["clone", home.path("after.cb"), "--vault", home.path("c.coffer")])
+        #expect(clone.status == 0, "\(clone)")
+        #expect(home.unlocked(["members", "ls", "--vault", home.path("c.coffer")]).stdout.split(separator: "\n").count == 2)
+    }
+}

@@ -122,6 +122,9 @@ extension Sharing {
                 remedy: .init(.chooseAnotherMember, "one identity is one member; remove the other name first, or give another identity"))
         }
         let replaced = current.members.contains { $0.name == name }
+        if !replaced && current.members.count >= BundleFormat.maxSealedKeys {
+            throw CofferError(.usage, "a vault has at most \(BundleFormat.maxSealedKeys) members", hint: "remove a member first")
+        }
         let field = Field(name: name, value: Sharing.entryValue(publicKey, role: role), isSecret: false)
         if let registry = try membersRegistry(heal: true) {
             var e = ItemEdit()
