@@ -106,6 +106,24 @@ public struct MemberPublicKey: Sendable, Hashable {
         try self.init(boxKey: Array(bytes[1..<33]), signKey: Array(bytes[33..<65]))
     }
 
+    /// A public identity from the payload of one already checked by
+    /// ``init(text:)`` where it was entered (a vault's stored members):
+    /// the length and version are checked, the keys' validity is not (it
+    /// costs two scalar multiplications). ``seal(_:prefix:)`` still
+    /// refuses a low-order X25519 key, and libsodium's signature check
+    /// refuses a small-order Ed25519 key.
+    package init(uncheckedText text: String) throws(MemberKeyError) {
+        let bytes: [UInt8]
+        do { bytes = try Bech32m.decode(Array(text.utf8), prefix: Self.textPrefix) } catch {
+            throw MemberKeyError.from(error, expected: Self.textPrefix)
+        }
+        guard let v = bytes.first else { throw .malformed("it has the wrong length") }
+        guard v == Self.version else { throw .unsupportedVersion(v) }
+        guard bytes.count == Self.payloadLength else { throw .malformed("it has the wrong length") }
+        boxKey = Array(bytes[1..<33])
+        signKey = Array(bytes[33..<65])
+    }
+
     /// The 65-byte payload.
     public var payload: [UInt8] { [Self.version] + boxKey + signKey }
 
@@ -123,14 +141,26 @@ public struct MemberPublicKey: Sendable, Hashable {
     /// `prefix || secret` sealed to this identity (`crypto_box_seal`), in
     /// guarded memory until sealed: `prefix` binds what the secret is for
     /// (a vault's master key: docs/bundle-format.md §Format 5).
-    public func seal(_ secret: SecretBytes, prefix: [UInt8]) -> [UInt8] {
+    /// Throws ``MemberKeyError/weakKey(_:)`` for a low-order X25519 key
+    /// (possible only for a key made with ``init(uncheckedText:)``).
+    public func seal(_ secret: SecretBytes, prefix: [UInt8]) throws(MemberKeyError) -> [UInt8] {
         let joined = SecretBytes(count: prefix.count + secret.count) { out in
             prefix.withUnsafeBytes { out.copyMemory(from: $0) }
             secret.withBytes { s in
                 if s.count > 0 { (out.baseAddress! + prefix.count).copyMemory(from: s.baseAddress!, byteCount: s.count) }
             }
         }
-        return seal(joined)
+        guard let box = sealIfStrong(joined) else { throw .weakKey("its encryption key is a weak (low-order) point") }
+        return box
+    }
+
+    func sealIfStrong(_ secret: SecretBytes) -> [UInt8]? {
+        Sodium.ensure()
+        var out = [UInt8](repeating: 0, count: secret.count + crypto_box_sealbytes())
+        let rc = secret.withBytes { m in
+            crypto_box_seal(&out, m.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(secret.count), boxKey)
+        }
+        return rc == 0 ? out : nil
     }
 
     /// ``seal(_:prefix:)`` with the ephemeral key pair made from
@@ -157,15 +187,9 @@ public struct MemberPublicKey: Sendable, Hashable {
 
     /// `secret` sealed to this identity (`crypto_box_seal`: an ephemeral
     /// X25519 key, XSalsa20-Poly1305): 48 bytes longer than `secret`.
-    public func seal(_ secret: SecretBytes) -> [UInt8] {
-        Sodium.ensure()
-        var out = [UInt8](repeating: 0, count: secret.count + crypto_box_sealbytes())
-        let rc = secret.withBytes { m in
-            crypto_box_seal(&out, m.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(secret.count), boxKey)
-        }
-        // Fails only for a low-order key, which init refused.
-        Sodium.mustSucceed(rc, "crypto_box_seal")
-        return out
+    public func seal(_ secret: SecretBytes) throws(MemberKeyError) -> [UInt8] {
+        guard let box = sealIfStrong(secret) else { throw .weakKey("its encryption key is a weak (low-order) point") }
+        return box
     }
 }
 

@@ -90,7 +90,7 @@ struct MemberKeyTests {
         #expect(!a.publicKey.isValidSignature(sig, of: message + [0]))
         #expect(!a.publicKey.isValidSignature(Array(sig.prefix(63)), of: message))
         let master = SecretBytes.random(count: 32)
-        let sealed = a.publicKey.seal(master)
+        let sealed = try a.publicKey.seal(master)
         #expect(sealed.count == 32 + 48)
         #expect(try a.openSealed(sealed).constantTimeEquals(master))
         #expect(throws: CryptoError.authenticationFailed) { try b.openSealed(sealed) }

@@ -114,3 +114,29 @@ struct SealedKeyTests {
         #expect(try BundleSandbox.dump(v) == before)
     }
 }
+
+extension SealedKeyTests {
+    /// A key holder can write any text into `.coffer/members` on its own
+    /// replica; a low-order X25519 key there must not crash an export nor
+    /// be sealed to (anyone could open such a box).
+    @Test func aWeakStoredKeyIsRefusedAtExport() throws {
+        let box = BundleSandbox()
+        let v = try box.newVault()
+        let alice = MemberSecretKey.generate()
+        try v.addMember(name: "alice", publicKey: alice.publicKey)
+        let weak = Bech32m.encode(prefix: "coffer", bytes: [1] + [UInt8](repeating: 0, count: 32) + alice.publicKey.signKey)
+        var e = ItemEdit()
+        e.setFields = [Field(name: "mallory", value: weak + " read-write", isSecret: false)]
+        _ = try v.edit(".coffer/members", e)
+        // Listed as unusable, not as a member.
+        let m = try v.membership()
+        #expect(m.members.map(\.name) == ["alice"])
+        #expect(m.unreadable.map(\.name) == ["mallory"])
+        #expect {
+            try v.exportBundle(to: box.path("b.cb"))
+        } throws: { error in
+            (error as? CofferError)?.exitCode == 65 && (error as? CofferError)?.message.contains("the member 'mallory' is unusable") == true
+        }
+        #expect(!FileManager.default.fileExists(atPath: box.path("b.cb")))
+    }
+}

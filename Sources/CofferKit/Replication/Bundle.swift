@@ -178,7 +178,7 @@ extension Replication {
     ) throws(CofferError) -> ExportReport {
         // A shared vault's members (docs/sharing.md): the master key is
         // sealed to each of them in the header (format 5).
-        let members = try sharing.membership().members
+        let members = try sharing.membership(validating: false).members
         guard members.count <= BundleFormat.maxSealedKeys else {
             throw CofferError(
                 .badData, "the vault has \(members.count) members, more than a bundle can seal its key to (\(BundleFormat.maxSealedKeys))",
@@ -206,7 +206,15 @@ extension Replication {
                     wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch, wrapBinding: h.wrapBinding)
                 if !members.isEmpty && h.wrapBinding == .integrity {
                     let prefix = KeyHierarchy.sealPrefix(vault: vaultID, epoch: header.keyEpoch)
-                    header.sealedKeys = members.map { $0.publicKey.seal(keys.master, prefix: prefix) }.sorted { $0.lexicographicallyPrecedes($1) }
+                    var sealed: [[UInt8]] = []
+                    for m in members {
+                        do { sealed.append(try m.publicKey.seal(keys.master, prefix: prefix)) } catch {
+                            throw CofferError(
+                                .badData, "the identity of the member '\(m.name)' is unusable: \(error)",
+                                hint: "remove that member and add them again with a valid identity")
+                        }
+                    }
+                    header.sealedKeys = sealed.sorted { $0.lexicographicallyPrecedes($1) }
                 }
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)

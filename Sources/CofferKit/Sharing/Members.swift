@@ -84,11 +84,13 @@ extension Sharing {
 
     static func entryValue(_ key: MemberPublicKey, role: VaultMember.Role) -> String { key.text + " " + role.rawValue }
 
-    static func parseEntry(_ value: String) -> (MemberPublicKey, VaultMember.Role)? {
+    /// `validating`: check that the keys are usable points (two scalar
+    /// multiplications); an export skips it (sealing refuses a weak key).
+    static func parseEntry(_ value: String, validating: Bool = true) -> (MemberPublicKey, VaultMember.Role)? {
         let parts = value.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, let role = VaultMember.Role(rawValue: String(parts[1])), let key = try? MemberPublicKey(text: String(parts[0])) else {
-            return nil
-        }
+        guard parts.count == 2, let role = VaultMember.Role(rawValue: String(parts[1])) else { return nil }
+        let text = String(parts[0])
+        guard let key = validating ? try? MemberPublicKey(text: text) : try? MemberPublicKey(uncheckedText: text) else { return nil }
         return (key, role)
     }
 
@@ -96,13 +98,13 @@ extension Sharing {
     /// removal concurrent with an addition counts as removed (a removal
     /// wins); concurrent additions with different values count with the
     /// value shown on every replica, flagged as a conflict.
-    package func membership() throws(CofferError) -> Membership {
+    package func membership(validating: Bool = true) throws(CofferError) -> Membership {
         guard let registry = try membersRegistry(heal: false) else { return Membership(members: [], unreadable: []) }
         var out = Membership(members: [], unreadable: [])
         for f in registry.fields.sorted(by: { $0.name < $1.name }) {
             let conflict = registry.conflicts.first { $0.field == f.name }
             if let conflict, conflict.sides.contains(where: { $0.value == nil }) { continue }
-            guard let (key, role) = Sharing.parseEntry(f.value) else {
+            guard let (key, role) = Sharing.parseEntry(f.value, validating: validating) else {
                 out.unreadable.append(UnreadableMember(name: f.name, problem: "its entry is not a public identity and a role"))
                 continue
             }
