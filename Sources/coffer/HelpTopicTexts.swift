@@ -4131,6 +4131,15 @@ What rotation does not do:
 - the rotation's time and the replica that ran it are in the clear in every later bundle header
   (format 3: the key epoch).
 
+## Shared vaults
+
+A vault with members (docs/sharing.md) seals its master key to each member's identity in every
+bundle (bundle format 5). A removed member keeps what they already read and the keys of the epochs
+before their removal; `coffer members rm` rotates the key so that nothing written later is sealed to
+them. Until signed writes are built, every member holds the vault key and so can write anything,
+membership included: the table in docs/sharing.md, "What each party can do", says what each party
+can and cannot do today. An identity file is as sensitive as the passphrase.
+
 ## Memory
 
 - Keys live in `sodium_malloc` memory. libsodium ignores a failed `mlock`; Coffer locks each
