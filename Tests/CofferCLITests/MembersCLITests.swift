@@ -76,6 +76,12 @@ struct MembersCLITests {
             #expect(!r.stderr.contains(secretLine.dropFirst(20)), "a secret echoed: \(r)")
         }
         #expect(home.vaultBytes() == before)
+        // Removing needs the passphrase itself (a rekey follows): a wrong one
+        // is 77 and removes nothing.
+        let wrong = home.run(["members", "rm", "bob"], env: ["COFFER_PASSPHRASE": "not the passphrase"])
+        #expect(wrong.status == 77, "\(wrong)")
+        #expect(home.vaultBytes() == before)
+        #expect(Self.members(home) == ["bob\tread-write\t\(bob)"])
     }
 
     @Test("concurrent membership changes on two replicas merge: different names both stay, a removal wins over a concurrent change")
