@@ -10,7 +10,7 @@ struct IdentityCommand: ParsableCommand {
         discussion: """
             A member identity is a key pair for receiving a shared vault's key (X25519) and one for \
             signing what you write (Ed25519). Its public half is one line, coffer1…, that you give \
-            to whoever adds you with `coffer members add`. See docs/sharing.md.
+            to whoever adds you with `coffer members add`. See `coffer help sharing`.
             """,
         subcommands: [IdentityNew.self, IdentityShow.self])
 }

@@ -10,7 +10,7 @@ struct MembersCommand: ParsableCommand {
         discussion: """
             A member is a name and a public identity (coffer1…, from `coffer identity new`). The \
             membership is stored in the vault and syncs like any item. Removing a member rotates \
-            the master key. See docs/sharing.md.
+            the master key. See `coffer help sharing`.
             """,
         subcommands: [MembersAdd.self, MembersList.self, MembersRemove.self])
 }
