@@ -18,6 +18,7 @@ TOPICS = [
     ('git-credential', 'docs/git-credential.md'),
     ('ssh', 'docs/ssh.md'),
     ('secret-service', 'docs/secret-service.md'),
+    ('sharing', 'docs/sharing.md'),
     ('exit-codes', 'docs/exit-codes.md'),
     ('threat-model', 'docs/threat-model.md'),
 ]

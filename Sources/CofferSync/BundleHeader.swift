@@ -53,6 +53,10 @@ public struct BundleHeader: Sendable, Equatable {
     /// (``KeyHierarchy/WrapBinding/integrity``, `coffer-wrap-v3`) or
     /// formats 1 to 3 (``KeyHierarchy/WrapBinding/legacy``).
     public var wrapBinding: KeyHierarchy.WrapBinding
+    /// The master key sealed to each member of a shared vault (format 5,
+    /// docs/bundle-format.md §Format 5): ``BundleFormat/sealedKeyLength``
+    /// bytes each, sorted bytewise; empty for a vault without members.
+    public var sealedKeys: [[UInt8]] = []
 
     public init(
         vaultID: VaultID, replicaID: ReplicaID, kind: Kind, createdAt: Int64, recordCount: UInt64?,
@@ -87,7 +91,9 @@ public enum BundleFormat {
     /// 4 for a master key wrapped with `coffer-wrap-v3` (vault format 7;
     /// the body of format 3, its wrapping version and key epoch always
     /// present, initial or not).
-    public static let version: UInt16 = 4
+    /// 5 when the master key is also sealed to members (format 4's body
+    /// followed by the sealed keys).
+    public static let version: UInt16 = 5
     /// The oldest bundle format this build reads.
     public static let oldestReadable: UInt16 = 1
     /// magic + version + body length.
@@ -107,6 +113,11 @@ public enum BundleFormat {
     public static let kdfArgon2id: UInt8 = 1
     public static let saltLength = 16
     public static let wrappedKeyLength = 72
+    /// A sealed key (format 5): `crypto_box_seal` of the seal prefix (62
+    /// bytes) and the master key (32), 48 bytes of overhead.
+    public static let sealedKeyLength = 142
+    /// Most sealed keys in one header.
+    public static let maxSealedKeys = 1024
 
     /// The summary file written by `coffer summary` (§Summary files).
     public static let summaryMagic: [UInt8] = Array("COFFERS\n".utf8)
@@ -159,6 +170,10 @@ extension BundleHeader {
         w.bytes(since.encoded)
         if formatVersion >= 2 { w.bytes(wrapping.encoded) }
         if formatVersion >= 3 { w.bytes(keyEpoch.encoded) }
+        if formatVersion >= 5 {
+            w.u16(UInt16(sealedKeys.count))
+            for k in sealedKeys { w.bytes(k) }
+        }
         return w.data
     }
 
@@ -169,6 +184,7 @@ extension BundleHeader {
     /// reads only formats 1 to 3 must refuse such a bundle rather than
     /// take its wrapping, which it could not open).
     public var formatVersion: UInt16 {
+        if !sealedKeys.isEmpty { return 5 }
         if wrapBinding == .integrity { return 4 }
         return !keyEpoch.isInitial ? 3 : (wrapping.isInitial ? 1 : 2)
     }
@@ -177,6 +193,10 @@ extension BundleHeader {
     /// associated data of the first stream chunk.
     public var encoded: [UInt8] {
         precondition(salt.count == BundleFormat.saltLength && wrappedMasterKey.count == BundleFormat.wrappedKeyLength)
+        // Format 5 is format 4's body plus the sealed keys: its wrapped key
+        // is always `coffer-wrap-v3`'s.
+        precondition(sealedKeys.isEmpty || wrapBinding == .integrity, "sealed keys need the coffer-wrap-v3 binding")
+        precondition(sealedKeys.count <= BundleFormat.maxSealedKeys && sealedKeys.allSatisfy { $0.count == BundleFormat.sealedKeyLength })
         let body = encodedBody
         var w = ByteWriter(capacity: BundleFormat.prefixLength + body.count)
         w.bytes(BundleFormat.magic)
@@ -186,7 +206,7 @@ extension BundleHeader {
         return w.data
     }
 
-    /// Decodes a header body (version 1, or 2 with the wrapping's version).
+    /// Decodes a header body of format `version` (1 to 5).
     public init(decodingBody body: [UInt8], version: UInt16 = 1) throws(BundleError) {
         var r = ByteReader(body)
         do {
@@ -227,6 +247,23 @@ extension BundleHeader {
                 }
             } else {
                 keyEpoch = .initial
+            }
+            if version >= 5 {
+                let n = Int(try r.u16())
+                guard n >= 1 else { throw BundleError.malformedHeader("a format-5 header carries no sealed key (write format 4)") }
+                guard n <= BundleFormat.maxSealedKeys else {
+                    throw BundleError.malformedHeader("\(n) sealed keys, more than \(BundleFormat.maxSealedKeys)")
+                }
+                var keys: [[UInt8]] = []
+                keys.reserveCapacity(n)
+                for _ in 0..<n {
+                    let k = try r.bytes(BundleFormat.sealedKeyLength)
+                    if let last = keys.last, !last.lexicographicallyPrecedes(k) {
+                        throw BundleError.malformedHeader("the sealed keys are not in increasing byte order")
+                    }
+                    keys.append(k)
+                }
+                sealedKeys = keys
             }
         } catch let e as BundleError {
             throw e
@@ -315,4 +352,23 @@ public final class ByteArrayOutput: BundleOutput {
     public private(set) var bytes: [UInt8] = []
     public init() {}
     public func writeBytes(_ b: [UInt8]) throws(BundleError) { bytes.append(contentsOf: b) }
+}
+
+extension BundleHeader {
+    /// The master key sealed to `member` (format 5, docs/bundle-format.md
+    /// §Format 5), found by trying each sealed key; nil when none is sealed
+    /// to it. A key whose sealed prefix names another vault or key epoch
+    /// breaks rule `sealed-key-binding`. The key is not yet known to be the
+    /// bundle's: the caller reads the stream under it, and a key that does
+    /// not authenticate chunk 0 is refused like any wrong key.
+    public func openSealedKey(with member: MemberSecretKey) throws(BundleError) -> SecretBytes? {
+        for box in sealedKeys {
+            guard let (prefix, key) = try? member.openSealed(box, prefixLength: KeyHierarchy.sealPrefixLength) else { continue }
+            guard prefix == KeyHierarchy.sealPrefix(vault: vaultID, epoch: keyEpoch), key.count == 32 else {
+                throw .ruleBroken(.sealedKeyBinding, "the key sealed to this identity is for another vault or key epoch")
+            }
+            return key
+        }
+        return nil
+    }
 }

@@ -50,6 +50,9 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
     case textValue = "text-value"
     /// (Payload) A tombstone's value is empty.
     case emptyTombstone = "empty-tombstone"
+    /// (Member) A sealed key (format 5) names the bundle's vault and key
+    /// epoch in its sealed prefix.
+    case sealedKeyBinding = "sealed-key-binding"
 
     public var description: String { rawValue }
 
@@ -68,6 +71,7 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
         case .registerName: "a payload's name must match its register id"
         case .textValue: "values must be UTF-8 text"
         case .emptyTombstone: "a tombstone's value must be empty"
+        case .sealedKeyBinding: "a sealed key must name the bundle's vault and key epoch"
         }
     }
 }

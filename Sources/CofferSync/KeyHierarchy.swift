@@ -164,6 +164,16 @@ public enum KeyHierarchy {
             associatedData: wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, epoch: epoch, binding: binding))
     }
 
+    /// The clear part of a sealed key's plaintext (docs/bundle-format.md
+    /// §Format 5): `"coffer-seal-v1" || vault id (16) || key epoch (32)`,
+    /// 62 bytes; the master key follows it.
+    public static func sealPrefix(vault: VaultID, epoch: KeyEpoch) -> [UInt8] {
+        Array("coffer-seal-v1".utf8) + vault.bytes + epoch.encoded
+    }
+
+    /// The length of ``sealPrefix(vault:epoch:)``.
+    public static let sealPrefixLength = 62
+
     public static func subKey(_ id: SubKeyID, of master: SecretBytes) -> SecretBytes {
         SubKey.derive(from: master, id: id.rawValue)
     }

@@ -44,6 +44,8 @@ struct Coffer: ParsableCommand {
             GitCredentialCommand.self,
             SecretServiceCommand.self,
             Rekey.self,
+            IdentityCommand.self,
+            MembersCommand.self,
         ])
 
     static func main() {

@@ -121,6 +121,14 @@ enum ErrorWords {
         case .addGitRemote: return hint("add it with `git -C \(path) remote add \(name) URL`, or name another with --remote")
         case .syncAgain: return hint("run `coffer sync \(path) --git` again; the vault and its bundle are committed locally")
         case .waitForOtherSync: return ("another `coffer sync --git` is running in this repository", r.text)
+        // Shared vaults
+        case .nameMember: return hint("give a name such as alice or ci-deploy (letters, digits, '.', '_', '-', '@')")
+        case .checkPublicIdentity: return hint("copy the whole coffer1… line that `coffer identity new` printed for that member")
+        case .createIdentity: return hint("make one with `coffer identity new --out FILE`")
+        case .listMembers: return hint("list the members with `coffer members ls`")
+        case .chooseAnotherMember: return hint("one identity is one member: remove the other name with `coffer members rm`, or give another identity")
+        case .keepIdentity: return hint("keep it (`coffer identity show` prints it); to make another, write it to a file with `coffer identity new --out FILE`")
+        case .chooseAnotherIdentityPath: return hint("choose another --out path; an identity file is never overwritten")
         // Conflicts
         case .listConflicts: return hint("list conflicts with `coffer conflicts`")
         case .seeConflictSides: return hint("see the sides with `coffer conflicts`")

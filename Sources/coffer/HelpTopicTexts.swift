@@ -1108,6 +1108,20 @@ through `SSH_ASKPASS` before each signature; one with `hosts=SHA256:…` signs o
 the hosts with those host-key fingerprints. With many keys, give each host its key in `~/.ssh/config`
 (`IdentityFile KEY.pub` and `IdentitiesOnly yes`), so a server's limit of six attempts is not reached.
 
+## Member identities for shared vaults
+
+A member identity is the key pair a shared vault is opened and signed with (docs/sharing.md). Make
+one and give its public half (`coffer1…`) to whoever shares a vault with you:
+
+```sh
+coffer identity new --name alice                 # secret half kept in this vault (local-only); prints coffer1…
+coffer identity show                             # print it again
+coffer identity new --name ci --out ci.identity  # for CI: a 0600 file instead, no vault needed
+coffer members add bob coffer1…                  # who shares this vault (--read-only for CI)
+coffer members ls
+coffer members rm bob                            # and rotate the master key; bob keeps what he already read
+```
+
 ## The desktop's keyring: `coffer secret-service`
 
 `coffer secret-service` serves the Secret Service API (`org.freedesktop.secrets`) on the session bus from
@@ -3783,6 +3797,243 @@ list of shared libraries stays as `make release-check` requires. Debian's libsys
 build (its headers), libsystemd0 to run the service.
 """#####),
         HelpTopic(
+            name: "sharing", file: "docs/sharing.md", title: #####"Shared vaults"#####,
+            text: #####"""
+# Shared vaults
+
+A shared vault is one vault that several people (or a person and a CI job) keep in sync through plain
+files — a sync folder or a git repository — each with a key of their own, so that access can be given
+and taken back without sharing a passphrase (issue 29).
+
+What exists today, in the order it is built:
+
+| part | status |
+|---|---|
+| member identities: `coffer identity new`, `coffer identity show` | done (this page, "Identities") |
+| members: `coffer members add`, `ls`, `rm` (with a key rotation) | done (this page, "Members") |
+| the master key sealed to each member in every bundle (bundle format 5) | done (this page, "Sealed keys") |
+| `coffer clone --identity`: a member's replica opened with its identity, no passphrase | not yet |
+| signed bundles, attributed versions, monotonic heads | not yet |
+| read-only members (CI) | not yet |
+
+Until the later parts land, a member's replica is still made with the passphrase (`coffer clone`,
+docs/sync.md): the key sealed to the member's identity is in every bundle, but no command opens a
+vault with it yet. A vault with no members works exactly as before (its bundles are byte for byte
+what they were: format 4 or older, no sealed key).
+
+## Identities
+
+A **member identity** is two key pairs made by libsodium:
+
+- an X25519 key pair (`crypto_box` keys): a shared vault's master key is sealed to the public key
+  with `crypto_box_seal`, so the member can open the vault without its passphrase;
+- an Ed25519 key pair (`crypto_sign`): the member signs what they write.
+
+```sh
+coffer identity new --name alice                  # kept in this vault; prints coffer1…
+coffer identity show                              # prints it again (--json: Schemas/identity.schema.json)
+coffer identity new --name ci-deploy --out ci.identity   # kept in a 0600 file; no vault needed
+coffer identity show --identity ci.identity
+```
+
+The public half is printed on stdout as one line, `coffer1…` (117 characters), to give to whoever
+adds you to a vault. It is not secret. The secret half is kept:
+
+- **in the vault** (without `--out`): as the reserved item `.coffer/identity`, type `custom`, policy
+  **local-only**, so it never enters a bundle and no other replica ever holds it. Its fields are
+  `name`, `public` (the `coffer1…` line) and `secret` (the `coffer-secret1…` line, a secret field).
+  Like every name under `.coffer/`, it is hidden from `coffer ls` and cannot be made or renamed by
+  hand. A vault holds at most one identity: a second `identity new` is refused (exit 73), because
+  replacing the identity would lock its owner out of every vault sealed to the old one;
+- **in a file** (with `--out FILE`): a new file of mode 0600, never an existing one (exit 73). This
+  is for CI: store the file's content as a CI secret and write it to a file in the job.
+
+The keys are held in libsodium guarded memory (`SecretBytes`) from generation to use; the text of
+the secret half exists outside it only while it is written to the vault or the file.
+
+### Identity files
+
+An identity file is UTF-8 text. Lines that start with `#` (after blanks) are comments, blank lines
+are ignored, and exactly one other line holds the secret identity:
+
+```
+# coffer member identity (docs/sharing.md): keep this file secret
+# name: ci-deploy
+# public: coffer1…
+coffer-secret1…
+```
+
+`# name: N` gives the identity's name (a name that breaks the rule below is ignored); the `# public:`
+comment is for people and is not read (the public keys are derived from the secret ones). A file
+larger than 64 KiB, not UTF-8, with no identity line or with two, or whose identity line is not a
+valid `coffer-secret1…` string, is refused (exit 65, naming what is wrong and never echoing the
+line); a missing file is exit 66.
+
+### Names
+
+An identity or member name is 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`, not starting with
+`-`; anything else is exit 64. The default name of a new identity is the login name (`$USER`) when
+it follows the rule, else `member`. A name is a label: members are named by whoever adds them.
+
+### Identity encoding
+
+Both halves are [Bech32m](https://github.com/bitcoin/bips/blob/master/bip-0350.mediawiki) strings,
+as age writes its recipients: a prefix, the separator `1`, the payload in the 32-letter alphabet
+`qpzry9x8gf2tvdw0s3jn54khce6mua7l` (5 bits a letter, the last letter padded with zero bits), and a
+6-letter BCH checksum computed over the prefix and the payload with BIP 350's constant `0x2bc830a3`.
+BIP 173's limit of 90 characters does not apply.
+
+| | prefix | payload (65 bytes) | length |
+|---|---|---|---|
+| public identity | `coffer` | `0x01` (version) ‖ X25519 public key (32) ‖ Ed25519 public key (32) | 117 characters |
+| secret identity | `coffer-secret` | `0x01` (version) ‖ X25519 secret key (32) ‖ Ed25519 seed (32) | 124 characters |
+
+Readers MUST:
+
+- accept an all-lower-case or all-upper-case string (Coffer writes lower case) and ignore blanks
+  around it; refuse mixed case;
+- refuse a string whose prefix is not the expected one. A secret identity given where a public one
+  belongs is refused with "this is a secret identity …; never share it", and the reverse is named
+  too;
+- refuse a character outside the alphabet (naming its position), a checksum that does not match,
+  non-zero padding bits, a payload that is not 65 bytes, and a version byte other than `0x01`
+  ("newer than this coffer reads");
+- refuse a public identity whose X25519 key is of low order (X25519 with it gives the all-zero
+  secret, which `crypto_scalarmult` refuses; a box sealed to it would be readable by anyone) or whose
+  Ed25519 key is not a valid point of the main subgroup (`crypto_core_ed25519_is_valid_point`).
+
+Each of these is exit 65 where a command reads an identity, with the reason in the message. The
+checksum catches every single mistyped letter and every swap of two neighbouring letters (a test
+tries all of them on the vector below) and any other error with probability 1 − 2⁻³⁰.
+
+The public keys are derived from the secret half: X25519 by `crypto_scalarmult_base`, Ed25519 by
+`crypto_sign_seed_keypair`. A new identity takes 32 random bytes for the X25519 secret key (as
+`crypto_box_keypair` does) and 32 for the Ed25519 seed.
+
+### Test vector
+
+Computed independently with Python's `cryptography` package and BIP 350's reference Bech32m
+(`MemberKeyTests.knownAnswer` checks Coffer against it):
+
+```
+X25519 secret key   000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+Ed25519 seed        202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f
+X25519 public key   8f40c5adb68f25624ae5b214ea767a6ec94d829d3d7b5e1ad1ba6f3e2138285f
+Ed25519 public key  29acbae141bccaf0b22e1a94d34d0bc7361e526d0bfe12c89794bc9322966dd7
+secret identity     coffer-secret1qyqqzqsrqszsvpcgpy9qkrqdpc83qygjzv2p29shrqv35xcur50p7gppyg3jgffxyu5zj23t9skjutesxyerxdp4xcmnswf68v7r603lrwjal6
+public identity     coffer1qx85p3ddk68j2cj2ukepf6nk0fhvjnvzn57hkhs66xax703p8q5972dvhts5r0x27zezux556dxsh3ekrefx6zl7ztyf099ujv3fvmwh7lt08q
+Ed25519 signature of "coffer test vector":
+  763b7d747c4092a19c3c7c53de2c0019059ee8bbcb6338ed95a32096f77291627e0b779e186f51e320968943a263900d5184a49fb62787e1e7fc035171bf6605
+```
+
+## Members
+
+```sh
+coffer members add bob coffer1…             # read-write
+coffer members add ci coffer1… --read-only  # a CI job
+coffer members ls                           # NAME<TAB>ROLE<TAB>coffer1…   (--json: Schemas/members.schema.json)
+coffer members rm bob                       # removes bob and rotates the master key
+```
+
+A member is a name (the rule of "Names") and a public identity with a role, `read-write` or
+`read-only`. `members add` with a name that is already a member changes its identity or role. One
+identity is one member: adding it under a second name is refused (exit 73).
+
+### Where the membership is kept
+
+The membership is the reserved item `.coffer/members`, type `custom`, policy `sync`: one field per
+member, named after the member, whose value is `coffer1… ROLE` (the public identity, one space, the
+role). It is encrypted like every item, hidden from `coffer ls`, and travels in bundles like every
+item, so membership changes are versioned (every change is a write with a dot and a version vector,
+kept in the item's history) and merge field by field like everything else (docs/sync.md). A field whose
+value is not a valid public identity and role is listed by `members ls` as unusable and is nobody.
+
+### Concurrent changes
+
+Two replicas that change the membership before they sync merge as follows; every replica that has
+seen the same changes comes to the same membership.
+
+| on one replica | concurrently on another | after both sync |
+|---|---|---|
+| adds `dave` | adds `erin` | both are members (two fields) |
+| adds `carol` with identity X | adds `carol` with identity Y | a conflict on the field `carol`: both values are kept; the one shown (the later write, ties broken by the larger dot: the same on every replica) is `carol`'s identity, and `members ls` marks it `(conflict)`; `members add carol …` again settles it with a write that supersedes both |
+| removes `bob` | changes `bob`'s identity or role | **the removal wins**: a member whose field holds a removal among its concurrent versions is not a member, whichever write is newer. A removal is a decision to take access away; a concurrent edit made without seeing it must not undo it. Add `bob` again to bring him back |
+| makes `.coffer/members` (first member) | makes it too | two registry items; reading unites their fields (the older item wins a name), and the next `members add` or `rm` moves the other's fields into the older one and deletes the other |
+
+### Removing a member
+
+`coffer members rm NAME` removes the member's field (a write that syncs) and then rotates the
+master key exactly as `coffer rekey` does (docs/key-hierarchy.md, "Master-key rotation"), keeping
+the passphrase, which it asks for (a shell session is not enough, as for `rekey`). The other
+replicas adopt the new key on their next sync.
+
+The removed member **keeps everything they already read**: the values they saw, any copy of the
+vault or of a bundle they hold, and the key of the epochs before the removal, which opens those old
+bundles. No tool can take back what someone has read; change at its source any secret that matters.
+What is written after the removal is under the new key, which every later bundle seals only to the
+remaining members: the removed member's identity finds no key in them. A member who also knows the
+passphrase can still adopt the new key with it: change the passphrase with `coffer passwd` too.
+
+The two steps are two transactions: if the key rotation fails (a wrong passphrase is checked before
+either), the member is already removed; run `coffer rekey` to finish.
+
+## Sealed keys
+
+Every bundle of a vault with members carries, beside the passphrase wrapping, the master key of its
+key epoch sealed to each member's X25519 key with libsodium's `crypto_box_seal` (bundle format 5,
+docs/bundle-format.md §Format 5). The sealed plaintext starts with `"coffer-seal-v1"`, the vault id
+and the key epoch, so a key sealed for another vault or another epoch is refused by the member
+before anything is read (rule `sealed-key-binding`, exit 65), and a key that does not open the
+bundle is an authentication failure. The boxes do not name their recipients; a member finds its own
+by trying them. Read-only members get the key too (they must read); what stops their writes is the
+signature rule (not yet built).
+
+Sealing to 50 members takes 50 X25519 operations per export (about 50 × 30 µs; not yet measured in
+`make bench`).
+
+## What each party can do (as built so far)
+
+This section covers the parts that exist; signed writes (who may write what) are not built yet, and
+until they are, **every holder of the vault key can write anything**, membership included.
+
+| who | can | cannot |
+|---|---|---|
+| the git host, the sync folder, anyone who copies a bundle | count a vault's members (the number of sealed boxes), see ids, vectors and sizes as before (docs/bundle-format.md, "Security considerations"); serve an older bundle (not yet noticed: monotonic heads are not built) | tell who the members are (the boxes name no recipient); read anything without a member's identity or the passphrase; change a byte of a bundle unnoticed (the sealed keys are authenticated like the rest of the header) |
+| a removed member | keep what they read before, and open every bundle of the epochs before their removal (their identity opens those boxes); if they knew the passphrase, adopt the new key with it — change it with `coffer passwd` | open a bundle written after the removal with their identity: its key is of a new epoch, sealed only to the others |
+| a member (any key holder) | today: write anything, including `.coffer/members` (add or remove members) and a malformed or weak key there — a weak (low-order) key makes every export refuse with exit 65 naming the entry, rather than seal a box anyone could open | trick another member's identity into taking a key for another vault or epoch (rule `sealed-key-binding`) |
+| the thief of one laptop | with the vault file alone, nothing more than before: the identity kept in the vault is inside the encrypted file (`.coffer/identity`, never in a bundle); with an identity file (`--out`), read every bundle sealed to that identity — an identity file is as sensitive as the passphrase: keep it 0600, in a CI secret store, and remove the member if it leaks | — |
+
+### Exit codes
+
+`coffer members add`: 64 for an invalid name; 65 for a malformed public identity (a checksum that
+does not match, a truncated or mistyped line, another tool's key such as an age recipient, a secret
+identity given by mistake — the message says which, and never repeats a secret); 73 when the
+identity is already another member's. `coffer members rm`: 66 for a name that is not a member; 77 for
+a wrong passphrase; the codes of `coffer rekey`. Each leaves the vault unchanged.
+
+`coffer identity new`: 64 for an invalid `--name`; 73 when the vault already holds an identity or
+the `--out` file exists or cannot be created; without `--out`, the vault's usual codes (66 no vault,
+77 wrong passphrase). `coffer identity show`: 66 when the vault holds no identity or the
+`--identity` file does not exist; 65 for a file that is not a valid identity file.
+
+## What remains, and the design chosen for it
+
+- **`coffer clone --identity FILE`.** A member's replica must stay openable without the vault's
+  passphrase, yet the passphrase wrapping travels in every bundle and replicas adopt a newer one
+  (docs/sync.md §Passphrase changes). The replica therefore needs a second way to unlock its own
+  file — its master key sealed to its identity in the vault file, with the identity file given at
+  unlock — and must forward the passphrase wrapping it received unchanged. That is a vault format
+  change (a table for the local sealed key) and a new unlock source in `VaultFile`; not started.
+- **Signed writes** (bundle format 6): the writer's Ed25519 public key and a per-member publication
+  counter in the header (so the prefix, authenticated as chunk 0's associated data, carries them),
+  and a 64-byte Ed25519 signature after the FINAL chunk over BLAKE2b-512 of every byte before it
+  (one pass, no second read of the file); readers verify it before merging and check that the
+  signer is a member of the vault as of the bundle's own membership state and as the reader holds
+  it, that the replica id is bound to that member (a member's replica ids are recorded in its
+  membership entry), and that the counter is above the last one seen from that member. Not started.
+- Read-only members, the git workflow and the three-member proof test (issue 29, steps 4 and 5).
+"""#####),
+        HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,
             text: #####"""
 # Exit codes
@@ -3828,6 +4079,13 @@ P-521, DSA); 66 when the key file does not exist; 69 for an encrypted key with n
 there is no memory file system (tmpfs) to decrypt it in; 73 for a taken name; 77 for a wrong passphrase of an
 encrypted key (the vault unchanged). `coffer ssh-agent`: 64 for a relative or too long `--socket`; 73
 when its folder is another user's or open to others, or another agent listens at the socket.
+
+`coffer identity` (docs/sharing.md): `new`: 64 for an invalid `--name`; 73 when the vault already holds an
+identity or the `--out` file exists. `show`: 66 when the vault holds no identity or the `--identity` file
+does not exist; 65 for a file that is not a valid identity file (not UTF-8, no identity line or two, a
+mistyped, truncated or public identity). `coffer members` (docs/sharing.md): `add`: 64 invalid name, 65
+malformed public identity, 73 identity already another member's; `rm`: 66 no such member, 77 wrong
+passphrase, and `coffer rekey`'s codes.
 
 `coffer secret-service` (docs/secret-service.md): 75 when another process owns `org.freedesktop.secrets`
 (the error names its pid and executable; the hint says how to stop gnome-keyring, or `--replace`); 69
@@ -4109,6 +4367,15 @@ What rotation does not do:
   is readable with the old passphrase until it adopts the new key;
 - the rotation's time and the replica that ran it are in the clear in every later bundle header
   (format 3: the key epoch).
+
+## Shared vaults
+
+A vault with members (docs/sharing.md) seals its master key to each member's identity in every
+bundle (bundle format 5). A removed member keeps what they already read and the keys of the epochs
+before their removal; `coffer members rm` rotates the key so that nothing written later is sealed to
+them. Until signed writes are built, every member holds the vault key and so can write anything,
+membership included: the table in docs/sharing.md, "What each party can do", says what each party
+can and cannot do today. An identity file is as sensitive as the passphrase.
 
 ## Memory
 

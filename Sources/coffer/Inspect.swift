@@ -44,6 +44,7 @@ struct Inspect: ParsableCommand {
         if let k = j.keyEpoch {
             Output.out("key epoch:  \(k.number), rekeyed on \(k.rekeyedBy.prefix(8)) at \(ISO8601.string(k.rekeyedAt))")
         }
+        if let n = j.sealedKeys { Output.out("sealed to:  \(n) member\(n == 1 ? "" : "s") (docs/sharing.md)") }
         Output.err("coffer: note: the header is not authenticated until the bundle is imported")
     }
 
@@ -86,6 +87,8 @@ struct InspectJSON: Encodable {
         var rekeyedAt: Date
     }
     var keyEpoch: KeyEpoch?
+    /// Format 5: how many members the master key is sealed to.
+    var sealedKeys: Int?
 
     init(_ info: BundleInfo) {
         let h = info.header
@@ -108,10 +111,11 @@ struct InspectJSON: Encodable {
         if let by = h.keyEpoch.rekeyedBy {
             keyEpoch = KeyEpoch(number: h.keyEpoch.number, rekeyedBy: by.hex, rekeyedAt: Date(timeIntervalSince1970: Double(h.keyEpoch.rekeyedAt) / 1000))
         }
+        if !h.sealedKeys.isEmpty { sealedKeys = h.sealedKeys.count }
     }
 
     enum CodingKeys: String, CodingKey {
-        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange, keyEpoch
+        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange, keyEpoch, sealedKeys
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -130,5 +134,6 @@ struct InspectJSON: Encodable {
         try c.encode(authenticated, forKey: .authenticated)
         try c.encodeIfPresent(passphraseChange, forKey: .passphraseChange)
         try c.encodeIfPresent(keyEpoch, forKey: .keyEpoch)
+        try c.encodeIfPresent(sealedKeys, forKey: .sealedKeys)
     }
 }

@@ -13,7 +13,7 @@ struct HelpTopicCLITests {
         ("guide", "docs/user-guide.md"), ("sync", "docs/sync.md"), ("sessions", "docs/sessions.md"),
         ("references", "docs/references.md"), ("import", "docs/import-export.md"),
         ("requirements", "docs/requirements.md"), ("audit", "docs/audit.md"),
-        ("git-credential", "docs/git-credential.md"), ("ssh", "docs/ssh.md"), ("secret-service", "docs/secret-service.md"),
+        ("git-credential", "docs/git-credential.md"), ("ssh", "docs/ssh.md"), ("secret-service", "docs/secret-service.md"), ("sharing", "docs/sharing.md"),
         ("exit-codes", "docs/exit-codes.md"),
         ("threat-model", "docs/threat-model.md"),
     ])

@@ -127,10 +127,10 @@ struct BundleCorruptionTests {
 
     @Test func newerAndBogusVersions() throws {
         let f = try Fixture()
-        var v5 = f.bundle
-        v5[9] = 5
-        let e = try f.refuse(v5, "version 5")
-        #expect(e?.message.contains("has bundle format 5; this coffer reads format 4") == true)
+        var v6 = f.bundle
+        v6[9] = 6
+        let e = try f.refuse(v6, "version 6")
+        #expect(e?.message.contains("has bundle format 6; this coffer reads format 5") == true)
         #expect(e?.hint == "upgrade coffer on this machine")
         var v0 = f.bundle
         v0[9] = 0

@@ -63,6 +63,27 @@ enum BundleKit {
             associatedData: KeyHierarchy.wrapAssociatedData(vault: vault, kdf: kdf, salt: salt, binding: .integrity))
     }
 
+    /// Another vault's id (a sealed key that names it).
+    static let otherVault = VaultID(bytes: [UInt8](repeating: 0x22, count: 16))!
+
+    /// A kit member identity: X25519 secret key and Ed25519 seed from labels.
+    static func member(_ name: String) -> MemberSecretKey {
+        let text = Bech32m.encode(
+            prefix: MemberSecretKey.textPrefix, bytes: [1] + fixed("coffer kit member \(name) x25519", 32) + fixed("coffer kit member \(name) ed25519", 32))
+        return try! MemberSecretKey(text: SecretBytes(copying: Array(text.utf8)))
+    }
+
+    static let memberAlice = member("alice")
+    static let memberBob = member("bob")
+
+    /// The kit master key sealed to `member` for `vault` and `epoch`, with
+    /// an ephemeral key pair from a label (reproducible).
+    static func sealedKey(to member: MemberSecretKey, vault: VaultID, epoch: KeyEpoch, label: String, master: [UInt8] = masterKey) -> [UInt8] {
+        member.publicKey.seal(
+            SecretBytes(copying: master), prefix: KeyHierarchy.sealPrefix(vault: vault, epoch: epoch),
+            ephemeralSeed: fixed("coffer kit sealed \(label) ephemeral", 32))
+    }
+
     static func forge(_ label: String, master: [UInt8] = masterKey, wrappedKey: [UInt8]) -> BundleForge {
         BundleForge(vaultID: vault, kdf: kdf, salt: salt, wrapped: wrappedKey, master: SecretBytes(copying: master), nonceLabel: "coffer kit \(label)")
     }
@@ -213,6 +234,7 @@ enum BundleKit {
                 "recordCount": h.recordCount.map { $0 as Any } ?? "unknown", "summary": vectorJSON(h.summary), "since": vectorJSON(h.since),
             ]
             if h.formatVersion >= 4 { o["formatVersion"] = Int(h.formatVersion) }
+            if !h.sealedKeys.isEmpty { o["sealedKeys"] = h.sealedKeys.map { Hex.encode($0) } }
             if !h.wrapping.isInitial {
                 o["formatVersion"] = Int(h.formatVersion)
                 o["wrapping"] =
@@ -339,8 +361,8 @@ enum BundleKit {
         damaged("truncated-before-final", "multi-chunk.cb cut after its first chunk (no FINAL chunk)", expect: "truncated", Array(multi.prefix(firstChunkEnd)))
         damaged("trailing-data", "one zero byte appended", expect: "trailing data", full + [0])
         var newer = full
-        newer[9] = 5
-        damaged("newer-version", "format version 5", expect: "unsupported version", newer)
+        newer[9] = 6
+        damaged("newer-version", "format version 6", expect: "unsupported version", newer)
         var v2Body1 = full
         v2Body1[9] = 2
         damaged(
@@ -418,6 +440,74 @@ enum BundleKit {
         damaged(
             "version-3-with-initial-epoch", "bound-wrap.cb declared format 3 (a format-3 body may not carry key epoch 0 or the initial wrapping)",
             expect: "malformed header", boundAsThree)
+        // Format 5: the master key also sealed to members (shared vaults,
+        // docs/sharing.md): format 4's body, then the sealed keys.
+        let sealedHeaderBase = bound
+        var sealed = sealedHeaderBase
+        sealed.sealedKeys = [
+            sealedKey(to: memberAlice, vault: vault, epoch: .initial, label: "alice"),
+            sealedKey(to: memberBob, vault: vault, epoch: .initial, label: "bob"),
+        ].sorted { $0.lexicographicallyPrecedes($1) }
+        let sealedBytes = rawBundle(forge("sealed", wrappedKey: boundWrappedKey), header: sealed, plaintext: [], label: "sealed", emptyFinal: false)
+        cases.append(
+            Case(
+                name: "sealed", bytes: sealedBytes,
+                sidecar: [
+                    "file": "sealed.cb",
+                    "description":
+                        "format 5: bound-wrap.cb's header (the kit master key wrapped with the coffer-wrap-v3 AD) followed by the master key sealed to the kit members alice and bob; opens with their secret identities (memberAlice, memberBob of keys.json)",
+                    "expect": "success", "header": headerJSON(sealed), "records": 0, "plaintext": "", "plaintextLength": 0,
+                    "members": ["alice", "bob"],
+                    "construction":
+                        "header format 5 (the format-4 body, then u16 2 and the two sealed keys in increasing byte order; each is crypto_box_seal of \"coffer-seal-v1\" || vault id || key epoch (32) || master key to the member's X25519 key, its ephemeral key pair crypto_box_seed_keypair(BLAKE2b-256(\"coffer kit sealed <member> ephemeral\"))), one empty FINAL chunk",
+                    "streamHeaderLabel": "coffer kit sealed stream",
+                    "blake2b256": Hex.encode(KeyedHash.digest(sealedBytes)),
+                ]))
+        var foreignSealed = sealedHeaderBase
+        foreignSealed.sealedKeys = [sealedKey(to: memberAlice, vault: otherVault, epoch: .initial, label: "alice")]
+        let foreignSealedBytes = rawBundle(
+            forge("sealed-key-other-vault", wrappedKey: boundWrappedKey), header: foreignSealed, plaintext: [], label: "sealed-key-other-vault",
+            emptyFinal: false)
+        cases.append(
+            Case(
+                name: "sealed-key-other-vault", bytes: foreignSealedBytes,
+                sidecar: [
+                    "file": "sealed-key-other-vault.cb",
+                    "description":
+                        "format 5: a valid bundle of the kit vault whose one sealed key, to alice, names another vault (22…22) in its sealed prefix: a key holder reads it; alice's identity MUST refuse the key (rule sealed-key-binding)",
+                    "expect": "success", "member": "sealed key rule: sealed-key-binding", "header": headerJSON(foreignSealed), "records": 0,
+                    "plaintext": "", "plaintextLength": 0, "members": ["alice"],
+                    "construction": "as sealed.cb, with one sealed key to alice whose plaintext's vault id is 22…22",
+                    "streamHeaderLabel": "coffer kit sealed-key-other-vault stream",
+                    "blake2b256": Hex.encode(KeyedHash.digest(foreignSealedBytes)),
+                ]))
+        let sealedPrefixLength = prefixLengthOf(sealedBytes)
+        var sealedTampered = sealedBytes
+        sealedTampered[sealedPrefixLength - 10] ^= 0x01 // inside the last sealed key
+        damaged("sealed-key-tampered", "sealed.cb with a bit of a sealed key flipped", expect: "authentication failure", sealedTampered)
+        // The two sealed keys swapped: not in increasing byte order.
+        var unsorted = sealedBytes
+        let k = BundleFormat.sealedKeyLength
+        let firstKey = sealedPrefixLength - 2 * k
+        let a = Array(unsorted[firstKey..<(firstKey + k)])
+        let b = Array(unsorted[(firstKey + k)..<sealedPrefixLength])
+        unsorted.replaceSubrange(firstKey..<sealedPrefixLength, with: b + a)
+        damaged("sealed-keys-unsorted", "sealed.cb with its two sealed keys swapped (not in increasing byte order)", expect: "malformed header", unsorted)
+        var boundAsFive = boundBytes
+        boundAsFive[9] = 5
+        damaged(
+            "version-5-without-sealed-keys", "bound-wrap.cb declared format 5 (the sealed keys are missing from its body)", expect: "malformed header",
+            boundAsFive)
+        // bound-wrap.cb declared format 5 with a count of 0 sealed keys.
+        let boundPrefix = prefixLengthOf(boundBytes)
+        var none = Array(boundBytes[0..<boundPrefix]) + [0, 0] + Array(boundBytes[boundPrefix...])
+        none[9] = 5
+        let newLength = UInt32(boundPrefix + 2 - 14)
+        none[10] = UInt8(newLength >> 24)
+        none[11] = UInt8((newLength >> 16) & 0xff)
+        none[12] = UInt8((newLength >> 8) & 0xff)
+        none[13] = UInt8(newLength & 0xff)
+        damaged("sealed-keys-none", "bound-wrap.cb declared format 5 with a sealed-key count of 0 (write format 4)", expect: "malformed header", none)
         var v3Body2 = changedBytes
         v3Body2[9] = 3
         damaged(
@@ -613,6 +703,14 @@ enum BundleKit {
             "rekeyedMasterKey": Hex.encode(rekeyedMasterKey), "rekeyedWrappedMasterKey": Hex.encode(rekeyedWrapped),
             "rekeyedWrapNonceLabel": "coffer kit rekeyed wrap nonce",
             "boundWrappedMasterKey": Hex.encode(boundWrapped), "boundWrapNonceLabel": "coffer kit bound wrap nonce",
+            "memberAlice": [
+                "secretIdentity": String(decoding: memberAlice.secretText().revealedBytes(), as: UTF8.self), "publicIdentity": memberAlice.publicKey.text,
+            ],
+            "memberBob": [
+                "secretIdentity": String(decoding: memberBob.secretText().revealedBytes(), as: UTF8.self), "publicIdentity": memberBob.publicKey.text,
+            ],
+            "memberIdentityLabels":
+                "a kit member's secret identity is Bech32m(\"coffer-secret\", 0x01 || BLAKE2b-256(\"coffer kit member <name> x25519\") || BLAKE2b-256(\"coffer kit member <name> ed25519\"))",
             "keyEpochOne": ["number": 1, "rekeyedBy": replicaB.hex, "rekeyedAt": t0, "encoded": Hex.encode(epochOne.encoded)],
             "vault": vault.hex, "createdAt": createdAt,
             "nonces":
@@ -631,6 +729,28 @@ enum BundleKit {
     }
 
     // MARK: Reading a kit file the way the spec says
+
+    /// What a member following docs/bundle-format.md §Format 5 reports for
+    /// `bytes` with each kit identity whose key the file seals: the key
+    /// found, its binding checked, and the stream read under it.
+    static func memberOutcome(_ bytes: [UInt8]) -> String {
+        do {
+            let (h, _) = try BundleHeader.read(from: ByteArrayInput(bytes))
+            var opened = 0
+            for member in [memberAlice, memberBob] {
+                guard let key = try h.openSealedKey(with: member) else { continue }
+                opened += 1
+                let input = ByteArrayInput(bytes)
+                let (h2, p) = try BundleHeader.read(from: input)
+                let r = try BundleReader(header: h2, prefix: p, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: key))
+                while try r.next() != nil {}
+            }
+            return opened == 0 ? "not sealed to a kit member" : "success"
+        } catch {
+            if case .ruleBroken(let rule, _) = error { return "sealed key rule: \(rule.rawValue)" }
+            return "\(error)"
+        }
+    }
 
     /// What a reader following docs/bundle-format.md reports for `bytes`,
     /// as one of the kit's expectation strings, and the decrypted versions

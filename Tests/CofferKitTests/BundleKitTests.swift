@@ -57,6 +57,13 @@ struct BundleKitTests {
             let want = expect.hasPrefix("receiver rule:") ? "success" : expect
             #expect(got == want, "\(file): \(side["description"] ?? "")")
             seen.insert(expect)
+            if let member = side["member"] as? String {
+                // What a member's identity reads (format 5's sealed keys).
+                seen.insert(member)
+                #expect(BundleKit.memberOutcome(bytes) == member, "\(file)")
+            } else if side["members"] != nil {
+                #expect(BundleKit.memberOutcome(bytes) == "success", "\(file)")
+            }
             if expect == "success" {
                 #expect(Set(versions.map { ($0["item"] as! String) }).count == side["records"] as? Int, "\(file)")
                 if let writes = side["writes"] as? [[String: Any]] {
@@ -72,6 +79,7 @@ struct BundleKitTests {
         }
         // Every rule of the spec has a file that breaks it.
         for rule in BundleRule.allCases where ![.localReplicaBound, .mutualSupersession].contains(rule) {
+            // sealed-key-binding: "sealed key rule: …", a member's outcome.
             #expect(seen.contains { $0.hasSuffix("rule: \(rule.rawValue)") }, "no kit file breaks \(rule)")
         }
     }

@@ -5,6 +5,10 @@
 // points with caller-chosen nonces stay invisible to applications.
 
 @_exported import struct CofferCrypto.KDFParameters
+// Member identities of shared vaults (docs/sharing.md).
+@_exported import enum CofferCrypto.MemberKeyError
+@_exported import struct CofferCrypto.MemberPublicKey
+@_exported import class CofferCrypto.MemberSecretKey
 @_exported import enum CofferCrypto.SSHKeyError
 @_exported import enum CofferCrypto.SSHKeyType
 // SSH keys (docs/ssh.md): the key, its algorithm, the sign flags.

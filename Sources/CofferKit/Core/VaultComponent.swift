@@ -104,4 +104,5 @@ extension VaultComponent {
     package var requirements: CredentialRequirements { CredentialRequirements(core: core) }
     package var conflictResolution: ConflictResolution { ConflictResolution(core: core) }
     package var secretServiceStorage: SecretServiceStorage { SecretServiceStorage(core: core) }
+    package var sharing: Sharing { Sharing(core: core) }
 }

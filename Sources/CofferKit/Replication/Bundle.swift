@@ -176,6 +176,14 @@ extension Replication {
     func exportBundle(
         to path: String, since: VersionVector?, streamHeader: [UInt8]?, createdAt: Int64?, verified: Bool = false
     ) throws(CofferError) -> ExportReport {
+        // A shared vault's members (docs/sharing.md): the master key is
+        // sealed to each of them in the header (format 5).
+        let members = try sharing.membership(validating: false).members
+        guard members.count <= BundleFormat.maxSealedKeys else {
+            throw CofferError(
+                .badData, "the vault has \(members.count) members, more than a bundle can seal its key to (\(BundleFormat.maxSealedKeys))",
+                hint: "remove members until at most \(BundleFormat.maxSealedKeys) remain")
+        }
         let out = try AtomicFileOutput(path: path)
         var exported: (ReplicaID, UInt64)?
         let report: ExportReport = try CofferError.wrap {
@@ -189,13 +197,25 @@ extension Replication {
                 let me = try Queries.localReplica(db)
                 exported = (me.id, me.counter)
                 let count = try Queries.exportItemCount(db, since: since)
-                let header = BundleHeader(
+                var header = BundleHeader(
                     vaultID: vaultID, replicaID: try Queries.localReplica(db).id, kind: since == nil ? .full : .delta,
                     createdAt: createdAt ?? Clock.nowMillis(), recordCount: count,
                     kdf: KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism),
                     salt: h.kdfSalt, wrappedMasterKey: h.wrappedMasterKey,
                     summary: try Replication.exportableSummary(db), since: since ?? VersionVector(),
                     wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch, wrapBinding: h.wrapBinding)
+                if !members.isEmpty && h.wrapBinding == .integrity {
+                    let prefix = KeyHierarchy.sealPrefix(vault: vaultID, epoch: header.keyEpoch)
+                    var sealed: [[UInt8]] = []
+                    for m in members {
+                        do { sealed.append(try m.publicKey.seal(keys.master, prefix: prefix)) } catch {
+                            throw CofferError(
+                                .badData, "the identity of the member '\(m.name)' is unusable: \(error)",
+                                hint: "remove that member and add them again with a valid identity")
+                        }
+                    }
+                    header.sealedKeys = sealed.sorted { $0.lexicographicallyPrecedes($1) }
+                }
                 do {
                     let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
                     // Rows come in bundle order: each goes straight into
