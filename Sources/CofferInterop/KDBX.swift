@@ -42,21 +42,54 @@ public enum KDBX {
     /// Reads the database at `path` with `password` (and the key file at
     /// `keyFile`).
     public static func read(path: String, password: SecretBytes, keyFile: String? = nil, limits: Limits = Limits()) throws(CofferError) -> ImportedFile {
-        try ImportError.checkReadable(path)
-        let key = try keyFile.map { f throws(CofferError) in try KDBXKeyFile.load(path: f) }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        guard size <= limits.fileBytes else {
-            throw ImportError.bad(path, nil, "the file is \(size >> 20) MiB; coffer reads KeePass databases of at most \(limits.fileBytes >> 20) MiB")
-        }
-        let bytes = [UInt8](try ImportError.read(path))
-        return try read(bytes, file: path, password: password, keyFile: key, limits: limits)
+        let bytes = try fileBytes(path: path, keyFile: keyFile, limits: limits)
+        return try read(bytes.file, file: path, password: password, keyFile: bytes.key, limits: limits)
     }
 
     /// Reads a database held in `bytes`; `file` names it in messages.
     public static func read(_ bytes: [UInt8], file: String, password: SecretBytes?, keyFile: SecretBytes?, limits: Limits = Limits()) throws(CofferError)
         -> ImportedFile
     {
-        let inner = try decrypt(bytes, file: file, password: password, keyFile: keyFile, limits: limits)
+        var read = try parse(try decrypt(bytes, file: file, password: password, keyFile: keyFile, limits: limits), file: file, sink: nil)
+        read.entries = read.entries.map(restoringType)
+        return read
+    }
+
+    /// Decrypts the database at `path` now (a wrong password or key file,
+    /// or a damaged file, fails here, before any transaction), then reads
+    /// its XML on a second thread for
+    /// ``Vault/importEntries(_:options:progress:)-(InterchangeStream,_,_)``,
+    /// as ``KeePassXML/stream(path:binaries:)`` does: the entries are
+    /// parsed while the ones before are stored, and only a few batches of
+    /// them are in memory at once (docs/import-export.md#kdbx).
+    public static func stream(path: String, password: SecretBytes, keyFile: String? = nil, limits: Limits = Limits()) throws(CofferError)
+        -> StreamedRead
+    {
+        let bytes = try fileBytes(path: path, keyFile: keyFile, limits: limits)
+        let inner = try decrypt(bytes.file, file: path, password: password, keyFile: bytes.key, limits: limits)
+        let box = StreamedRead.Box()
+        let expected = KeePassXML.countEntries(inner.xml)
+        let stream = InterchangeStream.start(expectedCount: expected) { s throws(CofferError) in
+            box.set(try parse(inner, file: path, sink: { s.push(restoringType($0)) }).warnings)
+        }
+        return StreamedRead(stream: stream, box: box)
+    }
+
+    /// The file at `path` (checked against ``Limits/fileBytes``) and the key file's key.
+    static func fileBytes(path: String, keyFile: String?, limits: Limits) throws(CofferError) -> (file: [UInt8], key: SecretBytes?) {
+        try ImportError.checkReadable(path)
+        let key = try keyFile.map { f throws(CofferError) in try KDBXKeyFile.load(path: f) }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        guard size <= limits.fileBytes else {
+            throw ImportError.bad(path, nil, "the file is \(size >> 20) MiB; coffer reads KeePass databases of at most \(limits.fileBytes >> 20) MiB")
+        }
+        return ([UInt8](try ImportError.read(path)), key)
+    }
+
+    /// Reads a decrypted database's XML with its attachments and
+    /// protected values; with `sink`, each entry goes there instead of
+    /// into the result.
+    static func parse(_ inner: Inner, file: String, sink: ((InterchangeEntry) -> Bool)?) throws(CofferError) -> ImportedFile {
         let stream = inner.stream
         let unprotect: ((String) -> [UInt8]?)? = stream.map { s in
             { (text: String) -> [UInt8]? in
@@ -67,10 +100,8 @@ public enum KDBX {
         }
         var pool: [String: KeePassXML.BinaryData] = [:]
         for (i, b) in inner.binaries.enumerated() { pool[String(i)] = b.count > Field.maxValueBytes ? .tooLarge : .bytes(b) }
-        var read = try KeePassXML.read(
-            stream: InputStream(data: inner.xml), file: file, entities: DTDEntityUses.find(inner.xml), pool: pool, unprotect: unprotect)
-        read.entries = read.entries.map(restoringType)
-        return read
+        return try KeePassXML.read(
+            stream: InputStream(data: inner.xml), file: file, entities: DTDEntityUses.find(inner.xml), sink: sink, pool: pool, unprotect: unprotect)
     }
 
     /// The custom string holding an item's Coffer type when KeePass has
@@ -101,8 +132,10 @@ public enum KDBX {
     }
 
     /// A decrypted database: its XML, the KDBX 4 inner header's
-    /// attachments, and the stream that hides protected values.
-    struct Inner {
+    /// attachments, and the stream that hides protected values. Handed
+    /// whole to the reading thread of ``stream(path:password:keyFile:limits:)``,
+    /// which alone uses it from then on.
+    struct Inner: @unchecked Sendable {
         var xml: Data
         var binaries: [[UInt8]]
         var stream: KDBXInnerStream?

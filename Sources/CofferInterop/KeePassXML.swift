@@ -86,6 +86,12 @@ public enum KeePassXML {
     /// the mapped file without parsing it. 0 when it cannot be read.
     static func countEntries(path: String) -> Int {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return 0 }
+        return countEntries(data)
+    }
+
+    /// At least the number of entries in the XML in `data` (as
+    /// ``countEntries(path:)``).
+    static func countEntries(_ data: Data) -> Int {
         let tag = Array("<Entry".utf8)
         return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
             guard let base = raw.baseAddress else { return 0 }

@@ -111,9 +111,14 @@ enum InterchangeImportCommand {
         let vault = dryRun ? try vaultOptions.unlock() : try vaultOptions.unlockForWriting()
         var options = InterchangeOptions(prefix: format == .dotenv ? nil : o.prefix, onConflict: policy, dryRun: dryRun)
         if format == .dotenv { options.prefix = nil }
-        // KeePass XML (the format of large exports) is parsed on a second
-        // thread while the entries before are stored (docs/import-export.md).
-        let streamed = format == .keepassXML ? try KeePassXML.stream(path: path) : nil
+        // KeePass XML and KDBX (the formats of large exports) are parsed on
+        // a second thread while the entries before are stored
+        // (docs/import-export.md); a KDBX file is decrypted first.
+        var streamed: StreamedRead?
+        if format == .keepassXML { streamed = try KeePassXML.stream(path: path) }
+        if format == .kdbx, let ask = readOptions.sourcePassword {
+            streamed = try KDBX.stream(path: path, password: try ask(), keyFile: readOptions.keyFile)
+        }
         var read = ImportedFile()
         if streamed == nil {
             defer { Progress.clear() }

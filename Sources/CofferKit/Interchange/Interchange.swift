@@ -358,20 +358,29 @@ extension Interchange {
                 // carry the edit: check the whole file first, and each item.
                 try checkVaultMAC(db)
                 var out = InterchangeSelection(entries: [], leftOutLocalOnly: [], conflicted: [])
-                for listed in try Queries.itemRows(db) {
-                    guard let (row, state, _) = try loadItem(db, id: listed.id) else { continue }
-                    let item = try decode(state, row: row)
-                    if Vault.isReserved(item.name) { continue }
-                    if row.policy == .localOnly && !includeLocalOnly {
-                        out.leftOutLocalOnly.append(item.name)
-                        continue
+                // One pass over the tables (not three look-ups per item),
+                // with the item key readable throughout instead of two
+                // mprotect calls per decrypted value.
+                try keys.item.keepingReadable {
+                    try keys.record.keepingReadable {
+                        try Queries.forEachStoredItem(db, history: history) { stored in
+                            let (row, state) = (stored.row, stored.state)
+                            // As ``loadItem(_:id:)`` checks them.
+                            try check(try openRecord(stored.record, item: row.id), row: row, state: state)
+                            let item = try decode(state, row: row)
+                            if Vault.isReserved(item.name) { return }
+                            if row.policy == .localOnly && !includeLocalOnly {
+                                out.leftOutLocalOnly.append(item.name)
+                                return
+                            }
+                            if !item.conflicts.isEmpty || item.hasDeleteConflict { out.conflicted.append(item.name) }
+                            var entry = InterchangeEntry(
+                                name: item.name, type: item.type, fields: item.fields, tags: item.tags.sorted(), source: item.source,
+                                expires: item.expires, policy: item.policy, env: item.env, origin: "item '\(item.name)'")
+                            if history { entry.history = try fieldHistory(superseded: stored.history, state: state) }
+                            out.entries.append(entry)
+                        }
                     }
-                    if !item.conflicts.isEmpty || item.hasDeleteConflict { out.conflicted.append(item.name) }
-                    var entry = InterchangeEntry(
-                        name: item.name, type: item.type, fields: item.fields, tags: item.tags.sorted(), source: item.source,
-                        expires: item.expires, policy: item.policy, env: item.env, origin: "item '\(item.name)'")
-                    if history { entry.history = try fieldHistory(db, state: state) }
-                    out.entries.append(entry)
                 }
                 out.entries.sort { $0.name < $1.name }
                 out.leftOutLocalOnly.sort()
@@ -384,17 +393,20 @@ extension Interchange {
     /// The item's fields after each earlier write, oldest first: every
     /// version of every user field (superseded and current) replayed in
     /// write order, one state per write, the last (current) one left out.
-    private func fieldHistory(_ db: StoreConnection, state: ItemState) throws -> [InterchangeVersion] {
+    /// `superseded`: the item's history rows (``Queries/forEachStoredItem(_:history:_:)``).
+    private func fieldHistory(superseded: [(register: RegisterID, version: FieldVersion)], state: ItemState) throws -> [InterchangeVersion] {
         struct V {
             var register: RegisterID
             var version: FieldVersion
         }
         var all: [V] = []
-        for (rid, v, _) in try Queries.history(db, item: state.id) where !rid.isMetadata { all.append(V(register: rid, version: v)) }
+        for (rid, v) in superseded where !rid.isMetadata { all.append(V(register: rid, version: v)) }
         for (rid, versions) in state.registers where !rid.isMetadata {
             for v in versions { all.append(V(register: rid, version: v)) }
         }
-        guard !all.isEmpty else { return [] }
+        // Every field version from one write (an item never edited since
+        // it was made): there is no earlier state, and nothing to decrypt.
+        guard let first = all.first?.version.dot, all.contains(where: { $0.version.dot != first }) else { return [] }
         all.sort { ($0.version.writtenAt, $0.version.dot) < ($1.version.writtenAt, $1.version.dot) }
         var current: [String: Field] = [:]
         var order: [String] = []

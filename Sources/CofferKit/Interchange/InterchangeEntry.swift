@@ -80,17 +80,19 @@ public struct InterchangeEntry: Sendable, Equatable {
     /// characters become spaces, empty path parts are dropped, a leading
     /// `id:` or `.coffer/` gets a `_` in front, an empty name is `untitled`.
     public static func cleanName(_ raw: String) -> String {
-        var text = ""
+        var name: String
         if raw.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
-            // Printable ASCII: already NFC, no control characters.
-            text = raw
+            // Printable ASCII: already NFC, no control characters, and the
+            // only white space is ' ' (no Foundation look-up per part).
+            name = raw.utf8.split(separator: UInt8(ascii: "/")).filter { $0.contains { $0 != 0x20 } }.map { String(Substring($0)) }
+                .joined(separator: "/")
         } else {
+            var text = ""
             for u in raw.precomposedStringWithCanonicalMapping.unicodeScalars {
                 if u.properties.generalCategory == .control { text += " " } else { text.unicodeScalars.append(u) }
             }
+            name = text.split(separator: "/").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }.joined(separator: "/")
         }
-        let parts = text.split(separator: "/").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
-        var name = parts.joined(separator: "/")
         if name.isEmpty { name = "untitled" }
         if name.hasPrefix("id:") || Vault.isReserved(name) { name = "_" + name }
         while name.utf8.count > 1000 { name.removeLast() }
