@@ -86,11 +86,6 @@ extension Row {
         try Self.blob(try storedValue(at: index, name: name), name: name, length: length)
     }
 
-    func text(at index: Int, name: String) throws(StoreError) -> String {
-        guard case .string(let s) = try storedValue(at: index, name: name).storage else { throw .damaged("\(name) is not text") }
-        return s
-    }
-
     func optionalBlob(at index: Int, name: String) throws(StoreError) -> Data? {
         let v = try storedValue(at: index, name: name)
         if v.isNull { return nil }
