@@ -3723,8 +3723,10 @@ name, it has no attributes, and its secret is its primary field. `coffer get app
 The largest secret accepted is 1 MiB (a larger one is refused with `InvalidArgs`).
 
 Changes made outside the service — `coffer edit`, `coffer rm`, a `coffer sync` that merged an edit from
-another machine — are what the next request sees: the service reads the item listing on each request
-and decrypts again only the items whose last change differs from what it holds.
+another machine — are what the next request sees: on each request the service asks SQLite whether
+another process committed to the vault file (`data_version`); only then does it read the item listing
+again, and it decrypts again only the items whose last change differs from what it holds. Its own
+writes it takes into its index directly.
 
 ## What syncs
 
@@ -3773,8 +3775,39 @@ Diffie-Hellman nor AES-CBC):
 
 Each request's sender is identified through the bus daemon, which recorded the caller's `SO_PEERCRED`
 (pid, uid) when it connected (sd-bus's `sd_bus_query_sender_creds`); the executable is `/proc/PID/exe`.
-A request from another uid is refused with `AccessDenied` and logged. A session belongs to the
+The service asks the bus once per client connection and keeps the answer under the connection's
+unique name until the client leaves: those credentials were taken at connect time and cannot change,
+and the bus never gives a unique name twice. (Asking for every message was a round trip to the bus
+daemon per request.) The executable named in `--log` is the one the client ran when it first called.
+
+A request from another uid is refused with `AccessDenied` and logged
+(`refused SearchItems from /usr/bin/dbus-send: another user (uid 65534)`). On an ordinary session bus
+(dbus-daemon's `session.conf`, dbus-broker, `dbus-run-session`) such a request never arrives: the
+bus accepts connections from the uid that runs it only, so another user's client fails at
+authentication, before it can name the service. The service's own check is for buses configured
+otherwise (a `<policy><allow user="*"/></policy>`); the interop suite proves both, as root with
+`setpriv --reuid=nobody` (`aRequestFromAnotherUserIsRefused`). A session belongs to the
 connection that opened it: another client cannot use it, and it ends when that client disconnects.
+
+## Clients proven to work
+
+`make test-interop` runs, each on a private bus (`SecretServiceInteropTests`): libsecret's
+`secret-tool` (store, lookup, search, clear); python3-secretstorage with both session algorithms and
+lock/unlock through a scripted pinentry; python3-keyring's SecretService backend; and git's libsecret
+credential helper during a real `git push`, `git clone` and `git credential fill` over loopback HTTP.
+Debian ships that helper as source only (`/usr/share/doc/git/contrib/credential/libsecret`); the test
+builds it with its own Makefile against libsecret-1-dev (about a second), and serves a bare repository
+with `git http-backend` behind HTTP basic auth. To use it yourself:
+
+```sh
+sudo apt-get install libsecret-1-dev gcc make
+cp -r /usr/share/doc/git/contrib/credential/libsecret ~/src/git-credential-libsecret
+make -C ~/src/git-credential-libsecret
+git config --global credential.helper ~/src/git-credential-libsecret/git-credential-libsecret
+```
+
+The first push that asks for a password stores it (`apps/git-https-host-…`, attributes `protocol`,
+`server`, `user`); later ones read it from the vault; a password the server refuses is erased.
 
 ## Threat model
 
