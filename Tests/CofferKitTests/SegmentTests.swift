@@ -264,24 +264,19 @@ struct SegmentTests {
         #expect(try Self.open(box, "c.coffer").item(named: "k/2").field("key")?.value == "v2")
     }
 
-    /// Three replicas, 200 random edits, deletes and concurrent edits with
-    /// syncs in between (compactions happen along the way): every replica
-    /// converges, no write is lost.
-    @Test func threeReplicasConvergeOverTwoHundredRandomChanges() throws {
-        let box = BundleSandbox()
-        let (a, b, dir) = try Self.pair(box, items: 8)
-        let snap = try #require(try Self.files(dir, of: a.replicaID()).first)
-        _ = try Vault.clone(bundleAt: dir + "/" + snap.name.fileName, to: box.path("c.coffer"), passphrase: box.passphrase)
-        let c = try Self.open(box, "c.coffer")
-        let replicas = [a, b, c]
-        var rng = SplitMix(state: 30)
+    /// Random edits, deletes, adds and syncs on three replicas, then two
+    /// rounds of syncs: every replica converges, and the last write of each
+    /// name survives (as the value or a conflict side) unless the name was
+    /// deleted somewhere.
+    static func exercise(_ replicas: [Vault], steps: Int, seed: UInt64, sync: (Vault) throws -> Void) throws {
+        var rng = SplitMix(state: seed)
         // The last write of each name, in the order of the steps: nothing
         // written later can have seen it, so it must survive (as the value
         // or as a conflict side) unless the name was deleted somewhere.
         var lastWrite: [String: String] = [:]
         var deleted: Set<String> = []
         var added: [String: String] = [:]
-        for step in 0..<200 {
+        for step in 0..<steps {
             let v = replicas[Int(rng.next() % 3)]
             let name = "k/\(rng.next() % 12)"
             let exists = (try? v.item(named: name)) != nil
@@ -291,7 +286,7 @@ struct SegmentTests {
                 try v.delete(name)
                 deleted.insert(name)
             case 1, 2:
-                _ = try v.sync(dir: dir)
+                try sync(v)
             case 3:
                 try v.add(apiKey("n/\(step)", "a\(step)"))
                 added["n/\(step)"] = "a\(step)"
@@ -303,21 +298,78 @@ struct SegmentTests {
         }
         for _ in 0..<2 {
             for v in replicas {
-                let r = try v.sync(dir: dir)
-                #expect(r.failed.isEmpty, "\(r.failed)")
+                try sync(v)
             }
         }
         let dumps = try replicas.map { try BundleSandbox.dump($0).split(separator: "\n").dropFirst() }
         #expect(dumps[0] == dumps[1] && dumps[1] == dumps[2])
         for (name, value) in lastWrite where !deleted.contains(name) {
-            let item = try a.item(named: name)
+            let item = try replicas[0].item(named: name)
             let sides = item.conflicts.flatMap { $0.sides.compactMap(\.value) }
             #expect(item.field("key")?.value == value || sides.contains(value), "\(name): wrote \(value), have \(item.fields) \(sides)")
         }
         for (name, value) in added {
-            #expect(try c.item(named: name).field("key")?.value == value)
+            #expect(try replicas[2].item(named: name).field("key")?.value == value)
         }
-        for v in replicas { Self.expectChain(try Self.files(dir, of: v.replicaID())) }
+    }
+
+    /// Three replicas, 200 random edits, deletes and concurrent edits with
+    /// syncs in between (compactions happen along the way): every replica
+    /// converges, no write is lost.
+    @Test func threeReplicasConvergeOverTwoHundredRandomChanges() throws {
+        let box = BundleSandbox()
+        let (a, b, dir) = try Self.pair(box, items: 8)
+        let snap = try #require(try Self.files(dir, of: a.replicaID()).first)
+        _ = try Vault.clone(bundleAt: dir + "/" + snap.name.fileName, to: box.path("c.coffer"), passphrase: box.passphrase)
+        let c = try Self.open(box, "c.coffer")
+        try Self.exercise([a, b, c], steps: 200, seed: 30) { v in
+            let r = try v.sync(dir: dir)
+            #expect(r.failed.isEmpty, "\(r.failed)")
+        }
+        for v in [a, b, c] { Self.expectChain(try Self.files(dir, of: v.replicaID())) }
+    }
+
+    static let hasGit = FileManager.default.isExecutableFile(atPath: "/usr/bin/git")
+
+    static func git(_ args: [String], in dir: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        p.arguments = ["-C", dir] + args
+        p.environment = ProcessInfo.processInfo.environment.merging(["GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"]) { $1 }
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "git \(args)")
+    }
+
+    /// The same through a bare git repository, each replica in its own
+    /// work tree with `sync --git` (fetch, rebase, push): every replica
+    /// converges, and the history holds only snapshots and segments.
+    @Test(.enabled(if: hasGit, "git is not installed")) func threeReplicasConvergeThroughABareGitRepository() throws {
+        let box = BundleSandbox()
+        let (a, b, dir) = try Self.pair(box, items: 8)
+        let snap = try #require(try Self.files(dir, of: a.replicaID()).first)
+        _ = try Vault.clone(bundleAt: dir + "/" + snap.name.fileName, to: box.path("c.coffer"), passphrase: box.passphrase)
+        let c = try Self.open(box, "c.coffer")
+        let bare = box.path("remote.git")
+        try Self.git(["init", "-q", "--bare", bare], in: box.dir.path)
+        var trees: [ReplicaID: String] = [:]
+        for (v, name) in [(a, "wa"), (b, "wb"), (c, "wc")] {
+            try Self.git(["clone", "-q", bare, box.path(name)], in: box.dir.path)
+            trees[try v.replicaID()] = box.path(name)
+        }
+        try Self.exercise([a, b, c], steps: 90, seed: 31) { v in
+            let tree = try #require(trees[try v.replicaID()])
+            let r = try v.syncGit(dir: tree)
+            #expect(r.rounds.allSatisfy { $0.failed.isEmpty }, "\(r.rounds.flatMap(\.failed))")
+        }
+        for v in [a, b, c] {
+            let tree = try #require(trees[try v.replicaID()])
+            Self.expectChain(try Self.files(tree, of: v.replicaID()))
+            let names = try FileManager.default.contentsOfDirectory(atPath: tree).filter { $0 != ".git" }
+            #expect(names.allSatisfy { SegmentName(fileName: $0) != nil }, "\(names)")
+        }
     }
 }
 
