@@ -1856,6 +1856,17 @@ machines are now ordinary replicas; sync them through a folder.
   reported while the good one merges; Syncthing and Dropbox conflict copies are merged; a second sync
   changes neither the vault nor DIR; JSON output validated against Schemas/conflicts.schema.json and
   Schemas/replicas.schema.json.
+- `Tests/CofferKitTests/SegmentTests.swift` (snapshots and segments, issue 30): one edit writes one
+  small segment and leaves the snapshot alone; segments merge in base 4 and compactions keep a
+  replica's files within half a snapshot over 60 edits; a replica offline for 150 edits catches up;
+  a deleted segment is refused clearly and the writer's next snapshot heals it; files left by an
+  interrupted compaction are skipped, then removed; an older snapshot that reappears is skipped as
+  replaced; a flipped byte in the writer's own newest segment makes it start again from a snapshot;
+  three replicas converge over 200 random edits, deletes, adds and syncs through a folder, and over
+  90 through a bare git repository with `sync --git` (no last write lost). `SyncGitTests` checks that
+  each `sync --git` commits one new file (and the removal of the segments it merged), never a
+  rewritten one; `CrashFaultTests` kills a segment's and a compaction's writer at every write,
+  fsync, rename and unlink.
 
 ## Limits
 
