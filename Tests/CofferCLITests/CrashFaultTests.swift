@@ -21,19 +21,6 @@ enum FaultSettings {
     static let hasStrace = FileManager.default.isExecutableFile(atPath: "/usr/bin/strace")
 }
 
-/// SplitMix64: a small seeded generator, the same sequence everywhere.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The fixture every crash trial starts from, made once: vault A (two
 /// items) at home/.local/share/coffer/vault.coffer, a second replica B
 /// that added an item and wrote its bundle into sync/ and in.cb, a full

@@ -269,7 +269,7 @@ struct SegmentTests {
     /// name survives (as the value or a conflict side) unless the name was
     /// deleted somewhere.
     static func exercise(_ replicas: [Vault], steps: Int, seed: UInt64, sync: (Vault) throws -> Void) throws {
-        var rng = SplitMix(state: seed)
+        var rng = SeededGenerator(seed: seed)
         // The last write of each name, in the order of the steps: nothing
         // written later can have seen it, so it must survive (as the value
         // or as a conflict side) unless the name was deleted somewhere.
@@ -370,17 +370,5 @@ struct SegmentTests {
             let names = try FileManager.default.contentsOfDirectory(atPath: tree).filter { $0 != ".git" }
             #expect(names.allSatisfy { SegmentName(fileName: $0) != nil }, "\(names)")
         }
-    }
-}
-
-/// SplitMix64: the same sequence on every run.
-private struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
