@@ -1679,7 +1679,9 @@ merges the new snapshots, and the segments whose since vector it covers; it repo
 ("assumes changes this vault has not seen") until it is upgraded.
 
 **Cost** (docs/benchmarks.md, "Incremental sync"): a `sync` after one edit writes about one
-kilobyte at any vault size, and reads only the versions it publishes (through the dot index).
+kilobyte at any vault size, and its export reads only the versions it publishes (through the dot
+index). What still grows with the vault is the whole-vault integrity check every `sync` makes before
+it merges or writes anything (docs/threat-model.md): at 10,000 items it is most of a sync's time.
 
 ### `coffer sync --git`
 
