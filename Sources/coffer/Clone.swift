@@ -97,11 +97,9 @@ struct Clone: ParsableCommand {
         let file = try VaultFile.open(path: path)
         let n = r.listedItems ?? r.added
         Output.note("created vault \(path) from \(base.path): \(n) item\(n == 1 ? "" : "s")")
-        // Another replica's files that its newer snapshot replaces are left
-        // out; so are files whose changes the vault has by now (the base's
-        // own older segments, what an earlier file brought).
-        let replaced = Vault.replacedBundles(bundles)
-        let rest = bundles.filter { $0.path != base.path && !replaced.contains($0.path) }
+        // Files whose changes the vault has by now (the base's own older
+        // snapshots and segments, what an earlier file brought) are left out.
+        let rest = bundles.filter { $0.path != base.path }
         var failed = 0
         if !rest.isEmpty {
             let vault = try file.unlock(passphrase: passphrase)

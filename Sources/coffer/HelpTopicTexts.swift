@@ -1583,9 +1583,11 @@ new passphrase adopted by another replica).
    - if any header claims more of this replica id than this file ever exported, the file is a
      restored backup: it takes a new replica id first (see *Copied and restored vault files*);
    - this replica's own bundles (and conflict copies of them) are skipped;
-   - another replica's files that a newer snapshot of the same replica replaces (an older snapshot,
-     a segment that ends before the newest snapshot: a compaction whose removals have not arrived
-     yet) are skipped as *replaced*, and so is a file that went away between the listing and its
+   - another replica's files that a snapshot of the same replica replaces (its header's summary
+     covers theirs: an older snapshot, segments a compaction replaced whose removals have not
+     arrived yet) are skipped as *replaced* once that snapshot has merged: snapshots merge first,
+     the one that has seen most first, and the skip is the summary check at merge time, so renaming
+     a file cannot hide another and a damaged newest snapshot leaves the older files to merge, and so is a file that went away between the listing and its
      reading (its writer compacted);
    - a bundle of an older key epoch than the vault's is skipped with a note; one of a newer epoch
      makes the vault adopt that key first (§Master-key rotation);
@@ -1664,8 +1666,8 @@ that the next sync finds outside the chain and removes (test: `CrashFaultTests`,
 
 Receivers need no state of their own beyond the vault's summary: each file's header says what it
 holds. They merge in name order (a replica's snapshot, then its segments); skip files whose summary
-they have (repeated syncs read headers only), older snapshots and segments a newer snapshot of the
-same replica covers (*replaced*); and refuse a segment whose since vector their summary does not
+they have (repeated syncs read headers only), and files whose summary a snapshot of the same
+replica covers (*replaced*; test `SegmentTests.aRenamedOldSnapshotDoesNotHideNewerFiles`); and refuse a segment whose since vector their summary does not
 cover. That happens only when files are missing: a segment deleted by hand, or not yet copied by the
 sync tool. The message says which replica; that replica's next sync sees its own chain broken and
 writes a new snapshot, which every receiver then merges (test:

@@ -238,6 +238,23 @@ struct SegmentTests {
         #expect(try b.item(named: "k/1").field("key")?.value == "after2")
     }
 
+    /// Someone with write access to the folder (but no key) renames an old
+    /// snapshot of A to a name numbered above everything: receivers must
+    /// not skip A's newer files for it.
+    @Test func aRenamedOldSnapshotDoesNotHideNewerFiles() throws {
+        let box = BundleSandbox()
+        let (a, b, dir) = try Self.pair(box, items: 6)
+        let me = try a.replicaID()
+        let old = try Self.files(dir, of: me)[0].name
+        let oldBytes = box.bytes("sync/" + old.fileName)
+        try Self.edit(a, "k/2", "newer")
+        _ = try a.sync(dir: dir)
+        box.write("sync/" + SegmentName(replica: me, first: 0, last: SegmentName.maxNumber).fileName, oldBytes)
+        let r = try b.sync(dir: dir)
+        #expect(r.failed.isEmpty, "\(r.failed)")
+        #expect(try b.item(named: "k/2").field("key")?.value == "newer")
+    }
+
     struct OwnSnapshot {
         var name: SegmentName
         var bytes: [UInt8]

@@ -277,26 +277,19 @@ extension Replication {
         return (try? BundleReader(header: header, prefix: prefix, input: input, bundleKey: keys.bundle)) != nil
     }
 
-    /// Of the files of other replicas in a folder, those a newer file of
-    /// the same replica replaces: older snapshots, and segments that end
-    /// at or before the newest snapshot (a compaction whose removals have
-    /// not arrived yet). Merging them would bring nothing the newer one
-    /// does not.
-    static func replacedFiles(_ files: [(path: String, header: BundleHeader)]) -> Set<String> {
-        var newestSnapshot: [ReplicaID: UInt64] = [:]
-        var named: [(path: String, name: SegmentName)] = []
-        for f in files {
-            guard let n = SegmentName(fileName: (f.path as NSString).lastPathComponent), n.replica == f.header.replicaID,
-                (f.header.kind == .full) == n.isSnapshot
-            else { continue }
-            named.append((f.path, n))
-            if n.isSnapshot { newestSnapshot[n.replica] = max(newestSnapshot[n.replica] ?? 0, n.last) }
-        }
-        var out: Set<String> = []
-        for f in named {
-            guard let top = newestSnapshot[f.name.replica] else { continue }
-            if f.name.isSnapshot ? f.name.last < top : f.name.last <= top { out.insert(f.path) }
-        }
-        return out
+    /// The order bundles of a folder are merged in: full bundles (a
+    /// replica's snapshots) before deltas, the snapshot that has seen most
+    /// first, so that an older snapshot of the same replica, and the
+    /// segments a compaction replaced, then bring nothing and are skipped
+    /// without being read — decided by the headers' summaries at merge time,
+    /// never by the names, so a renamed file cannot hide another, and a
+    /// damaged newest snapshot leaves the older files to merge. Deltas keep
+    /// the folder's (name) order.
+    static func mergeOrder(_ candidates: [SyncCandidate]) -> [SyncCandidate] {
+        let seen = { (h: BundleHeader) in h.summary.entries.reduce(0.0) { $0 + Double($1.counter) } }
+        let full = candidates.filter { $0.header.kind == .full }.enumerated().sorted {
+            (seen($0.element.header), -$0.offset) > (seen($1.element.header), -$1.offset)
+        }.map(\.element)
+        return full + candidates.filter { $0.header.kind != .full }
     }
 }

@@ -86,10 +86,10 @@ public struct SyncReport: Sendable {
             /// epoch): its replica writes it again once it has adopted the
             /// new key (docs/sync.md §Master-key rotation).
             case olderKeyEpoch = "older-key-epoch"
-            /// A newer file of the same replica replaces it: an older
-            /// snapshot, or a segment that ends before the newest snapshot
-            /// (its writer's compaction removes it), or the file went away
-            /// between the folder's listing and its reading.
+            /// A snapshot of the same replica covers it (its summary
+            /// covers this file's: an older snapshot, or a segment its
+            /// writer's compaction removes), or the file went away between
+            /// the folder's listing and its reading.
             case replaced
         }
         public var path: String
@@ -201,7 +201,6 @@ extension Replication {
         report: inout SyncReport
     ) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
-        var others: [(path: String, header: BundleHeader)] = []
         for path in try syncFiles(in: dir, sweepingStale: sweep) {
             let name = (path as NSString).lastPathComponent
             let ownName = isOwnName(name, replica: replica)
@@ -253,7 +252,6 @@ extension Replication {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
             }
-            others.append((path, header))
             report.acknowledgedOwn = min(report.acknowledgedOwn ?? .max, header.summary[replica])
             if header.keyEpoch < epoch {
                 report.skipped.append(.init(path: path, reason: .olderKeyEpoch, replica: header.replicaID))
@@ -265,11 +263,7 @@ extension Replication {
             }
             out.append(SyncCandidate(path: path, header: header))
         }
-        let replaced = replacedFiles(others)
-        for c in out where replaced.contains(c.path) {
-            report.skipped.append(.init(path: c.path, reason: .replaced, replica: c.header.replicaID))
-        }
-        return out.filter { !replaced.contains($0.path) }
+        return mergeOrder(out)
     }
 
     static func fileSize(_ path: String) -> Int64 {
@@ -391,12 +385,15 @@ extension Replication {
         }
 
         let before = candidates.isEmpty ? [] : try conflictResolution.conflicts()
+        var mergedSnapshotOf: Set<ReplicaID> = []
         for c in candidates {
-            // An earlier bundle (say the original of a conflict copy) may
-            // have brought everything this one holds.
+            // An earlier bundle (say the original of a conflict copy, or a
+            // newer snapshot of the same replica) may have brought
+            // everything this one holds.
             let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
             if Replication.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
-                report.skipped.append(.init(path: c.path, reason: .nothingNew, replica: c.header.replicaID))
+                let reason: SyncReport.Skipped.Reason = mergedSnapshotOf.contains(c.header.replicaID) ? .replaced : .nothingNew
+                report.skipped.append(.init(path: c.path, reason: reason, replica: c.header.replicaID))
                 continue
             }
             if c.header.kind == .delta, !c.header.since.isDominated(by: now.0) {
@@ -405,6 +402,7 @@ extension Replication {
             }
             do {
                 report.merged.append(try importBundle(at: c.path))
+                if c.header.kind == .full { mergedSnapshotOf.insert(c.header.replicaID) }
             } catch {
                 report.failed.append(.init(path: c.path, error: error))
             }

@@ -205,13 +205,6 @@ extension Vault {
         Replication.newestFullBundle(bundles)
     }
 
-    /// Of `bundles` (the files of a sync folder), those a newer snapshot of
-    /// the same replica replaces: merging them would bring nothing that
-    /// snapshot does not (docs/sync.md, "Snapshots and segments").
-    public static func replacedBundles(_ bundles: [BundleInfo]) -> Set<String> {
-        Replication.replacedFiles(bundles.map { ($0.path, $0.header) })
-    }
-
     /// Whether merging a bundle with this header would change nothing: this
     /// vault has seen everything its summary claims, and its passphrase
     /// wrapping is not newer than this vault's.
