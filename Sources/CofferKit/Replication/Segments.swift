@@ -104,16 +104,19 @@ struct SegmentChain {
                 && h.keyEpoch == epoch && h.createdAt <= now &+ BundleValidation.clockSkew && h.summary.isDominated(by: exportable)
         }
         highest = own.compactMap { $0.name?.last }.max() ?? 0
-        let candidates = own.filter(usable)
-        if let snapshot = candidates.filter({ $0.name!.isSnapshot }).max(by: { $0.name!.last < $1.name!.last }) {
-            files = [snapshot]
+        let candidates: [(file: OwnFile, name: SegmentName, header: BundleHeader)] = own.compactMap { f in
+            guard usable(f), let n = f.name, let h = f.header else { return nil }
+            return (f, n, h)
+        }
+        if let snapshot = candidates.filter({ $0.name.isSnapshot }).max(by: { $0.name.last < $1.name.last }) {
+            files = [snapshot.file]
             var tip = snapshot
             // Where a compaction was interrupted, the longest segment that
             // continues the chain is the one that replaced the others.
             while let next = candidates.filter({
-                !$0.name!.isSnapshot && $0.name!.first == tip.name!.last + 1 && $0.header!.since == tip.header!.summary
-            }).max(by: { $0.name!.last < $1.name!.last }) {
-                files.append(next)
+                !$0.name.isSnapshot && $0.name.first == tip.name.last + 1 && $0.header.since == tip.header.summary
+            }).max(by: { $0.name.last < $1.name.last }) {
+                files.append(next.file)
                 tip = next
             }
         }
@@ -186,9 +189,9 @@ struct Publication: Equatable {
         while true {
             var run = 0
             while run < Int(fanIn - 1), start - run - 1 >= 0, segments[start - run - 1].name?.span == span { run += 1 }
-            guard run == Int(fanIn - 1) else { break }
+            guard run == Int(fanIn - 1), let merged = segments[start - run].name else { break }
             start -= run
-            first = segments[start].name!.first
+            first = merged.first
             span *= fanIn
         }
         let base = start == 0 ? snapshot : segments[start - 1]
