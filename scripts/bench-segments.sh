@@ -11,6 +11,9 @@
 #     merges segments or compacts writes more). Targets: <= 30 ms and
 #     <= 16 KB at 10,000 items, <= 60 ms at 100,000.
 #  2. `coffer sync` with nothing new. Target <= 15 ms.
+#  1b, 2b. Both again with a shell session (`coffer unlock`): no Argon2id
+#     per command, and the session's integrity stamp (docs/key-hierarchy.md)
+#     spares the whole-vault check after coffer's own writes.
 #  3. (first size only) a git repository: A syncs with `sync --git` after
 #     each of EDITS (default 100) edits; the growth of the bare remote's
 #     objects per edit. Target <= 20 KB on average.
@@ -75,6 +78,24 @@ for N in "${SIZES[@]}"; do
   # 2. nothing new.
   hyperfine -N --runs 30 --warmup 3 --export-json "$W/noop.json" "$COFFER sync --vault $A $D/dir" >/dev/null
   t_noop=$(ms "$W/noop.json")
+  # 1b, 2b. The same with a shell session (no Argon2id per command; the
+  # session's integrity stamp spares the whole-vault check after coffer's
+  # own writes: docs/key-hierarchy.md, "Integrity stamp").
+  token=$("$COFFER" unlock --vault "$A" --shell sh 2>/dev/null | sed -n "s/^export COFFER_SESSION='\(.*\)';$/\1/p")
+  t_edit_s=-; t_noop_s=-
+  if [ -n "$token" ]; then
+    ( export COFFER_SESSION="$token"; unset COFFER_PASSPHRASE
+      "$COFFER" sync --vault "$A" "$D/dir" 2>/dev/null
+      hyperfine -N --runs "$RUNS" --warmup 1 \
+        --prepare "$COFFER edit --vault $A bench/item-9 --field note=s-\$RANDOM" \
+        --export-json "$W/edit-s.json" "$COFFER sync --vault $A $D/dir" >/dev/null 2>&1 \
+      || hyperfine --runs "$RUNS" --warmup 1 \
+        --prepare "$COFFER edit --vault $A bench/item-9 --field note=s-\$RANDOM" \
+        --export-json "$W/edit-s.json" "$COFFER sync --vault $A $D/dir" >/dev/null
+      hyperfine -N --runs 30 --warmup 3 --export-json "$W/noop-s.json" "$COFFER sync --vault $A $D/dir" >/dev/null )
+    t_edit_s=$(ms "$W/edit-s.json"); t_noop_s=$(ms "$W/noop-s.json")
+    "$COFFER" lock --vault "$A" >/dev/null 2>&1 || true
+  fi
   files=$(find "$D/dir" -maxdepth 1 -name '*.coffer-bundle' | wc -l)
   folder_kb=$(( $(folder_bytes "$D/dir") / 1024 ))
 
@@ -83,6 +104,8 @@ for N in "${SIZES[@]}"; do
   printf '%-44s %12s %12s\n' "sync after one edit (ms, median)" "$t_edit" "$([ "$N" -le 10000 ] && echo 30 || echo 60)"
   printf '%-44s %12s %12s\n' "bytes written by it (median / mean)" "$b_median / $b_mean" "16384"
   printf '%-44s %12s %12s\n' "sync, nothing new (ms, median)" "$t_noop" "15"
+  printf '%-44s %12s %12s\n' "with a session: sync after one edit (ms)" "$t_edit_s" "$([ "$N" -le 10000 ] && echo 30 || echo 60)"
+  printf '%-44s %12s %12s\n' "with a session: sync, nothing new (ms)" "$t_noop_s" "15"
 
   if [ "$first" = 1 ]; then
     first=0

@@ -9,7 +9,7 @@ import CofferCrypto
 /// master ──crypto_kdf(id, "coffer01")──▶ item key (1), name-index key (2),
 ///                                        field-id key (3), bundle key (4),
 ///                                        item-record key (16), vault-MAC key (17),
-///                                        listing-cache key (24)
+///                                        listing-cache key (24), integrity-stamp key (25)
 /// ```
 public enum KeyHierarchy {
     public enum SubKeyID: UInt64, Sendable {
@@ -27,6 +27,10 @@ public enum KeyHierarchy {
         /// Seals a shell session's listing cache (never stored in a vault
         /// file or a bundle).
         case listingCache = 24
+        /// Authenticates a session's integrity stamp (the vault file state
+        /// whose vault MAC was last verified; never stored in a vault file
+        /// or a bundle).
+        case integrityStamp = 25
     }
 
     /// `BLAKE2b-256(key = subkey(18), "coffer-key-check-v1" || vault id ||

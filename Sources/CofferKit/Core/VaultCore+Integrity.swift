@@ -17,21 +17,37 @@ extension VaultCore {
     /// changed in the listing (``ListingCache/Delta``), so the next `ls`
     /// serves the cache brought forward instead of reading every record
     /// (docs/key-hierarchy.md, "Listing cache deltas").
+    ///
+    /// A write that starts from a verified state of the file carries the
+    /// integrity stamp forward to the state its commit makes
+    /// (``IntegrityStamp``), so the next `sync` need not read every row.
     package func write<T>(_ body: (StoreConnection, VaultMAC) throws -> T) throws -> T {
         try keys.useAny {
             var delta: ListingCache.Delta?
+            var carried: (from: FileState, mac: [UInt8])?
             let result = try store.writeImmediate { db in
                 try checkKeyEpoch(db)
                 let before = try listingCache == nil ? nil : Queries.listingStamp(db)
+                let file = try Queries.fileState(db, path: store.path)
                 if before != nil { listingWrites.begin() }
                 defer { if before != nil { _ = listingWrites.end() } }
                 let mac = VaultMAC(key: keys.mac)
                 let result = try body(db, mac)
                 try Queries.commitMAC(db, mac)
                 if let before { delta = try? listingDelta(db, from: before, touched: listingWrites.end()) }
+                // Verified before this write (by the stamp, or by a full
+                // check inside `body`): the state after it is too.
+                if let file, integrityStamp.vouches(for: file, vault: vaultID, key: keys.integrityStamp), let stored = try Queries.storedMAC(db) {
+                    carried = (file, stored)
+                }
                 return result
             }
             if let delta, let listingCache { listingCache.append(delta, vault: vaultID, key: keys.listing) }
+            if let carried, carried.mac != carried.from.mac,
+                let after = store.fileStateAfterCommit(expectedCounter: carried.from.changeCounter &+ 1, mac: carried.mac)
+            {
+                integrityStamp.record(after, vault: vaultID, key: keys.integrityStamp)
+            }
             return result
         }
     }
@@ -158,9 +174,26 @@ extension VaultCore {
     // MARK: Checking the whole vault
 
     /// Recomputes the vault MAC and compares it with the stored one
-    /// (`export`, `import`, `sync` call this inside their transaction).
+    /// (`export`, `import`, `sync` call this inside their transaction,
+    /// before they write anything), unless the file is in a state whose
+    /// MAC was verified already (``IntegrityStamp``); a state verified here
+    /// is recorded.
     func checkVaultMAC(_ db: StoreConnection) throws {
         try checkKeyEpoch(db)
+        let state = try Queries.fileState(db, path: store.path)
+        if let state, integrityStamp.vouches(for: state, vault: vaultID, key: keys.integrityStamp) { return }
+        try checkWholeVaultMAC(db)
+        // Nothing wrote to the file while the rows were read (this
+        // transaction's lock keeps other writers out; this connection has
+        // not written yet).
+        if let state, try Queries.fileState(db, path: store.path) == state {
+            integrityStamp.record(state, vault: vaultID, key: keys.integrityStamp)
+        }
+    }
+
+    /// The whole-vault check itself: every row read and hashed.
+    func checkWholeVaultMAC(_ db: StoreConnection) throws {
+        integrityStamp.countFullCheck()
         guard let stored = try Queries.storedMAC(db), let areas = try Queries.storedAreaMACs(db) else {
             throw StoreError.damaged("the vault MAC is missing")
         }

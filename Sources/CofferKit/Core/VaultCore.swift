@@ -38,6 +38,9 @@ package final class VaultCore: Sendable {
     let listingCache: ListingCache?
     /// The items the current write transaction sealed records for.
     let listingWrites = ListingWriteLog()
+    /// The last file state whose vault MAC was verified (in the session's
+    /// folder too when unlocked through a session).
+    let integrityStamp: IntegrityStamp
 
     /// `rebuildIntegrity`: a vault without integrity data gets it built
     /// (``ensureIntegrity(rebuild:)``); only a passphrase unlock whose key
@@ -46,6 +49,7 @@ package final class VaultCore: Sendable {
         self.file = file
         self.keys = VaultKeys(master: master)
         self.listingCache = listingCache
+        self.integrityStamp = IntegrityStamp(path: listingCache.map { String($0.path.dropLast(ListingCache.suffix.count)) + IntegrityStamp.suffix })
         try ensureIntegrity(rebuild: rebuildIntegrity)
     }
 
@@ -56,6 +60,7 @@ package final class VaultCore: Sendable {
         self.file = file
         self.keys = VaultKeys(master: master)
         self.listingCache = nil
+        self.integrityStamp = IntegrityStamp(path: nil)
     }
 
     package var path: String { file.path }
@@ -287,6 +292,9 @@ package final class VaultKeys: Sendable {
     var listing: SecretBytes { KeyHierarchy.subKey(.listingCache, of: master) }
 
     var bundle: SecretBytes { KeyHierarchy.subKey(.bundle, of: master) }
+
+    /// Authenticates the integrity stamp (``IntegrityStamp``).
+    var integrityStamp: SecretBytes { KeyHierarchy.subKey(.integrityStamp, of: master) }
 }
 
 /// The ids of the items whose records one write transaction sealed

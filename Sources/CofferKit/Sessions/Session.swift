@@ -388,10 +388,11 @@ public struct SessionDirectory: Sendable, Equatable {
     /// Overwrites a session file with zeros and removes it.
     @discardableResult
     func remove(name: String) -> Bool {
-        // A session's listing cache ends with it (sealed under a key of
-        // the vault, but no use to anyone once the session is over).
+        // A session's listing cache and integrity stamp end with it
+        // (sealed under keys of the vault, but no use to anyone once the
+        // session is over).
         if name.hasSuffix(Session.suffix) {
-            for suffix in [ListingCache.suffix, ListingCache.deltaSuffix] {
+            for suffix in [ListingCache.suffix, ListingCache.deltaSuffix, IntegrityStamp.suffix] {
                 PrivateFile.removeIfPresent(path: path + "/" + name.dropLast(Session.suffix.count) + suffix)
             }
         }
@@ -424,8 +425,8 @@ public struct SessionDirectory: Sendable, Equatable {
     public func sweep(now: Date = Date()) {
         guard (try? checkFolder()) != nil, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         let nowMs = Session.millis(now)
-        // Listing caches whose session file is gone.
-        for suffix in [ListingCache.suffix, ListingCache.deltaSuffix] {
+        // Listing caches and integrity stamps whose session file is gone.
+        for suffix in [ListingCache.suffix, ListingCache.deltaSuffix, IntegrityStamp.suffix] {
             for name in names where name.hasSuffix(suffix) {
                 let session = String(name.dropLast(suffix.count)) + Session.suffix
                 if !names.contains(session) { PrivateFile.removeIfPresent(path: path + "/" + name) }
