@@ -91,29 +91,31 @@ struct Clone: ParsableCommand {
         }
         let passphrase = try options.passphrase()
         defer { Progress.clear() }
+        // The other files are merged by the clone itself, before the vault
+        // appears at its path; files whose changes it has by then (the
+        // base's own older snapshots and segments, what an earlier file
+        // brought) are left out.
+        var merges: [(BundleInfo, Result<ImportReport, CofferError>)] = []
+        let rest = CloneMerge(
+            bundles: bundles.filter { $0.path != base.path }, progress: { Progress.importing($0) },
+            merged: { b, result in
+                Progress.clear()
+                if let result { merges.append((b, result)) }
+            })
         let r = try Vault.clone(
-            bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path))
+            bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path),
+            merging: rest)
         Progress.clear()
         let file = try VaultFile.open(path: path)
         let n = r.listedItems ?? r.added
         Output.note("created vault \(path) from \(base.path): \(n) item\(n == 1 ? "" : "s")")
-        // Files whose changes the vault has by now (the base's own older
-        // snapshots and segments, what an earlier file brought) are left out.
-        let rest = bundles.filter { $0.path != base.path }
         var failed = 0
-        if !rest.isEmpty {
-            let vault = try file.unlock(passphrase: passphrase)
-            for b in rest {
-                if (try? vault.bringsNothing(b.header)) == true { continue }
-                do {
-                    let m = try vault.importBundle(at: b.path, progress: Progress.importing(b.path))
-                    Progress.clear()
-                    Output.note(MergeReportLine.text("merged", b.path, m, replica: nil))
-                } catch {
-                    Progress.clear()
-                    failed += 1
-                    Output.warn("skipped \(b.path): \(ErrorWords.message(error))")
-                }
+        for (b, result) in merges {
+            switch result {
+            case .success(let m): Output.note(MergeReportLine.text("merged", b.path, m, replica: nil))
+            case .failure(let error):
+                failed += 1
+                Output.warn("skipped \(b.path): \(ErrorWords.message(error))")
             }
         }
         let info = try file.info()

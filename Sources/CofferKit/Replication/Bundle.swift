@@ -531,9 +531,10 @@ extension Replication {
 
     package static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
-        progress: ImportProgress? = nil
+        progress: ImportProgress? = nil, merging rest: CloneMerge? = nil
     ) throws(CofferError) -> ImportReport {
-        try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: .full)
+        try clone(
+            bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: .full, merging: rest)
     }
 
     /// ``clone(bundleAt:to:passphrase:allowExpensiveKDF:progress:)`` for
@@ -550,7 +551,7 @@ extension Replication {
 
     static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool,
-        progress: ImportProgress?, integrity: BulkIntegrity
+        progress: ImportProgress?, integrity: BulkIntegrity, merging rest: CloneMerge? = nil
     ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
         if FileManager.default.fileExists(atPath: vaultPath) {
@@ -600,14 +601,15 @@ extension Replication {
         // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
         return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
             try cloneInto(
-                tempPath: tempPath, header: header, master: master, wrappedKey: wrappedKey, reader: reader, path: path, progress: progress, integrity: integrity
-            )
+                tempPath: tempPath, header: header, master: master, wrappedKey: wrappedKey, reader: reader, path: path, progress: progress,
+                integrity: integrity,
+                merging: rest)
         }
     }
 
     private static func cloneInto(
         tempPath: String, header: BundleHeader, master: SecretBytes, wrappedKey: [UInt8], reader: BundleReader, path: String, progress: ImportProgress?,
-        integrity: BulkIntegrity
+        integrity: BulkIntegrity, merging rest: CloneMerge?
     ) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
@@ -638,7 +640,42 @@ extension Replication {
         // Counted on the way in: the vault held nothing before, so every
         // item is one the import added (no second pass over the vault).
         report.listedItems = report.addedListed
+        // The other files (`clone DIR`), merged by this same vault before
+        // it is linked into place: no second unlock, and the vault MAC
+        // verified once (its integrity stamp follows each merge).
+        if let rest {
+            for b in rest.bundles {
+                if (try? vault.bringsNothing(b.header)) == true {
+                    rest.merged(b, nil)
+                    continue
+                }
+                do {
+                    rest.merged(b, .success(try vault.importBundle(at: b.path, progress: rest.progress(b.path))))
+                } catch {
+                    rest.merged(b, .failure(error))
+                }
+            }
+        }
         return report
+    }
+}
+
+/// The files a clone merges after the full bundle it starts from (`clone
+/// DIR`: the folder's other snapshots and segments), each reported to
+/// `merged` in turn: the merge's report, its error (the clone goes on), or
+/// nil for a file that brings nothing the vault has not got.
+public struct CloneMerge {
+    public var bundles: [BundleInfo]
+    public var progress: (String) -> ImportProgress?
+    public var merged: (BundleInfo, Result<ImportReport, CofferError>?) -> Void
+
+    public init(
+        bundles: [BundleInfo], progress: @escaping (String) -> ImportProgress? = { _ in nil },
+        merged: @escaping (BundleInfo, Result<ImportReport, CofferError>?) -> Void
+    ) {
+        self.bundles = bundles
+        self.progress = progress
+        self.merged = merged
     }
 }
 

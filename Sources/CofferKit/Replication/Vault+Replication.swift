@@ -139,11 +139,15 @@ extension Vault {
     /// The bundle's Argon2id parameters are not authenticated until the
     /// passphrase has run through them: unless `allowExpensiveKDF`, any
     /// parameter above ``cloneKDFCeiling`` is refused first.
+    ///
+    /// `merging`: more bundles of the same vault (`clone DIR`'s other
+    /// files), merged into the new vault before it appears at `vaultPath`.
     public static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
-        progress: ImportProgress? = nil
+        progress: ImportProgress? = nil, merging rest: CloneMerge? = nil
     ) throws(CofferError) -> ImportReport {
-        try Replication.clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress)
+        try Replication.clone(
+            bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, merging: rest)
     }
     /// Re-stamps this replica's current versions dated more than
     /// ``BundleValidation/clockSkew`` (the receivers' tolerance) after
