@@ -1682,8 +1682,13 @@ merges the new snapshots, and the segments whose since vector it covers; it repo
 
 **Cost** (docs/benchmarks.md, "Incremental sync"): a `sync` after one edit writes about one
 kilobyte at any vault size, and its export reads only the versions it publishes (through the dot
-index). What still grows with the vault is the whole-vault integrity check every `sync` makes before
-it merges or writes anything (docs/threat-model.md): at 10,000 items it is most of a sync's time.
+index). Before it merges or writes anything, a `sync` checks that the vault file holds only what
+coffer wrote (the vault MAC, docs/threat-model.md); that check reads every row only when the file is
+not in a state coffer already verified or wrote itself (the integrity stamp, docs/key-hierarchy.md,
+"Integrity stamp"). In a shell session, `coffer edit` then `coffer sync` therefore costs about the size
+of the edit; a `sync` unlocked with the passphrase in a new process reads every row once, as does any
+command after the file was changed by another program. `clone DIR` merges the folder's other
+files into the new vault before it appears at its path, with the same unlock and one check.
 
 ### `coffer sync --git`
 
