@@ -157,7 +157,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CofferSystemTests",
-            dependencies: ["CofferSystem", "CofferCrypto"],
+            dependencies: ["CofferSystem", "CofferCrypto", "CofferTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "CofferSyncTests",

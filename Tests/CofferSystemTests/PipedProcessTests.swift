@@ -1,4 +1,5 @@
 import CofferSystem
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -11,11 +12,9 @@ import Glibc
 /// `finish` hands it over.
 @Suite("a child started early with its stdin a pipe")
 struct PipedProcessTests {
-    let dir: String = {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-piped-\(UUID().uuidString.prefix(8))").path
-        try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
-        return d
-    }()
+    /// Removed with the test (it used to stay in /tmp).
+    let scratch = TemporaryDirectory(prefix: "coffer-piped")
+    var dir: String { scratch.url.path }
 
     @Test func finishHandsOverTheInputAndReportsTheExitStatus() throws {
         let out = dir + "/out"
