@@ -43,8 +43,12 @@ public enum KeePassXML {
     /// attachment bytes by pool id from outside the XML (a KDBX 4 inner
     /// header), used for a `<Value Ref="N"/>` the XML's own
     /// `<Meta><Binaries>` does not hold.
+    /// An entry Coffer wrote keeps its type (`CofferType`, as in a kdbx
+    /// export: ``KDBX/restoringType(_:)``).
     public static func read(_ data: Data, file: String, binaries: [Int: Data]? = nil) throws(CofferError) -> ImportedFile {
-        try read(stream: InputStream(data: data), file: file, entities: DTDEntityUses.find(data), binaries: binaries)
+        var read = try read(stream: InputStream(data: data), file: file, entities: DTDEntityUses.find(data), binaries: binaries)
+        read.entries = read.entries.map(KDBX.restoringType)
+        return read
     }
 
     /// Reads the XML file at `path` in chunks: it is never all in memory.
@@ -53,7 +57,9 @@ public enum KeePassXML {
         guard let stream = InputStream(fileAtPath: path) else {
             throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
         }
-        return try read(stream: stream, file: path, entities: DTDEntityUses.find(path: path), binaries: binaries)
+        var read = try read(stream: stream, file: path, entities: DTDEntityUses.find(path: path), binaries: binaries)
+        read.entries = read.entries.map(KDBX.restoringType)
+        return read
     }
 
     /// Reads the XML file at `path` into `stream`, entry by entry, while
@@ -64,7 +70,8 @@ public enum KeePassXML {
         guard let input = InputStream(fileAtPath: path) else {
             throw CofferError(.fileNotFound, "cannot read \(path)", hint: "check the file's permissions")
         }
-        return try read(stream: input, file: path, entities: DTDEntityUses.find(path: path), binaries: binaries, sink: { stream.push($0) }).warnings
+        return try read(stream: input, file: path, entities: DTDEntityUses.find(path: path), binaries: binaries, sink: { stream.push(KDBX.restoringType($0)) })
+            .warnings
     }
 
     /// Starts reading the file at `path` on a second thread for
@@ -653,18 +660,18 @@ public enum KeePassXML {
                     out += "\(pad)\t\t\t<Expires>False</Expires>\n"
                 }
                 out += "\(pad)\t\t</Times>\n"
+                // The same keys as a kdbx export (``KDBXWriter/key(_:type:)``):
+                // an `api-key`'s key is the Password, and a type KeePass
+                // lacks is kept in `CofferType`; a key already taken keeps
+                // the field's own name, or gets " (coffer)" appended.
                 var strings: [(String, String, Bool)] = [("Title", title, false)]
+                if e.type != .login && e.type != .custom { strings.append((KDBX.typeKey, e.type.rawValue, false)) }
+                var used: Set<String> = Set(strings.map(\.0))
                 for f in e.fields where !f.isFile {
-                    let key: String
-                    switch f.name {
-                    case "username": key = "UserName"
-                    case "password": key = "Password"
-                    case "url": key = "URL"
-                    case "notes": key = "Notes"
-                    case "totp": key = "otp"
-                    case "Title", "UserName", "Password", "URL", "Notes", "otp": key = f.name + " (coffer)"
-                    default: key = f.name
-                    }
+                    var key = KDBXWriter.key(f.name, type: e.type)
+                    if used.contains(key) { key = f.name }
+                    while used.contains(key) { key += " (coffer)" }
+                    used.insert(key)
                     strings.append((key, f.value, f.isSecret))
                 }
                 for (k, v, secret) in strings {

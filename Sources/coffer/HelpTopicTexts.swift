@@ -2832,8 +2832,10 @@ reserved items (`.coffer/…`) are never exported.
   (`'a': attachments 'one.bin', 'two.bin' were not exported: a CSV holds text only …`), then a count.
   Cells that a spreadsheet would run as formulas get a leading `'` (below, "CSV formulas").
 - `keepass-xml` — KeePass 2 XML that `keepassxc-cli import FILE DB` reads: name parts → groups and a
-  title; `username`/`password`/`url`/`notes`/`totp` → UserName/Password/URL/Notes/otp; other fields
-  → custom strings, secret ones `ProtectInMemory="True"`; tags → `Tags`; expiry → `Times/Expires`;
+  title; `username`/`password`/`url`/`notes`/`totp` → UserName/Password/URL/Notes/otp; the item
+  types KeePass lacks as in a kdbx export (below: an `api-key`'s `key` → Password, an `email`'s
+  `email` → UserName, the type in the custom string `CofferType`, read back by `--from keepass-xml`
+  and `--from kdbx`); other fields → custom strings, secret ones `ProtectInMemory="True"`; tags → `Tags`; expiry → `Times/Expires`;
   attachments → KeePass attachments: each distinct content once in `Meta/Binaries` as `<Binary
   ID="N" Compressed="False">BASE64</Binary>`, referenced from the entry by `<Binary><Key>NAME</Key>
   <Value Ref="N"/></Binary>` (the KeePass 2.x / KDBX 3.1 XML form; KeePassXC's `KdbxXmlReader`
@@ -2875,7 +2877,7 @@ content once); secret fields as protected values (ChaCha20 inner stream). What m
 | expiry | `Times/Expires` = True, `ExpiryTime` |
 | earlier field values | the entry's `History`, one entry per earlier write, oldest first |
 
-`CofferType` is a plain custom string; `coffer import --from kdbx` reads it back (the type, `key`
+`CofferType` is a plain custom string; `coffer import --from kdbx` (and `--from keepass-xml`) reads it back (the type, `key`
 from Password, `email` from UserName). Not carried: the source, the sync policy and `coffer env`
 variable names. Tested with keepassxc-cli 2.7 (`show`, `attachment-export`) and pykeepass in
 `KDBXInteropTests`.

@@ -73,6 +73,33 @@ extension ImportFidelityCLITests {
 }
 
 extension ImportFidelityCLITests {
+    /// KeePass XML, like kdbx, puts an api-key's key in Password (KeePass
+    /// users expect the secret there) and keeps the type in `CofferType`;
+    /// coffer reads both back as the same api-key.
+    @Test func anAPIKeyIsThePasswordInKeePassXMLAndComesBackAsItself() {
+        let home = TestHome()
+        home.initVault()
+        #expect(home.unlocked(["add", "api/openai", "--type", "api-key", "--field", "account=a1"], stdin: "sk-123").status == 0)
+        let file = home.path("out.xml")
+        let out = home.unlocked(["export", "--format", "keepass-xml", "--plaintext", "--out", file])
+        #expect(out.status == 0, "\(out)")
+        let xml = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+        let compact = xml.replacingOccurrences(of: "\t", with: "").replacingOccurrences(of: "\n", with: "")
+        #expect(compact.contains("<Key>Password</Key><Value ProtectInMemory=\"True\">sk-123</Value>"), "\(xml)")
+        #expect(compact.contains("<Key>CofferType</Key><Value>api-key</Value>"), "\(xml)")
+        let other = TestHome()
+        other.initVault()
+        let back = other.unlocked(["import", "--from", "keepass-xml", file])
+        #expect(back.status == 0, "\(back)")
+        #expect(get(other, "api/openai", "key") == "sk-123")
+        #expect(get(other, "api/openai", "account") == "a1")
+        let show = other.unlocked(["show", "api/openai", "--json"])
+        #expect(show.stdout.contains("\"api-key\""), "\(show)")
+        #expect(!show.stdout.contains("CofferType"), "\(show)")
+    }
+}
+
+extension ImportFidelityCLITests {
     @Test func lenientSkipsNamedLinesAndIsCSVOnly() {
         let home = TestHome()
         home.initVault()

@@ -186,7 +186,9 @@ struct PassKeePassInteropTests {
         #expect(show("work/github", "URL") == "https://github.com")
         #expect(show("work/github", "Notes") == "two\nlines")
         #expect(show("work/github", "otp") == "otpauth://totp/GH?secret=JBSWY3DPEHPK3PXP")
-        #expect(show("api/openai", "key") == "sk-ключ-123")
+        // An api-key's key is the entry's Password (as in a kdbx export).
+        #expect(show("api/openai", "Password") == "sk-ключ-123")
+        #expect(show("api/openai", "CofferType") == "api-key")
         #expect(show("svc", "region") == "eu")
         #expect(show("svc", "token") == "t0k3n")
         // And back again: the database exported by KeePassXC imports equal.
