@@ -17,7 +17,7 @@ extension Queries {
 
     /// These items' rows and records (a write's changed items, for the
     /// listing cache's delta), in id order; ids without a row are left out.
-    public static func listedItems(_ db: Database, ids: some Collection<ItemID>) throws -> [ListedItem] {
+    public static func listedItems(_ db: Database, ids: [ItemID]) throws -> [ListedItem] {
         guard !ids.isEmpty else { return [] }
         // Literals made here from 16-byte ids, never from input text.
         let hex = ids.map { "x'\(Hex.encode($0.bytes))'" }

@@ -62,7 +62,7 @@ extension VaultCore {
         guard let touched, touched.count <= ListingCache.maxDeltaItems, let mac = try Queries.storedMAC(db), mac != from.mac else { return nil }
         var delta = ListingCache.Delta(from: from, to: ListingStamp(mac: mac, changeCounter: from.changeCounter &+ 1), upserts: [], removed: [])
         try keys.record.keepingReadable {
-            for listed in try Queries.listedItems(db, ids: touched) {
+            for listed in try Queries.listedItems(db, ids: Array(touched)) {
                 if let summary = try listingSummary(listed) { delta.upserts.append(summary) } else { delta.removed.append(listed.row.id) }
             }
         }
