@@ -126,7 +126,7 @@ extension VaultStore {
     /// the same before and after the counter is read.
     public func fileStateAfterCommit(expectedCounter: UInt32, mac: [UInt8]) -> FileState? {
         guard let queue = try? queue() else { return nil }
-        return try? queue.inDatabase { db -> FileState? in
+        return queue.inDatabase { db -> FileState? in
             guard let handle = db.sqliteConnection, sqlite3_get_autocommit(handle) != 0 else { return nil }
             guard let first = FileState(path: path, changeCounter: expectedCounter, mac: mac),
                 Queries.fileChangeCounter(handle) == expectedCounter,
