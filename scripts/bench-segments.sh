@@ -31,6 +31,7 @@ SIZES=(${SIZES[*]})
 BENCH="$(dirname "$COFFER")/coffer-bench"
 RUNS="${RUNS:-15}"
 EDITS="${EDITS:-100}"
+# EXTRAS=0 leaves out parts 3 and 4 (git growth, clone DIR).
 W="$(mktemp -d /tmp/coffer-bench-seg.XXXXXX)"
 trap 'rm -rf "$W"' EXIT
 export HOME="$W/home" XDG_DATA_HOME="$W/home/.local/share" XDG_RUNTIME_DIR="$W/run"
@@ -107,7 +108,7 @@ for N in "${SIZES[@]}"; do
   printf '%-44s %12s %12s\n' "with a session: sync after one edit (ms)" "$t_edit_s" "$([ "$N" -le 10000 ] && echo 30 || echo 60)"
   printf '%-44s %12s %12s\n' "with a session: sync, nothing new (ms)" "$t_noop_s" "15"
 
-  if [ "$first" = 1 ]; then
+  if [ "$first" = 1 ] && [ "${EXTRAS:-1}" = 1 ]; then
     first=0
     # 3. git: a bare remote, A's work tree; EDITS edits, each synced.
     G="$D/git"; mkdir -p "$G"
