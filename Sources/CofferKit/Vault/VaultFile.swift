@@ -248,9 +248,16 @@ enum MachineIdentity {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             Glibc.close(fd)
             if n > 0 {
-                let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
-                let text = buffer.prefix(n).drop(while: isSpace).reversed().drop(while: isSpace).reversed()
-                if !text.isEmpty { return String(decoding: Array(text), as: UTF8.self) }
+                // Index arithmetic, not drop/reversed: those build nested
+                // generic types the runtime instantiates on first use.
+                func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
+                var lo = 0
+                var hi = n
+                while lo < hi && isSpace(buffer[lo]) { lo += 1 }
+                while hi > lo && isSpace(buffer[hi - 1]) { hi -= 1 }
+                if lo < hi {
+                    return buffer.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[lo..<hi]), as: UTF8.self) }
+                }
             }
         }
         return ProcessInfo.processInfo.hostName
