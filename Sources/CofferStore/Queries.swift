@@ -180,7 +180,13 @@ public enum Queries {
 
     /// The ids of the items (deleted ones included) with `policy`.
     public static func itemIDs(_ db: Database, policy: SyncPolicy) throws -> [ItemID] {
-        try Data.fetchAll(db, sql: "SELECT itemId FROM item WHERE policy = ?", arguments: [policy.rawValue]).map { data in
+        // The policy as a literal, not a bound parameter: SQLite uses the
+        // partial index item_localOnly (format 8) only for a WHERE clause
+        // it can match when the statement is prepared; otherwise finding
+        // the few local-only items reads every item row (20–28 ms at
+        // 100,000 items, on every `sync`).
+        let sql = policy == .localOnly ? "SELECT itemId FROM item WHERE policy = 'local-only'" : "SELECT itemId FROM item WHERE policy = 'sync'"
+        return try Data.fetchAll(db, sql: sql).map { data in
             guard let id = ItemID(bytes: Array(data)) else { throw StoreError.damaged("item.itemId of wrong length") }
             return id
         }
