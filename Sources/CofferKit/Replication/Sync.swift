@@ -539,6 +539,7 @@ extension Replication {
                 var changes: [MergePreview.ItemChange] = []
                 let rules = try ReceiverRules(header: header, path: path, db: db, previewing: true)
                 try rules.checkHeader(now: Clock.nowMillis())
+                let signed = try SignedImport(header: header, path: path, db: db, roster: try roster(db, overlay: local))
                 // Versions the vault has seen change nothing (as in import).
                 let seen = try Queries.summary(db)
                 while true {
@@ -548,7 +549,7 @@ extension Replication {
                     report.records += 1
                     try rules.check(record: full)
                     // The same filter as a real import (Replication/Bundle.swift).
-                    let incoming = Replication.unseenPart(of: full, seen: seen)
+                    let incoming = signed.filter(Replication.unseenPart(of: full, seen: seen))
                     if incoming.registers.isEmpty {
                         report.unchanged += 1
                         continue
@@ -582,6 +583,7 @@ extension Replication {
                     if change.opensConflict || change.opensDeleteConflict { report.conflictsOpened += 1 }
                     changes.append(change)
                 }
+                report.signedBy = try signed.checkSigner(roster: try roster(db, overlay: local))
                 return (report, changes)
             }
         }
