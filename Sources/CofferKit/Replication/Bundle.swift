@@ -329,6 +329,9 @@ extension Replication {
         ownClaims: OwnClaimProbe? = nil
     ) throws(CofferError) -> ImportReport {
         let header = reader.header
+        // Names this replica's own versions in a signed import's report
+        // (read before the import's transaction).
+        let ownKey = header.publisher == nil ? nil : try ownSignKey()
         return try CofferError.wrap {
             try write { db, mac in
                 try checkVaultMAC(db)
@@ -430,7 +433,7 @@ extension Replication {
                 if header.publisher != nil {
                     let skips = signed.skips.all
                     if !skips.isEmpty {
-                        let names = try replicaMembers(db)
+                        let names = try replicaMembers(db, ownKey: ownKey)
                         var byMember: [String?: Int] = [:]
                         for (r, n) in skips { byMember[names[r], default: 0] += n }
                         report.skippedForwarded = byMember.map { SkippedForwarded(member: $0.key, versions: $0.value) }

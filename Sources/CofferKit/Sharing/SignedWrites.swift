@@ -67,7 +67,7 @@ struct SignedImport: Sendable {
                     .badData,
                     "\(path) breaks the bundle rule \(BundleRule.unsignedInSharedVault.rawValue) (\(BundleRule.unsignedInSharedVault.summary)): it is an unsigned bundle (format \(header.formatVersion)) and this vault has members",
                     hint:
-                        "the replica that wrote it has no member identity of this vault: give it one (coffer identity new, then coffer members add on a member's replica); nothing was imported"
+                        "the replica that wrote it has no member identity of this vault: give it an identity and have a member add it (docs/sharing.md); nothing was imported"
                 )
             }
             return
@@ -236,17 +236,19 @@ extension Replication {
 
     /// The member name of each replica id bound to a member (attribution);
     /// empty for a vault without members.
-    func replicaMembers(_ db: StoreConnection) throws -> [ReplicaID: String] {
+    /// `ownKey`: this replica's identity's key (``ownSignKey()``, read
+    /// outside the transaction), which names this replica's own writes.
+    func replicaMembers(_ db: StoreConnection, ownKey: [UInt8]?) throws -> [ReplicaID: String] {
         let bindings = try Queries.replicaBindings(db)
         let roster = try self.roster(db)
         var out: [ReplicaID: String] = [:]
-        if let me = try ownSignKey(), let name = roster[me]?.name { out[try Queries.localReplica(db).id] = name }
+        if let me = ownKey, let name = roster[me]?.name { out[try Queries.localReplica(db).id] = name }
         for (r, key) in bindings { if let name = roster[key]?.name { out[r] = name } }
         return out
     }
 
     /// This replica's identity's Ed25519 key, if it holds one.
-    func ownSignKey() throws -> [UInt8]? { try sharing.identity()?.publicKey.signKey }
+    func ownSignKey() throws(CofferError) -> [UInt8]? { try sharing.identity()?.publicKey.signKey }
 
     /// The signer of this replica's next bundle and its publication
     /// counter, reserved (a write) before the bundle is written; nil when
@@ -260,7 +262,7 @@ extension Replication {
         guard me.role == .readWrite else {
             throw CofferError(
                 .permissionDenied, "this identity is read-only in this vault (member '\(me.name)'): it publishes no bundle",
-                hint: "every replica refuses a read-only member's writes; a read-write member can change the role with coffer members add \(me.name) … ")
+                hint: "every replica refuses a read-only member's writes; a read-write member can make this identity read-write (docs/sharing.md)")
         }
         let counter: UInt64 = try CofferError.wrap {
             try write { db, mac in
