@@ -115,6 +115,7 @@ struct Sync: ParsableCommand {
         } else {
             for r in report.merged {
                 Output.note(MergeReportLine.text("merged", base(r.path), r, conflicts: .brief))
+                for line in MergeReportLine.skipped(r) { Output.note(line) }
                 if let change = r.passphraseChange { Output.note(change.message) }
             }
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count
@@ -186,6 +187,7 @@ extension Sync {
             }
             for r in round.merged {
                 Output.note(MergeReportLine.text("merged", base(r.path), r, conflicts: .brief))
+                for line in MergeReportLine.skipped(r) { Output.note(line) }
             }
             for c in round.newConflicts { Output.note("new conflict: \(c.item) field \(c.field)") }
             for f in round.failed { failed[f.path] = f.error }
