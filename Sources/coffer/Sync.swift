@@ -128,7 +128,9 @@ struct Sync: ParsableCommand {
                 }
             }
             if !report.newConflicts.isEmpty { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
-            if report.wroteOwnBundle {
+            if report.readOnlyMember {
+                Output.note("this identity is read-only in this vault: merged the others' files, wrote no bundle of its own")
+            } else if report.wroteOwnBundle {
                 Output.note("wrote \(base(report.ownBundle))")
             } else if report.merged.isEmpty {
                 Output.note("nothing new; \(base(report.ownBundle)) is current")

@@ -67,5 +67,15 @@ struct SignedWritesCLITests {
         #expect(r.status == 77, "\(r)")
         #expect(r.stderr.contains("this identity is read-only in this vault"), "\(r)")
         #expect(!FileManager.default.fileExists(atPath: home.path("c1.cb")))
+        // sync merges the others' files into it and writes nothing of its own.
+        #expect(home.unlocked(["add", "svc/a", "--type", "api-key", "--field", "key=from-alice"]).status == 0)
+        let a = home.unlocked(["sync", home.path("shared")])
+        #expect(a.status == 0, "\(a)")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: home.path("shared"))) ?? []
+        let s = home.unlocked(["sync", home.path("shared"), "--vault", "c.coffer"])
+        #expect(s.status == 0, "\(s)")
+        #expect(s.stderr.contains("this identity is read-only in this vault"), "\(s)")
+        #expect(home.unlocked(["get", "svc/a", "--vault", "c.coffer"]).stdout == "from-alice\n")
+        #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: home.path("shared"))) ?? []) == Set(files))
     }
 }

@@ -112,6 +112,9 @@ public struct SyncReport: Sendable {
     public var ownBundle: String
     /// Whether this replica's bundle was (or would be) written.
     public var wroteOwnBundle = false
+    /// This replica's identity is a read-only member: it merged the others'
+    /// files and wrote no bundle of its own.
+    public var readOnlyMember = false
     /// Conflicts that exist now and did not before.
     public var newConflicts: [VaultConflict] = []
     /// For a dry run: what merging would change.
@@ -420,6 +423,13 @@ extension Replication {
         if nowLocal.id != local.id { report.ownFiles = [] }
         let (chain, plan) = publication(report, replica: nowLocal.id, exportable: nowSummary, wrapping: nowWrapping)
         report.ownBundle = chain.tip?.path ?? ""
+        // A read-only member's replica merges the others' files and
+        // publishes nothing: every replica would refuse its bundle
+        // (docs/sharing.md, "Read-only members").
+        if plan != nil, try publishesAsReadOnlyMember() {
+            report.readOnlyMember = true
+            return report
+        }
         if let plan {
             if let written = try publish(plan, dir: dir) {
                 report.ownBundle = written

@@ -247,6 +247,13 @@ extension Replication {
         return out
     }
 
+    /// Whether this replica's identity is a read-only member of the vault
+    /// (it then publishes nothing).
+    func publishesAsReadOnlyMember() throws(CofferError) -> Bool {
+        guard let key = try ownSignKey() else { return false }
+        return try sharing.membership(validating: false).members.contains { $0.publicKey.signKey == key && $0.role == .readOnly }
+    }
+
     /// This replica's identity's Ed25519 key, if it holds one.
     func ownSignKey() throws(CofferError) -> [UInt8]? { try sharing.identity()?.publicKey.signKey }
 
