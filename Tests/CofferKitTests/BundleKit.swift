@@ -790,6 +790,10 @@ enum BundleKit {
             "memberBob": [
                 "secretIdentity": String(decoding: memberBob.secretText().revealedBytes(), as: UTF8.self), "publicIdentity": memberBob.publicKey.text,
             ],
+            "memberMallory": [
+                "secretIdentity": String(decoding: memberMallory.secretText().revealedBytes(), as: UTF8.self),
+                "publicIdentity": memberMallory.publicKey.text,
+            ],
             "memberIdentityLabels":
                 "a kit member's secret identity is Bech32m(\"coffer-secret\", 0x01 || BLAKE2b-256(\"coffer kit member <name> x25519\") || BLAKE2b-256(\"coffer kit member <name> ed25519\"))",
             "keyEpochOne": ["number": 1, "rekeyedBy": replicaB.hex, "rekeyedAt": t0, "encoded": Hex.encode(epochOne.encoded)],

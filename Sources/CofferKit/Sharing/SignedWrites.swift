@@ -247,6 +247,12 @@ extension Replication {
         return out
     }
 
+    /// ``replicaMembers(_:ownKey:)`` in a read of its own.
+    func memberNamesByReplica() throws(CofferError) -> [ReplicaID: String] {
+        let ownKey = try ownSignKey()
+        return try CofferError.wrap { try store.read { db in try replicaMembers(db, ownKey: ownKey) } }
+    }
+
     /// Whether this replica's identity is a read-only member of the vault
     /// (it then publishes nothing).
     func publishesAsReadOnlyMember() throws(CofferError) -> Bool {
