@@ -155,3 +155,23 @@ CREATE TABLE keyEpoch (
     epoch BLOB NOT NULL,
     keyCheck BLOB NOT NULL CHECK (length(keyCheck) = 32)
 );
+
+-- Format 8. Signed writes (docs/sharing.md, "Signed writes"): for each
+-- member key (Ed25519, 32 bytes) that published a signed bundle this
+-- replica accepted (or, for this replica's own identity, that it
+-- published), the highest publication counter and the union of the
+-- accepted bundles' summaries (an encoded version vector). Covered by the
+-- vault MAC (term "M").
+CREATE TABLE memberPublisher (
+    signKey BLOB PRIMARY KEY CHECK (length(signKey) = 32),
+    counter INTEGER NOT NULL,
+    summary BLOB NOT NULL
+) WITHOUT ROWID;
+
+-- Format 8. Each replica id's member: the key that signed the first
+-- accepted bundle written by that replica. Covered by the vault MAC
+-- (term "B").
+CREATE TABLE replicaBinding (
+    replicaId BLOB PRIMARY KEY CHECK (length(replicaId) = 16),
+    signKey BLOB NOT NULL CHECK (length(signKey) = 32)
+) WITHOUT ROWID;

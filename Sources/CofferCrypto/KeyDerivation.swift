@@ -174,3 +174,42 @@ public final class PreparedKeyedHash: @unchecked Sendable {
         return body(UnsafeBufferPointer(start: digest.assumingMemoryBound(to: UInt8.self), count: length))
     }
 }
+
+/// Unkeyed BLAKE2b-512 (`crypto_generichash`, 64-byte output) of a byte
+/// stream fed piece by piece: what a signed bundle's signature covers
+/// (docs/bundle-format.md §Format 6), hashed in the pass that writes or
+/// reads the file. Not for secrets (its state is ordinary memory).
+public final class StreamingDigest: @unchecked Sendable {
+    /// The digest length: 64 bytes.
+    public static let length = 64
+    private let state: UnsafeMutableRawPointer
+    private var finished = false
+
+    public init() {
+        Sodium.ensure()
+        state = UnsafeMutableRawPointer.allocate(byteCount: max(crypto_generichash_statebytes(), 64), alignment: 64)
+        // Unkeyed, a length in range: cannot fail.
+        Sodium.mustSucceed(crypto_generichash_init(OpaquePointer(state), nil, 0, Self.length), "crypto_generichash_init")
+    }
+
+    deinit { state.deallocate() }
+
+    /// Absorbs `bytes`.
+    public func update(_ bytes: some Collection<UInt8>) {
+        precondition(!finished, "StreamingDigest: update after finish")
+        let done = bytes.withContiguousStorageIfAvailable { b in
+            crypto_generichash_update(OpaquePointer(state), b.baseAddress, UInt64(b.count))
+        }
+        // update always returns 0.
+        if let done { Sodium.mustSucceed(done, "crypto_generichash_update") } else { update(Array(bytes)) }
+    }
+
+    /// The 64-byte digest (once).
+    public func finish() -> [UInt8] {
+        precondition(!finished, "StreamingDigest: finish called twice")
+        finished = true
+        var out = [UInt8](repeating: 0, count: Self.length)
+        Sodium.mustSucceed(crypto_generichash_final(OpaquePointer(state), &out, Self.length), "crypto_generichash_final")
+        return out
+    }
+}

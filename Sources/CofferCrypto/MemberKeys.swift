@@ -133,8 +133,15 @@ public struct MemberPublicKey: Sendable, Hashable {
     /// Whether `signature` (64 bytes) is this identity's Ed25519 signature
     /// of `message`.
     public func isValidSignature(_ signature: [UInt8], of message: [UInt8]) -> Bool {
+        Self.isValidSignature(signature, of: message, signKey: signKey)
+    }
+
+    /// Whether `signature` (64 bytes) is the Ed25519 signature of `message`
+    /// by the key `signKey` (32 bytes; a small-order or malformed key
+    /// verifies nothing: libsodium refuses it).
+    public static func isValidSignature(_ signature: [UInt8], of message: [UInt8], signKey: [UInt8]) -> Bool {
         Sodium.ensure()
-        guard signature.count == Int(crypto_sign_BYTES) else { return false }
+        guard signature.count == Int(crypto_sign_BYTES), signKey.count == 32 else { return false }
         return crypto_sign_verify_detached(signature, message, UInt64(message.count), signKey) == 0
     }
 

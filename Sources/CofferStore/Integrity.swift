@@ -24,7 +24,8 @@ public final class VaultMAC: @unchecked Sendable {
     /// What a term covers, by its tag byte (the first byte of the term).
     public enum Area: Int, CaseIterable, Sendable {
         /// "H" the header, "W" the passphrase wrapping's version, "K" the
-        /// key epoch, "L" the local replica row.
+        /// key epoch, "L" the local replica row; "M" each member publisher
+        /// and "B" each replica binding (format 8).
         case header
         /// "R" each row of `replica` (the summary vector).
         case replicas
@@ -397,6 +398,10 @@ extension Queries {
                 mac.toggle(IntegrityTerm.replica(r.id, counter: r.counter))
                 cover.replicas += 1
             }
+            // Format 8's publishers and replica bindings (none in a vault
+            // without members).
+            for p in try publishers(db) { mac.toggle(IntegrityTerm.publisher(p)) }
+            for (replica, key) in try replicaBindings(db) { mac.toggle(IntegrityTerm.replicaBinding(replica, signKey: key)) }
             if rules.coversBookkeeping {
                 if let mark = try exportMark(db) {
                     mac.toggle(IntegrityTerm.exportMark(mark.replica, counter: mark.counter))

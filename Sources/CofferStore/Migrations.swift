@@ -46,8 +46,28 @@ enum Migrations {
         m.registerMigration("v7-bound-wrap") { db in
             try db.execute(sql: "PRAGMA user_version = 7")
         }
+        m.registerMigration("v8-signed-writes") { db in
+            try db.execute(sql: v8SignedWrites)
+            try db.execute(sql: "PRAGMA user_version = 8")
+        }
         return m
     }
+
+    /// Format version 8 (signed writes, docs/sharing.md): what this replica
+    /// knows of each member who published signed bundles, and which member
+    /// each replica id is bound to. Empty tables add no MAC term, so an
+    /// older vault needs no data migration.
+    static let v8SignedWrites = """
+        CREATE TABLE memberPublisher (
+            signKey BLOB PRIMARY KEY CHECK (length(signKey) = 32),
+            counter INTEGER NOT NULL,
+            summary BLOB NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE replicaBinding (
+            replicaId BLOB PRIMARY KEY CHECK (length(replicaId) = 16),
+            signKey BLOB NOT NULL CHECK (length(signKey) = 32)
+        ) WITHOUT ROWID;
+        """
 
     /// Format version 6: each item's sealed record moves into its row (one
     /// B-tree insert per new item instead of two), and the vault MAC takes

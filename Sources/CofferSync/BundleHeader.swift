@@ -57,6 +57,13 @@ public struct BundleHeader: Sendable, Equatable {
     /// docs/bundle-format.md §Format 5): ``BundleFormat/sealedKeyLength``
     /// bytes each, sorted bytewise; empty for a vault without members.
     public var sealedKeys: [[UInt8]] = []
+    /// The Ed25519 public key (32 bytes) of the member who signed the
+    /// bundle (format 6, docs/bundle-format.md §Format 6); nil for an
+    /// unsigned bundle (formats 1 to 5).
+    public var publisher: [UInt8]?
+    /// The publisher's publication counter (format 6): above every
+    /// counter of the same member's earlier bundles; 0 when unsigned.
+    public var publication: UInt64 = 0
 
     public init(
         vaultID: VaultID, replicaID: ReplicaID, kind: Kind, createdAt: Int64, recordCount: UInt64?,
@@ -93,7 +100,10 @@ public enum BundleFormat {
     /// present, initial or not).
     /// 5 when the master key is also sealed to members (format 4's body
     /// followed by the sealed keys).
-    public static let version: UInt16 = 5
+    /// 6 when the bundle is also signed by a member (format 5's body
+    /// followed by the publisher's Ed25519 key and publication counter, and
+    /// a signature after the FINAL chunk).
+    public static let version: UInt16 = 6
     /// The oldest bundle format this build reads.
     public static let oldestReadable: UInt16 = 1
     /// magic + version + body length.
@@ -116,6 +126,10 @@ public enum BundleFormat {
     /// A sealed key (format 5): `crypto_box_seal` of the seal prefix (62
     /// bytes) and the master key (32), 48 bytes of overhead.
     public static let sealedKeyLength = 142
+    /// An Ed25519 public key (format 6's publisher).
+    public static let publisherKeyLength = 32
+    /// The Ed25519 signature after a format-6 bundle's FINAL chunk.
+    public static let signatureLength = 64
     /// Most sealed keys in one header.
     public static let maxSealedKeys = 1024
 
@@ -174,6 +188,10 @@ extension BundleHeader {
             w.u16(UInt16(sealedKeys.count))
             for k in sealedKeys { w.bytes(k) }
         }
+        if let publisher {
+            w.bytes(publisher)
+            w.u64(publication)
+        }
         return w.data
     }
 
@@ -184,6 +202,7 @@ extension BundleHeader {
     /// reads only formats 1 to 3 must refuse such a bundle rather than
     /// take its wrapping, which it could not open).
     public var formatVersion: UInt16 {
+        if publisher != nil { return 6 }
         if !sealedKeys.isEmpty { return 5 }
         if wrapBinding == .integrity { return 4 }
         return !keyEpoch.isInitial ? 3 : (wrapping.isInitial ? 1 : 2)
@@ -196,6 +215,8 @@ extension BundleHeader {
         // Format 5 is format 4's body plus the sealed keys: its wrapped key
         // is always `coffer-wrap-v3`'s.
         precondition(sealedKeys.isEmpty || wrapBinding == .integrity, "sealed keys need the coffer-wrap-v3 binding")
+        precondition(
+            publisher == nil || (!sealedKeys.isEmpty && publisher!.count == BundleFormat.publisherKeyLength), "a signed bundle seals its key to members")
         precondition(sealedKeys.count <= BundleFormat.maxSealedKeys && sealedKeys.allSatisfy { $0.count == BundleFormat.sealedKeyLength })
         let body = encodedBody
         var w = ByteWriter(capacity: BundleFormat.prefixLength + body.count)
@@ -206,7 +227,7 @@ extension BundleHeader {
         return w.data
     }
 
-    /// Decodes a header body of format `version` (1 to 5).
+    /// Decodes a header body of format `version` (1 to 6).
     public init(decodingBody body: [UInt8], version: UInt16 = 1) throws(BundleError) {
         var r = ByteReader(body)
         do {
@@ -250,7 +271,7 @@ extension BundleHeader {
             }
             if version >= 5 {
                 let n = Int(try r.u16())
-                guard n >= 1 else { throw BundleError.malformedHeader("a format-5 header carries no sealed key (write format 4)") }
+                guard n >= 1 else { throw BundleError.malformedHeader("a format-\(version) header carries no sealed key (write format 4)") }
                 guard n <= BundleFormat.maxSealedKeys else {
                     throw BundleError.malformedHeader("\(n) sealed keys, more than \(BundleFormat.maxSealedKeys)")
                 }
@@ -264,6 +285,13 @@ extension BundleHeader {
                     keys.append(k)
                 }
                 sealedKeys = keys
+            }
+            if version >= 6 {
+                publisher = try r.bytes(BundleFormat.publisherKeyLength)
+                publication = try r.u64()
+                guard publication >= 1, publication <= BundleValidation.maxCounter else {
+                    throw BundleError.ruleBroken(.publicationCounter, "the publication counter \(publication) is not between 1 and 2^53")
+                }
             }
         } catch let e as BundleError {
             throw e

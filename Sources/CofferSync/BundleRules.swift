@@ -53,6 +53,20 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
     /// (Member) A sealed key (format 5) names the bundle's vault and key
     /// epoch in its sealed prefix.
     case sealedKeyBinding = "sealed-key-binding"
+    /// (Signed) A format-6 bundle's Ed25519 signature, after its FINAL
+    /// chunk, verifies under the publisher key in its header.
+    case signature = "signature"
+    /// (Signed, receiver) The publisher is a read-write member as the
+    /// receiver holds the membership after merging the bundle.
+    case signerMember = "signer-member"
+    /// (Signed) The publication counter is between 1 and 2^53 and (receiver)
+    /// above the last one the receiver accepted from that member.
+    case publicationCounter = "publication-counter"
+    /// (Signed, receiver) The bundle's replica id is not bound to another
+    /// member's key.
+    case replicaBinding = "replica-binding"
+    /// (Receiver) A vault with members accepts only signed bundles.
+    case unsignedInSharedVault = "unsigned-in-shared-vault"
 
     public var description: String { rawValue }
 
@@ -72,6 +86,11 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
         case .textValue: "values must be UTF-8 text"
         case .emptyTombstone: "a tombstone's value must be empty"
         case .sealedKeyBinding: "a sealed key must name the bundle's vault and key epoch"
+        case .signature: "a signed bundle's signature must verify under its publisher's key"
+        case .signerMember: "a bundle must be signed by a read-write member of the vault"
+        case .publicationCounter: "a member's bundles must carry increasing publication counters"
+        case .replicaBinding: "a replica id belongs to the first member who signed a bundle for it"
+        case .unsignedInSharedVault: "a shared vault accepts only bundles signed by a member"
         }
     }
 }

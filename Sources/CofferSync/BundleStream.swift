@@ -13,12 +13,24 @@ public final class BundleWriter {
     public private(set) var bytesWritten = 0
     private var finished = false
     private var lastItem: ItemID?
+    /// Format 6: the signer and the digest of every byte written so far.
+    private let signer: MemberSecretKey?
+    private let digest: StreamingDigest?
 
-    /// Starts a bundle. `bundleKey` is sub-key 4 of the vault master key
+    /// Starts a bundle. A `signer` (format 6: the header's ``BundleHeader/publisher``
+    /// must be its Ed25519 key) signs the BLAKE2b-512 of every byte, appended
+    /// after the FINAL chunk. `bundleKey` is sub-key 4 of the vault master key
     /// (``KeyHierarchy/SubKeyID/bundle``). `streamHeader` is only for
     /// deterministic test vectors.
-    public init(header: BundleHeader, bundleKey: SecretBytes, output: any BundleOutput, streamHeader: [UInt8]? = nil) throws(BundleError) {
+    public init(
+        header: BundleHeader, bundleKey: SecretBytes, output: any BundleOutput, streamHeader: [UInt8]? = nil, signer: MemberSecretKey? = nil
+    ) throws(BundleError) {
+        precondition(
+            (signer == nil) == (header.publisher == nil) && (signer == nil || signer!.publicKey.signKey == header.publisher!),
+            "a signed bundle's header names its signer's key")
         self.output = output
+        self.signer = signer
+        digest = signer == nil ? nil : StreamingDigest()
         prefix = header.encoded
         if let streamHeader {
             stream = SecretStream.Writer(key: bundleKey, deterministicHeader: streamHeader)
@@ -30,6 +42,7 @@ public final class BundleWriter {
     }
 
     private func emit(_ bytes: [UInt8]) throws(BundleError) {
+        digest?.update(bytes)
         try output.writeBytes(bytes)
         bytesWritten += bytes.count
     }
@@ -117,6 +130,12 @@ public final class BundleWriter {
         finished = true
         try pushChunk(buffer.data[...], final: true)
         buffer = ByteWriter()
+        if let signer, let digest {
+            // The signature is not itself hashed: emit would absorb it.
+            let signature = signer.sign(digest.finish())
+            try output.writeBytes(signature)
+            bytesWritten += signature.count
+        }
     }
 }
 
@@ -137,6 +156,11 @@ public final class BundleReader {
     /// For each replica, the highest counter any version's vector in the
     /// records read so far holds (see ``BundleValidation/backedSummary``).
     public private(set) var evidence: [ReplicaID: UInt64] = [:]
+    /// Format 6: the digest of every byte read so far (the signature covers it).
+    private let digest: StreamingDigest?
+    /// Format 6: whether the signature after the FINAL chunk was verified
+    /// (``next()`` returned nil).
+    public private(set) var signatureVerified = false
 
     /// Continues after ``BundleHeader/read(from:)``: reads the stream header
     /// and the first chunk, whose associated data is `prefix`.
@@ -144,7 +168,14 @@ public final class BundleReader {
         self.header = header
         self.input = input
         try BundleValidation.check(header: header)
+        if header.publisher != nil {
+            digest = StreamingDigest()
+            digest!.update(prefix)
+        } else {
+            digest = nil
+        }
         let sh = try input.readBytes(SecretStream.headerLength)
+        digest?.update(sh)
         guard sh.count == SecretStream.headerLength else { throw .truncated(part: "stream") }
         do { stream = try SecretStream.Reader(key: bundleKey, header: sh) } catch { throw .authenticationFailed }
         try pull(associatedData: prefix)
@@ -160,6 +191,10 @@ public final class BundleReader {
         }
         let ct = try input.readBytes(len)
         guard ct.count == len else { throw .truncated(part: "stream") }
+        if let digest {
+            digest.update(lenBytes)
+            digest.update(ct)
+        }
         let result: (message: [UInt8], tag: SecretStream.Tag)
         do { result = try stream.pull(ct, associatedData: associatedData) } catch { throw .authenticationFailed }
         switch result.tag {
@@ -207,6 +242,14 @@ public final class BundleReader {
     /// The next item record, or nil at the verified end of the bundle.
     public func next() throws(BundleError) -> ItemState? {
         if try atEnd() {
+            if let digest, let publisher = header.publisher, !signatureVerified {
+                let signature = try input.readBytes(BundleFormat.signatureLength)
+                guard signature.count == BundleFormat.signatureLength else { throw .truncated(part: "signature") }
+                guard MemberPublicKey.isValidSignature(signature, of: digest.finish(), signKey: publisher) else {
+                    throw .ruleBroken(.signature, "the signature does not match the bundle and the key of its publisher")
+                }
+                signatureVerified = true
+            }
             let extra = try input.readBytes(1)
             guard extra.isEmpty else { throw .trailingData }
             if let expected = header.recordCount, expected != recordsRead {

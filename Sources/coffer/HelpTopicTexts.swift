@@ -3868,8 +3868,9 @@ What exists today, in the order it is built:
 | members: `coffer members add`, `ls`, `rm` (with a key rotation) | done (this page, "Members") |
 | the master key sealed to each member in every bundle (bundle format 5) | done (this page, "Sealed keys") |
 | `coffer clone --identity`: a member's replica opened with its identity, no passphrase | not yet |
-| signed bundles, attributed versions, monotonic heads | not yet |
-| read-only members (CI) | not yet |
+| signed bundles (format 6), replica bindings, monotonic publication counters | done (this page, "Signed writes") |
+| attributed versions in `coffer history` and `show` | done (this page, "Attribution") |
+| read-only members: their bundles refused, their replicas publish nothing | done (this page, "Read-only members"); `coffer run` with a CI identity file needs `clone --identity` |
 
 Until the later parts land, a member's replica is still made with the passphrase (`coffer clone`,
 docs/sync.md): the key sealed to the member's identity is in every bundle, but no command opens a
@@ -4041,21 +4042,108 @@ and the key epoch, so a key sealed for another vault or another epoch is refused
 before anything is read (rule `sealed-key-binding`, exit 65), and a key that does not open the
 bundle is an authentication failure. The boxes do not name their recipients; a member finds its own
 by trying them. Read-only members get the key too (they must read); what stops their writes is the
-signature rule (not yet built).
+signature rules ("Signed writes", "Read-only members").
 
 Sealing to 50 members takes 50 X25519 operations per export (about 50 × 30 µs; not yet measured in
 `make bench`).
 
+## Signed writes
+
+Every bundle a member's replica writes is signed with the member's Ed25519 key (bundle format 6,
+docs/bundle-format.md §Format 6): the header names the signer's public key and a **publication
+counter**, and a 64-byte signature over BLAKE2b-512 of every byte of the file follows the last
+chunk. A replica signs when the vault has members and its own identity (`coffer identity new`) is
+one of them; it then needs nothing more — export, `sync` and `sync --git` sign on their own.
+
+A receiving replica checks, before the bundle's import commits (a refusal is exit 65 naming the
+rule, and leaves the vault exactly as it was):
+
+| rule | refuses |
+|---|---|
+| `signature` | a signature that does not verify: the file was changed after its member wrote it |
+| `signer-member` | a bundle whose signer is not a `read-write` member in the membership as the receiver holds it **after** merging the bundle's own records — so a vault with no members yet takes the first bundle of a member that adds itself, while a key never added, a member removed (as soon as the receiver knows of the removal), or a read-only member is refused |
+| `publication-counter` | a counter not above the last one the receiver accepted from that member: the sync folder or the git remote served an **older file of that member** (a `git reset` of the remote, a restored folder, a replayed file) — the message says so |
+| `replica-binding` | a bundle whose replica id is bound to another member: a replica id belongs to the member who signed the first bundle of it that the receiver accepted |
+| `unsigned-in-shared-vault` | an unsigned bundle (format 5 or older) in a vault that has members: nobody vouches for its writes. A vault with no members yet takes it, as before sharing |
+
+Each replica keeps what it accepted in its vault file (vault format 8: per member key, the last
+publication counter and the union of the accepted bundles' summaries; per replica id, the member
+key it is bound to), covered by the vault MAC like everything else (docs/key-hierarchy.md).
+
+### Forwarded versions: nobody writes in another member's name
+
+A bundle carries every version its writer holds, including the writes of other replicas it merged
+(forwarded). A member could therefore forge a version with a dot of another member's replica ("C
+writes as B"). A receiver takes a version whose dot is of replica R from a bundle signed by member
+M only when
+
+- R is the bundle's own replica or bound to M (M's own writes), or
+- the receiver already covers that dot (it has the version, or one that supersedes it), or
+- R is bound to another member N and the dot is covered by the summary of a bundle signed by N
+  that the receiver has accepted (N vouched for it).
+
+Any other version is left out — not an error for the whole bundle — and reported as `skipped N
+forwarded version(s) of bob's replica: they arrive from its own files`; the summary the receiver
+records does not count them, so they still merge when they come from their writer. In a sync folder
+(and a git repository) every replica publishes its own files, so nothing is lost. The consequence:
+**in a shared vault, one bundle exported by one member carries only that member's own writes plus
+writes the receiver already knows**. A new member builds from the sync folder (everyone's files:
+`coffer clone DIR`, `coffer sync DIR`), not from one member's bundle. Writes of a replica that
+never signed a bundle (made before the vault had members, by a replica that no longer publishes)
+reach only the replicas that had them before sharing began; have that replica sync once as a
+member, or re-enter such values.
+
+A member that has several replicas should give each its own identity (add each as a member), or
+accept that the publication counter of an identity file shared by replicas follows the clock
+(`max(last + 1, now in ms)`): two such replicas whose clocks disagree by more than the time between
+their publications can have one's bundle refused as older.
+
+### Membership changes and signatures
+
+The membership item is written and merged like every item, so membership changes are versioned and
+signed: whoever changes `.coffer/members` signs the bundle that carries the change, and a receiver
+takes the change only if its signer is a read-write member as the membership stands after the
+merge. Concurrent changes merge as in "Concurrent changes" above (a removal wins over a concurrent
+edit of the same member).
+
+## Attribution
+
+Every version carries a dot, whose replica id a replica binds to the member who signed that
+replica's first accepted bundle (and its own replica to its own identity). `coffer history NAME`
+ends each version's line with `(by alice)`, and its `--json` entries carry `"member"`
+(Schemas/history.schema.json); `coffer show NAME` names the member after the replica that made the
+latest shown write and each conflict side (`by replica 3f2a9c1e (alice)`), and its `--json` carries
+`"lastWrittenByMember"` (Schemas/show.schema.json). A version whose replica is bound to no current
+member (written before sharing, or by a member since removed) names no one; a vault without members
+shows exactly what it showed before.
+
+## Read-only members
+
+A member added with `--read-only` (for a CI job) gets the vault key sealed in every bundle, but
+writes nothing any replica takes:
+
+- every replica refuses a bundle signed by a read-only member (rule `signer-member`);
+- `coffer` refuses to publish from a replica whose identity is read-only: `coffer export` fails with
+  exit 77 (`this identity is read-only in this vault`), and `coffer sync` merges the others' files
+  into it and writes no file of its own (it says so). Local edits stay local.
+
+What a member published while read-write stays merged wherever it was accepted; once a replica
+has merged the change to read-only, it refuses that member's later bundles.
+
 ## What each party can do (as built so far)
 
-This section covers the parts that exist; signed writes (who may write what) are not built yet, and
-until they are, **every holder of the vault key can write anything**, membership included.
+This section covers the parts that exist. Every member's bundles are signed (above); a holder of the
+passphrase who is no member can still write into a replica that has no members yet, and a replica
+of a shared vault refuses unsigned bundles.
 
 | who | can | cannot |
 |---|---|---|
-| the git host, the sync folder, anyone who copies a bundle | count a vault's members (the number of sealed boxes), see ids, vectors and sizes as before (docs/bundle-format.md, "Security considerations"); serve an older bundle (not yet noticed: monotonic heads are not built) | tell who the members are (the boxes name no recipient); read anything without a member's identity or the passphrase; change a byte of a bundle unnoticed (the sealed keys are authenticated like the rest of the header) |
+| the git host, the sync folder, anyone who copies a bundle | count a vault's members (the number of sealed boxes), see ids, vectors and sizes as before (docs/bundle-format.md, "Security considerations") and which member key signed each bundle (the publisher key is in the clear header); withhold a member's newer files (not noticed until a newer one arrives); serve an older file of a member that a replica already passed (noticed: rule `publication-counter`) | tell who the members are (the boxes name no recipient); read anything without a member's identity or the passphrase; change a byte of a bundle unnoticed (the sealed keys are authenticated like the rest of the header) |
 | a removed member | keep what they read before, and open every bundle of the epochs before their removal (their identity opens those boxes); if they knew the passphrase, adopt the new key with it — change it with `coffer passwd` | open a bundle written after the removal with their identity: its key is of a new epoch, sealed only to the others |
-| a member (any key holder) | today: write anything, including `.coffer/members` (add or remove members) and a malformed or weak key there — a weak (low-order) key makes every export refuse with exit 65 naming the entry, rather than seal a box anyone could open | trick another member's identity into taking a key for another vault or epoch (rule `sealed-key-binding`) |
+| a read-write member | write anything under their own replicas' ids, including `.coffer/members` (add or remove members, make themselves the only one — as any admin could) and a malformed or weak key there — a weak (low-order) key makes every export refuse with exit 65 naming the entry, rather than seal a box anyone could open | write under another member's replica id or forward a version in another member's name that the receiver has not accepted from that member (rules `replica-binding`, `forwarded-dot`); replay or roll back another member's files unnoticed (`publication-counter`); trick another member's identity into taking a key for another vault or epoch (rule `sealed-key-binding`) |
+| a read-only member | read everything | write anything another replica takes (`signer-member`) |
+| a removed member | — (see above) | have a bundle signed after their removal taken by a replica that knows of the removal (`signer-member`) |
+| a passphrase holder who is no member | open and write a replica of their own | have a replica of a shared vault take their bundles (`unsigned-in-shared-vault`; a key never added: `signer-member`) |
 | the thief of one laptop | with the vault file alone, nothing more than before: the identity kept in the vault is inside the encrypted file (`.coffer/identity`, never in a bundle); with an identity file (`--out`), read every bundle sealed to that identity — an identity file is as sensitive as the passphrase: keep it 0600, in a CI secret store, and remove the member if it leaks | — |
 
 ### Exit codes
@@ -4079,14 +4167,10 @@ the `--out` file exists or cannot be created; without `--out`, the vault's usual
   file — its master key sealed to its identity in the vault file, with the identity file given at
   unlock — and must forward the passphrase wrapping it received unchanged. That is a vault format
   change (a table for the local sealed key) and a new unlock source in `VaultFile`; not started.
-- **Signed writes** (bundle format 6): the writer's Ed25519 public key and a per-member publication
-  counter in the header (so the prefix, authenticated as chunk 0's associated data, carries them),
-  and a 64-byte Ed25519 signature after the FINAL chunk over BLAKE2b-512 of every byte before it
-  (one pass, no second read of the file); readers verify it before merging and check that the
-  signer is a member of the vault as of the bundle's own membership state and as the reader holds
-  it, that the replica id is bound to that member (a member's replica ids are recorded in its
-  membership entry), and that the counter is above the last one seen from that member. Not started.
-- Read-only members, the git workflow and the three-member proof test (issue 29, steps 4 and 5).
+- Performance of signed writes in `make bench` (one Ed25519 verification and one BLAKE2b-512 pass
+  per bundle; not measured yet).
+- `coffer run` in CI with an identity file (needs `clone --identity`), the git workflow and the
+  three-member proof test over a bare git repository (issue 29, steps 4 and 5).
 """#####),
         HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,
@@ -4141,6 +4225,12 @@ does not exist; 65 for a file that is not a valid identity file (not UTF-8, no i
 mistyped, truncated or public identity). `coffer members` (docs/sharing.md): `add`: 64 invalid name, 65
 malformed public identity, 73 identity already another member's; `rm`: 66 no such member, 77 wrong
 passphrase, and `coffer rekey`'s codes.
+
+Signed writes in a shared vault (docs/sharing.md, "Signed writes"): `import`, `sync` and `clone` refuse
+a bundle that breaks a rule of signed writes (`signature`, `signer-member`, `publication-counter`,
+`replica-binding`, `unsigned-in-shared-vault`) with 65, the vault unchanged. `export` from a replica
+whose identity is a read-only member is 77 ("this identity is read-only in this vault"); `sync` there
+merges the others' files and writes nothing of its own (exit 0).
 
 `coffer secret-service` (docs/secret-service.md): 75 when another process owns `org.freedesktop.secrets`
 (the error names its pid and executable; the hint says how to stop gnome-keyring, or `--replace`); 69
@@ -4429,9 +4519,14 @@ What rotation does not do:
 A vault with members (docs/sharing.md) seals its master key to each member's identity in every
 bundle (bundle format 5). A removed member keeps what they already read and the keys of the epochs
 before their removal; `coffer members rm` rotates the key so that nothing written later is sealed to
-them. Until signed writes are built, every member holds the vault key and so can write anything,
-membership included: the table in docs/sharing.md, "What each party can do", says what each party
-can and cannot do today. An identity file is as sensitive as the passphrase.
+them. Every member's bundle is signed (bundle format 6): a replica of a shared vault takes a
+bundle only from a read-write member as it knows the membership, never an older file of a member
+than one it already took (a rolled-back folder or git remote is noticed), never a replica id bound
+to another member, and never a version forwarded in another member's name that it has not accepted
+from that member; it refuses unsigned bundles. Each member still holds the vault key, so a
+read-write member can write anything under their own name, membership included: the table in
+docs/sharing.md, "What each party can do", says what each party can and cannot do. An identity
+file is as sensitive as the passphrase.
 
 ## Memory
 

@@ -21,20 +21,23 @@ struct History: ParsableCommand {
     func run() throws {
         let vault = try options.unlock()
         let entries = try vault.history(name)
+        // Shared vaults: who wrote each version (docs/sharing.md).
+        let members = try vault.memberNamesByReplica()
         if json {
             try Output.json(
                 entries.map {
                     HistoryJSON(
                         field: $0.field, value: ($0.isSecret && !showSecrets) ? nil : $0.value, secret: $0.isSecret,
                         removed: $0.removed, current: $0.isCurrent, writtenAt: $0.writtenAt, replica: $0.replica.hex,
-                        counter: $0.counter)
+                        counter: $0.counter, member: members[$0.replica])
                 })
             return
         }
         for e in entries {
             let value: String
             if e.removed { value = "(removed)" } else if e.isSecret && !showSecrets { value = "(secret)" } else { value = e.value ?? "" }
-            Output.out("\(ISO8601.string(e.writtenAt))  \(e.replica.hex.prefix(8)):\(e.counter)  \(e.isCurrent ? "*" : " ") \(e.field) = \(value)")
+            let by = members[e.replica].map { "  (by \($0))" } ?? ""
+            Output.out("\(ISO8601.string(e.writtenAt))  \(e.replica.hex.prefix(8)):\(e.counter)  \(e.isCurrent ? "*" : " ") \(e.field) = \(value)\(by)")
         }
     }
 }

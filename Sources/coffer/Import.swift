@@ -93,6 +93,7 @@ struct Import: ParsableCommand {
             Progress.clear()
             if let change = r.rebinding { Output.note(change.message) }
             Output.note(MergeReportLine.text("imported", file, r, kind: true, replica: "from replica", conflicts: .withHint))
+            for line in MergeReportLine.skipped(r) { Output.note(line) }
             if let change = r.passphraseChange { Output.note(change.message) }
         }
         // A bundle may show this replica's id used by another vault file.

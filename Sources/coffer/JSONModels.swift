@@ -108,7 +108,8 @@ struct HistoryJSON: Encodable {
     var writtenAt: Date
     var replica: String
     var counter: UInt64
-
+    /// The member who wrote the version (shared vaults); left out otherwise.
+    var member: String?
 }
 
 /// An optional member of a `--json` model that is written as `null` when

@@ -5,6 +5,15 @@ import CofferKit
 /// runs, so that the counts read the same everywhere:
 /// `VERB NAME (KIND, replica ID): N added, N changed, N unchanged[, conflicts]`.
 enum MergeReportLine {
+    /// The lines saying which forwarded versions a signed bundle's merge
+    /// left out (rule forwarded-dot, docs/sharing.md "Signed writes").
+    static func skipped(_ r: ImportReport) -> [String] {
+        r.skippedForwarded.map { s in
+            let whose = s.member.map { "\($0)'s replica" } ?? "a replica of no known member"
+            return "skipped \(s.versions) forwarded version\(s.versions == 1 ? "" : "s") of \(whose): they arrive from its own files"
+        }
+    }
+
     /// How the line counts the conflicts the merge opened.
     enum Conflicts {
         /// Not at all (a dry run, a clone).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferKit
+import CofferSync
 import Foundation
 
 struct Show: ParsableCommand {
@@ -31,14 +32,16 @@ struct Show: ParsableCommand {
     static func execute(vault: Vault, name: String, reveal: Bool, json: Bool) throws {
         let item = try vault.item(named: name)
         ItemWarnings.emit(for: item)
+        // Shared vaults: the member behind each replica (docs/sharing.md).
+        let members = try vault.memberNamesByReplica()
         if json {
-            try Output.json(ShowJSON(item, reveal: reveal))
+            try Output.json(ShowJSON(item, reveal: reveal, members: members))
             return
         }
-        Show.print(item, reveal: reveal)
+        Show.print(item, reveal: reveal, members: members)
     }
 
-    static func print(_ item: Item, reveal: Bool) {
+    static func print(_ item: Item, reveal: Bool, members: [ReplicaID: String] = [:]) {
         var lines: [String] = []
         lines.append("name:     \(item.name)")
         lines.append("type:     \(item.type.rawValue)")
@@ -47,7 +50,7 @@ struct Show: ParsableCommand {
         if let s = item.source { lines.append("source:   \(s)") }
         if let e = item.expires { lines.append("expires:  \(e)\(item.isExpired() ? " (EXPIRED)" : "")") }
         lines.append("policy:   \(item.policy.rawValue)")
-        let by = item.lastWrittenBy.map { " by replica \($0.hex.prefix(8))" } ?? ""
+        let by = item.lastWrittenBy.map { " by replica \($0.hex.prefix(8))" + (members[$0].map { " (\($0))" } ?? "") } ?? ""
         lines.append("changed:  \(ISO8601.string(item.updatedAt))\(by)")
         if item.fields.isEmpty {
             lines.append("fields:   (none)")
@@ -63,7 +66,9 @@ struct Show: ParsableCommand {
             lines.append("CONFLICT: \(c.field) has \(c.sides.count) concurrent values (see `coffer conflicts \(item.name)`):")
             for s in c.sides {
                 let v = s.value.map { c.isSecret && !reveal ? "********" : oneLine($0) } ?? "(removed)"
-                lines.append("  [\(s.number)]\(s.isShown ? "*" : " ") \(v)  written \(ISO8601.string(s.writtenAt)) by \(s.replica.hex.prefix(8))")
+                lines.append(
+                    "  [\(s.number)]\(s.isShown ? "*" : " ") \(v)  written \(ISO8601.string(s.writtenAt)) by \(s.replica.hex.prefix(8))\(members[s.replica].map { " (\($0))" } ?? "")"
+                )
             }
         }
         if item.hasDeleteConflict {
@@ -118,8 +123,10 @@ struct ShowJSON: Encodable {
     var item: ItemJSON
     var fields: [FieldJSON]
     var lastWrittenBy: String?
+    /// The member behind ``lastWrittenBy`` (shared vaults).
+    var lastWrittenByMember: String?
 
-    init(_ item: Item, reveal: Bool) {
+    init(_ item: Item, reveal: Bool, members: [ReplicaID: String] = [:]) {
         self.item = ItemJSON(item, showSecrets: reveal)
         fields = item.fields.map { f in
             FieldJSON(
@@ -127,10 +134,12 @@ struct ShowJSON: Encodable {
                 attachment: f.isFile, size: f.bytes.count)
         }
         lastWrittenBy = item.lastWrittenBy?.hex
+        lastWrittenByMember = item.lastWrittenBy.flatMap { members[$0] }
     }
 
     enum Keys: String, CodingKey {
-        case id, name, type, fields, tags, source, expires, expired, policy, createdAt, updatedAt, vector, conflicts, deleteConflict, lastWrittenBy
+        case id, name, type, fields, tags, source, expires, expired, policy, createdAt, updatedAt, vector, conflicts, deleteConflict, lastWrittenBy,
+            lastWrittenByMember
     }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
@@ -149,5 +158,6 @@ struct ShowJSON: Encodable {
         try c.encode(item.conflicts, forKey: .conflicts)
         try c.encode(item.deleteConflict, forKey: .deleteConflict)
         try c.encode(lastWrittenBy, forKey: .lastWrittenBy)
+        try c.encodeIfPresent(lastWrittenByMember, forKey: .lastWrittenByMember)
     }
 }

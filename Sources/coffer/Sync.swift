@@ -115,6 +115,7 @@ struct Sync: ParsableCommand {
         } else {
             for r in report.merged {
                 Output.note(MergeReportLine.text("merged", base(r.path), r, conflicts: .brief))
+                for line in MergeReportLine.skipped(r) { Output.note(line) }
                 if let change = r.passphraseChange { Output.note(change.message) }
             }
             let skippedOld = report.skipped.filter { $0.reason == .nothingNew }.count
@@ -127,7 +128,9 @@ struct Sync: ParsableCommand {
                 }
             }
             if !report.newConflicts.isEmpty { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
-            if report.wroteOwnBundle {
+            if report.readOnlyMember {
+                Output.note("this identity is read-only in this vault: merged the others' files, wrote no bundle of its own")
+            } else if report.wroteOwnBundle {
                 Output.note("wrote \(base(report.ownBundle))")
             } else if report.merged.isEmpty {
                 Output.note("nothing new; \(base(report.ownBundle)) is current")
@@ -186,6 +189,7 @@ extension Sync {
             }
             for r in round.merged {
                 Output.note(MergeReportLine.text("merged", base(r.path), r, conflicts: .brief))
+                for line in MergeReportLine.skipped(r) { Output.note(line) }
             }
             for c in round.newConflicts { Output.note("new conflict: \(c.item) field \(c.field)") }
             for f in round.failed { failed[f.path] = f.error }

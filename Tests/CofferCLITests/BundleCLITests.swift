@@ -95,7 +95,7 @@ struct BundleCLITests {
         ]
         var newer = good
         newer[9] = 7
-        cases.append(("newer", newer, "has bundle format 7; this coffer reads format 5"))
+        cases.append(("newer", newer, "has bundle format 7; this coffer reads format 6"))
         for p in [0, 8, 12, 20, 40, 70, 130, 200, Self.firstChunkStart(good) + 2, Self.firstChunkStart(good) + 10, good.count / 2, good.count - 1] {
             var flipped = good
             flipped[p] ^= 0x10

@@ -84,6 +84,17 @@ struct MembersCLITests {
         #expect(Self.members(home) == ["bob\tread-write\t\(bob)"])
     }
 
+    /// Gives each replica an identity kept in its vault and makes both
+    /// members (on A): their public identities.
+    static func replicaMembers(_ a: TestHome, _ b: TestHome) -> (String, String) {
+        let alice = a.unlocked(["identity", "new", "--name", "alice"])
+        let bea = b.unlocked(["identity", "new", "--name", "bea"])
+        #expect(alice.status == 0 && bea.status == 0, "\(alice) \(bea)")
+        SyncFixture.expectOK(a.unlocked(["members", "add", "alice", alice.out]))
+        SyncFixture.expectOK(a.unlocked(["members", "add", "bea", bea.out]))
+        return (alice.out, bea.out)
+    }
+
     @Test("concurrent membership changes on two replicas merge: different names both stay, a removal wins over a concurrent change")
     func concurrentChangesMerge() {
         let (a, b) = SyncFixture.twoReplicas(dir: "")
@@ -92,11 +103,14 @@ struct MembersCLITests {
         let bob2 = Self.identity(a, "bob2")
         let dave = Self.identity(a, "dave")
         let erin = Self.identity(a, "erin")
+        // Each replica holds a member identity (a shared vault takes only
+        // members' signed bundles: docs/sharing.md, "Signed writes").
+        let (alice, bea) = Self.replicaMembers(a, b)
         // The registry is made on A and synced, so both replicas hold it.
         SyncFixture.expectOK(a.unlocked(["members", "add", "bob", bob]))
         SyncFixture.expectOK(a.unlocked(["sync", dir]))
         SyncFixture.expectOK(b.unlocked(["sync", dir]))
-        #expect(Self.members(b) == ["bob\tread-write\t\(bob)"])
+        #expect(Self.members(b) == ["alice\tread-write\t\(alice)", "bea\tread-write\t\(bea)", "bob\tread-write\t\(bob)"])
         // Concurrently: A adds dave and removes bob; B adds erin and, later
         // (so its write is the newest, the one a conflict would show),
         // changes bob's identity.
@@ -109,7 +123,7 @@ struct MembersCLITests {
             SyncFixture.expectOK(a.unlocked(["sync", dir]))
             SyncFixture.expectOK(b.unlocked(["sync", dir]))
         }
-        let expected = ["dave\tread-write\t\(dave)", "erin\tread-write\t\(erin)"]
+        let expected = ["alice\tread-write\t\(alice)", "bea\tread-write\t\(bea)", "dave\tread-write\t\(dave)", "erin\tread-write\t\(erin)"]
         #expect(Self.members(a) == expected)
         #expect(Self.members(b) == expected)
     }
@@ -120,7 +134,7 @@ struct MembersCLITests {
         let dir = a.path("sync")
         let one = Self.identity(a, "one")
         let two = Self.identity(a, "two")
-        SyncFixture.expectOK(a.unlocked(["members", "add", "seed", Self.identity(a, "seed")]))
+        _ = Self.replicaMembers(a, b)
         SyncFixture.expectOK(a.unlocked(["sync", dir]))
         SyncFixture.expectOK(b.unlocked(["sync", dir]))
         SyncFixture.expectOK(a.unlocked(["members", "add", "carol", one]))

@@ -127,10 +127,10 @@ struct BundleCorruptionTests {
 
     @Test func newerAndBogusVersions() throws {
         let f = try Fixture()
-        var v6 = f.bundle
-        v6[9] = 6
-        let e = try f.refuse(v6, "version 6")
-        #expect(e?.message.contains("has bundle format 6; this coffer reads format 5") == true)
+        var v7 = f.bundle
+        v7[9] = 7
+        let e = try f.refuse(v7, "version 7")
+        #expect(e?.message.contains("has bundle format 7; this coffer reads format 6") == true)
         #expect(e?.hint == "upgrade coffer on this machine")
         var v0 = f.bundle
         v0[9] = 0

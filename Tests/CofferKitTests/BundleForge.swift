@@ -84,16 +84,23 @@ struct BundleForge {
     func bundle(
         replica: ReplicaID, kind: BundleHeader.Kind = .full, createdAt: Int64, summary: VersionVector,
         since: VersionVector = VersionVector(), writes: [Write], streamLabel: String? = nil,
-        wrapping: KeyWrappingVersion = .initial, keyEpoch: KeyEpoch = .initial, wrapBinding: KeyHierarchy.WrapBinding = .legacy
+        wrapping: KeyWrappingVersion = .initial, keyEpoch: KeyEpoch = .initial, wrapBinding: KeyHierarchy.WrapBinding = .legacy,
+        sealedKeys: [[UInt8]] = [], signer: MemberSecretKey? = nil, publication: UInt64 = 1
     ) throws -> [UInt8] {
         let items = states(writes)
-        let header = BundleHeader(
+        var header = BundleHeader(
             vaultID: vaultID, replicaID: replica, kind: kind, createdAt: createdAt, recordCount: UInt64(items.count),
             kdf: kdf, salt: salt, wrappedMasterKey: wrappedMasterKey, summary: summary, since: since,
             wrapping: wrapping, keyEpoch: keyEpoch, wrapBinding: wrapBinding)
+        header.sealedKeys = sealedKeys
+        if let signer {
+            header.publisher = signer.publicKey.signKey
+            header.publication = publication
+        }
         let out = ByteArrayOutput()
         let label = streamLabel ?? nonceLabel.map { "\($0) stream" }
-        let w = try BundleWriter(header: header, bundleKey: bundleKey, output: out, streamHeader: label.map { Self.fixed($0, 24) })
+        let w = try BundleWriter(
+            header: header, bundleKey: bundleKey, output: out, streamHeader: label.map { Self.fixed($0, 24) }, signer: signer)
         for s in items { try w.write(s) }
         try w.finish()
         return out.bytes

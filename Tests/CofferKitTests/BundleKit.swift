@@ -75,6 +75,10 @@ enum BundleKit {
 
     static let memberAlice = member("alice")
     static let memberBob = member("bob")
+    /// A key that is no member of anything (format 6's refusals).
+    static let memberMallory = member("mallory")
+    /// The replica of the kit's signed bundles (format 6).
+    static let replicaD = ReplicaID(bytes: [UInt8](repeating: 0xdd, count: 16))!
 
     /// The kit master key sealed to `member` for `vault` and `epoch`, with
     /// an ephemeral key pair from a label (reproducible).
@@ -361,8 +365,8 @@ enum BundleKit {
         damaged("truncated-before-final", "multi-chunk.cb cut after its first chunk (no FINAL chunk)", expect: "truncated", Array(multi.prefix(firstChunkEnd)))
         damaged("trailing-data", "one zero byte appended", expect: "trailing data", full + [0])
         var newer = full
-        newer[9] = 6
-        damaged("newer-version", "format version 6", expect: "unsupported version", newer)
+        newer[9] = 7
+        damaged("newer-version", "format version 7", expect: "unsupported version", newer)
         var v2Body1 = full
         v2Body1[9] = 2
         damaged(
@@ -508,6 +512,83 @@ enum BundleKit {
         none[12] = UInt8((newLength >> 8) & 0xff)
         none[13] = UInt8(newLength & 0xff)
         damaged("sealed-keys-none", "bound-wrap.cb declared format 5 with a sealed-key count of 0 (write format 4)", expect: "malformed header", none)
+        // Format 6: signed by a member (docs/sharing.md, "Signed writes"):
+        // format 5's body, then the publisher's Ed25519 key and publication
+        // counter; the signature after the FINAL chunk.
+        let membersItem = item(10)
+        let d1 = Dot(replica: replicaD, counter: 1)
+        let signedForge = forge("signed", wrappedKey: boundWrappedKey)
+        let membersWrites: [W] = [
+            W(item: membersItem, register: .name, dot: d1, vector: v([replicaD: 1]), writtenAt: t0, payload: meta("@name", ".coffer/members")),
+            W(item: membersItem, register: .type, dot: d1, vector: v([replicaD: 1]), writtenAt: t0, payload: meta("@type", "custom")),
+            W(
+                item: membersItem, register: signedForge.field("alice", of: membersItem), dot: d1, vector: v([replicaD: 1]), writtenAt: t0,
+                payload: meta("alice", memberAlice.publicKey.text + " read-write")),
+            W(
+                item: membersItem, register: signedForge.field("bob", of: membersItem), dot: d1, vector: v([replicaD: 1]), writtenAt: t0,
+                payload: meta("bob", memberBob.publicKey.text + " read-only")),
+        ]
+        func signedCase(_ name: String, signer: MemberSecretKey, publication: UInt64 = 1, expect: String, description: String) throws -> [UInt8] {
+            let fo = forge(name, wrappedKey: boundWrappedKey)
+            let bytes = try fo.bundle(
+                replica: replicaD, createdAt: createdAt, summary: v([replicaD: 1]), writes: membersWrites, streamLabel: "coffer kit \(name) stream",
+                wrapBinding: .integrity, sealedKeys: sealed.sealedKeys, signer: signer, publication: publication)
+            var h = sealed
+            h.replicaID = replicaD
+            h.summary = v([replicaD: 1])
+            h.recordCount = 1
+            h.publisher = signer.publicKey.signKey
+            h.publication = publication
+            var header = headerJSON(h)
+            header["publisher"] = Hex.encode(signer.publicKey.signKey)
+            header["publication"] = publication
+            var side: [String: Any] = [
+                "file": "\(name).cb", "description": description, "expect": expect, "header": header, "members": ["alice", "bob"],
+                "writes": membersWrites.enumerated().map { writeJSON($1, index: $0) }, "nonceLabel": fo.nonceLabel ?? "",
+                "streamHeaderLabel": "coffer kit \(name) stream",
+                "construction":
+                    "header format 6 (sealed.cb's body with replica dd…dd, summary {dd: 1} and one record, then the publisher's Ed25519 key (32) and u64 publication counter), the records, then the Ed25519 signature (64) of BLAKE2b-512 of every byte before it",
+                "blake2b256": Hex.encode(KeyedHash.digest(bytes)),
+            ]
+            if expect == "success" || expect.hasPrefix("receiver") {
+                side["records"] = 1
+                side["receiver"] = "a vault cloned from full.cb with the kit passphrase (no members)"
+            }
+            if expect == "success" { side.removeValue(forKey: "receiver") }
+            cases.append(Case(name: name, bytes: bytes, sidecar: side))
+            return bytes
+        }
+        let signedBytes = try signedCase(
+            "signed", signer: memberAlice, expect: "success",
+            description:
+                "format 6: the .coffer/members item (alice read-write, bob read-only) written on replica dd, signed by alice (publication 1): a receiver takes it (alice is a read-write member once the bundle's membership is merged) and binds dd to alice"
+        )
+        _ = try signedCase(
+            "signed-by-read-only", signer: memberBob, expect: "receiver rule: signer-member",
+            description: "format 6: signed.cb's records signed by bob, a read-only member in them: every receiver refuses it")
+        _ = try signedCase(
+            "signed-by-non-member", signer: memberMallory, expect: "receiver rule: signer-member",
+            description: "format 6: signed.cb's records signed by mallory, no member: every receiver refuses it")
+        var flippedSignature = signedBytes
+        flippedSignature[signedBytes.count - 1] ^= 0x01
+        damaged("signed-signature-flipped", "signed.cb with a bit of its signature flipped", expect: "rule: signature", flippedSignature)
+        var flippedRecord = signedBytes
+        let signedPrefix = prefixLengthOf(signedBytes)
+        flippedRecord[signedPrefix - 3] ^= 0x01 // inside the publication counter: chunk 0's associated data
+        damaged("signed-counter-tampered", "signed.cb with its publication counter changed", expect: "authentication failure", flippedRecord)
+        damaged(
+            "signed-signature-missing", "signed.cb without its last 64 bytes (the signature)", expect: "truncated",
+            Array(signedBytes.prefix(signedBytes.count - 64)))
+        damaged("signed-trailing-data", "signed.cb with one zero byte after the signature", expect: "trailing data", signedBytes + [0])
+        var zeroPublication = Array(signedBytes.prefix(signedPrefix))
+        for i in (signedPrefix - 8)..<signedPrefix { zeroPublication[i] = 0 }
+        damaged(
+            "signed-counter-zero", "signed.cb's header with publication counter 0 (rule publication-counter: 1 to 2^53)",
+            expect: "rule: publication-counter", zeroPublication + Array(signedBytes[signedPrefix...]))
+        var sealedAsSix = sealedBytes
+        sealedAsSix[9] = 6
+        damaged(
+            "version-6-without-publisher", "sealed.cb declared format 6 (the publisher key and counter are missing)", expect: "malformed header", sealedAsSix)
         var v3Body2 = changedBytes
         v3Body2[9] = 3
         damaged(
@@ -708,6 +789,10 @@ enum BundleKit {
             ],
             "memberBob": [
                 "secretIdentity": String(decoding: memberBob.secretText().revealedBytes(), as: UTF8.self), "publicIdentity": memberBob.publicKey.text,
+            ],
+            "memberMallory": [
+                "secretIdentity": String(decoding: memberMallory.secretText().revealedBytes(), as: UTF8.self),
+                "publicIdentity": memberMallory.publicKey.text,
             ],
             "memberIdentityLabels":
                 "a kit member's secret identity is Bech32m(\"coffer-secret\", 0x01 || BLAKE2b-256(\"coffer kit member <name> x25519\") || BLAKE2b-256(\"coffer kit member <name> ed25519\"))",

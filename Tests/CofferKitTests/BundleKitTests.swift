@@ -78,7 +78,9 @@ struct BundleKitTests {
             }
         }
         // Every rule of the spec has a file that breaks it.
-        for rule in BundleRule.allCases where ![.localReplicaBound, .mutualSupersession].contains(rule) {
+        // The rules that need a receiver's history (what it accepted before,
+        // its own members) are tested by SignedWritesTests.
+        for rule in BundleRule.allCases where ![.localReplicaBound, .mutualSupersession, .replicaBinding, .unsignedInSharedVault].contains(rule) {
             // sealed-key-binding: "sealed key rule: …", a member's outcome.
             #expect(seen.contains { $0.hasSuffix("rule: \(rule.rawValue)") }, "no kit file breaks \(rule)")
         }
@@ -148,16 +150,47 @@ struct BundleKitTests {
         // A clone of rekeyed.cb starts on epoch 1.
         _ = try Vault.clone(bundleAt: rekeyed, to: box.path("r.coffer"), passphrase: pass)
         #expect(try VaultFile.open(path: box.path("r.coffer")).unlock(passphrase: pass).keyEpoch == BundleKit.epochOne)
-        // A clone is a vault of format 7 whether its bundle's key was
+        // A clone is a vault of format 8 (7 bound the wrapping) whether its bundle's key was
         // wrapped with coffer-wrap-v3 (bound-wrap.cb, format 4) or before
         // (full.cb, format 1: bound by the clone under the same KEK).
         for (file, target) in [("bound-wrap.cb", "b4.coffer"), ("full.cb", "f1.coffer")] {
             _ = try Vault.clone(bundleAt: BundleKit.dir.appendingPathComponent(file).path, to: box.path(target), passphrase: pass)
             let c = try VaultFile.open(path: box.path(target))
-            #expect(c.header.formatVersion == 7 && c.header.wrapBinding == .integrity, "\(file)")
+            #expect(c.header.formatVersion == 8 && c.header.wrapBinding == .integrity, "\(file)")
             #expect(try c.unlock(passphrase: pass).verify().isSound, "\(file)")
             #expect(throws: CofferError.self, "\(file)") { try c.unlock(passphrase: SecretBytes(copying: Array("not it".utf8))) }
         }
+    }
+
+    /// signed.cb (format 6) imports into a vault without members: alice
+    /// signed it and is a read-write member once its membership is merged;
+    /// the same file again is an older publication (rule
+    /// publication-counter), and an unsigned bundle is then refused (rule
+    /// unsigned-in-shared-vault), and a bundle of replica dd signed by
+    /// anyone but alice breaks replica-binding. Each refusal leaves the
+    /// vault unchanged.
+    @Test func signedImportsAndBindsItsReplica() throws {
+        let box = BundleSandbox()
+        let pass = SecretBytes(copying: Array(BundleKit.passphrase.utf8))
+        _ = try Vault.clone(bundleAt: BundleKit.dir.appendingPathComponent("full.cb").path, to: box.path("v.coffer"), passphrase: pass)
+        let v = try VaultFile.open(path: box.path("v.coffer")).unlock(passphrase: pass)
+        let signed = BundleKit.dir.appendingPathComponent("signed.cb").path
+        let preview = try v.previewImport(paths: [signed])
+        #expect(preview.reports.first?.signedBy == "alice")
+        let r = try v.importBundle(at: signed)
+        #expect(r.signedBy == "alice" && r.added == 1)
+        #expect(try v.membership().members.map(\.name) == ["alice", "bob"])
+        #expect(try v.verify().isSound)
+        let before = try BundleSandbox.dump(v)
+        for (file, rule) in [("signed.cb", "publication-counter"), ("delta.cb", "unsigned-in-shared-vault"), ("signed-by-read-only.cb", "replica-binding")] {
+            do {
+                _ = try v.importBundle(at: BundleKit.dir.appendingPathComponent(file).path)
+                Issue.record("\(file) was accepted")
+            } catch {
+                #expect(error.exitCode == 65 && error.message.contains("bundle rule \(rule)"), "\(file): \(error.message)")
+            }
+        }
+        #expect(try BundleSandbox.dump(v) == before)
     }
 
     /// The boundary cases have the chunk layout their names promise.

@@ -17,12 +17,13 @@ struct WrapBindingTests {
 
     func header(_ v: Vault) throws -> VaultHeader { try v.store.read { db in try Queries.header(db) } }
 
-    /// A new vault is format 7 and its key opens only under coffer-wrap-v3.
+    /// A new vault is format 8 (format 7 bound the wrapping; 8 added the
+    /// tables of signed writes) and its key opens only under coffer-wrap-v3.
     @Test func aNewVaultIsBound() throws {
         let vBox = try TemporaryVault()
         let v = vBox.vault
         let h = try header(v)
-        #expect(h.formatVersion == 7 && h.wrapBinding == .integrity)
+        #expect(h.formatVersion == 8 && h.wrapBinding == .integrity)
         let kdf = KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism)
         #expect(throws: CryptoError.self) {
             try KeyHierarchy.unwrapMasterKey(
@@ -62,9 +63,9 @@ struct WrapBindingTests {
         let up = try file.unlock(passphrase: Self.pw)
         #expect(try up.item(named: "a").primaryField?.value == "A")
         let report = try up.verify()
-        #expect(report.isSound && report.formatVersion == 7, "\(report)")
+        #expect(report.isSound && report.formatVersion == 8, "\(report)")
         // The file object took the new header: a passwd right after works.
-        #expect(file.header.formatVersion == 7 && file.header.wrapBinding == .integrity)
+        #expect(file.header.formatVersion == 8 && file.header.wrapBinding == .integrity)
         try file.rewrapMasterKey(of: up, new: SecretBytes(copying: Array("pw2".utf8)))
         let again = try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw2".utf8)))
         #expect(try again.verify().isSound)
@@ -93,7 +94,7 @@ struct WrapBindingTests {
         #expect(try header(viaSession).formatVersion == 6)
         let bound = try VaultFile.open(path: v.path).unlock(passphrase: Self.pw)
         let report = try bound.verify()
-        #expect(report.isSound && report.formatVersion == 7, "\(report)")
+        #expect(report.isSound && report.formatVersion == 8, "\(report)")
         #expect(try header(bound).wrapBinding == .integrity)
         // Its bundles are format 4 from then on.
         let out = v.path + ".cb"

@@ -166,7 +166,9 @@ extension VaultCore {
             guard header.formatVersion < VaultStore.boundWrapFormat, header.wrappedMasterKey == file.header.wrappedMasterKey else { return }
             header.wrappedMasterKey = KeyHierarchy.rewrapMasterKey(
                 unwrapped, vault: header.vaultID, kdf: file.kdf, salt: header.kdfSalt, epoch: file.keyEpoch, binding: .integrity)
-            header.formatVersion = VaultStore.boundWrapFormat
+            // Straight to the newest format: the ones after 7 only added
+            // tables (format 8: signed writes), which need no data.
+            header.formatVersion = VaultStore.formatVersion
             try Queries.updateHeaderWrapping(db, header: header, mac: mac)
         }
     }

@@ -49,6 +49,21 @@ public struct ImportReport: Sendable, Equatable {
     /// The bundle showed this file to be a restored backup: it took a new
     /// replica id before merging (docs/sync.md, "Restored vault files").
     public var rebinding: ReplicaRebinding?
+    /// The member who signed the bundle (format 6); nil for an unsigned one.
+    public var signedBy: String?
+    /// Versions of other members' replicas the bundle carried and the
+    /// import left out (rule `forwarded-dot`: they arrive from their
+    /// writer's own files), by member name ("" for a replica bound to no
+    /// member), in name order.
+    public var skippedForwarded: [SkippedForwarded] = []
+}
+
+/// Versions of one member's replicas an import left out (rule
+/// `forwarded-dot`).
+public struct SkippedForwarded: Sendable, Equatable {
+    /// The member's name; nil for replicas bound to no member.
+    public var member: String?
+    public var versions: Int
 }
 
 /// Called during an import with the records read so far and the total
@@ -184,6 +199,9 @@ extension Replication {
                 .badData, "the vault has \(members.count) members, more than a bundle can seal its key to (\(BundleFormat.maxSealedKeys))",
                 hint: "remove members until at most \(BundleFormat.maxSealedKeys) remain")
         }
+        // A member's replica signs what it publishes (format 6,
+        // docs/sharing.md "Signed writes"); the counter is reserved first.
+        let signer = try publicationSigner(members: members)
         let out = try AtomicFileOutput(path: path)
         var exported: (ReplicaID, UInt64)?
         let report: ExportReport = try CofferError.wrap {
@@ -215,9 +233,15 @@ extension Replication {
                         }
                     }
                     header.sealedKeys = sealed.sorted { $0.lexicographicallyPrecedes($1) }
+                    if let (key, counter) = signer {
+                        header.publisher = key.publicKey.signKey
+                        header.publication = counter
+                    }
                 }
                 do {
-                    let writer = try BundleWriter(header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader)
+                    let writer = try BundleWriter(
+                        header: header, bundleKey: keys.bundle, output: out, streamHeader: streamHeader,
+                        signer: header.publisher == nil ? nil : signer?.0)
                     // Rows come in bundle order: each goes straight into
                     // the chunk buffer.
                     var current: ItemID?
@@ -305,6 +329,9 @@ extension Replication {
         ownClaims: OwnClaimProbe? = nil
     ) throws(CofferError) -> ImportReport {
         let header = reader.header
+        // Names this replica's own versions in a signed import's report
+        // (read before the import's transaction).
+        let ownKey = header.publisher == nil ? nil : try ownSignKey()
         return try CofferError.wrap {
             try write { db, mac in
                 try checkVaultMAC(db)
@@ -322,6 +349,10 @@ extension Replication {
                 let now = Clock.nowMillis()
                 let rules = try ReceiverRules(header: header, path: path, db: db, ownClaims: ownClaims)
                 try rules.checkHeader(now: now)
+                // Signed writes (docs/sharing.md): who may write into this
+                // vault, checked before and after the merge, in its
+                // transaction.
+                let signed = try SignedImport(header: header, path: path, db: db, roster: try roster(db))
                 // The bulk-write set-up (page cache, indexes built at the
                 // end into an empty vault): Queries.bulkWrite.
                 try Queries.bulkWrite(db) { empty in
@@ -355,7 +386,7 @@ extension Replication {
                                             reader: reader, path: path,
                                             transform: { [self] incoming in
                                                 try rules.check(record: incoming)
-                                                let unseen = Self.unseenPart(of: incoming, seen: seen)
+                                                let unseen = signed.filter(Self.unseenPart(of: incoming, seen: seen))
                                                 if unseen.registers.isEmpty { return [.unchanged] }
                                                 return empty
                                                     ? buffer.add(try prepareNew(unseen, path: path, sealing: integrity != .none, sealer: sealer))
@@ -396,7 +427,19 @@ extension Replication {
                 }
                 // Claims for other replicas count only as far as the
                 // records back them (docs/sync.md, "Hostile bundles").
-                try Queries.noteSeen(db, vector: BundleValidation.backedSummary(header: header, evidence: reader.evidence), at: now, mac: mac)
+                let recorded = signed.capped(BundleValidation.backedSummary(header: header, evidence: reader.evidence))
+                try Queries.noteSeen(db, vector: recorded, at: now, mac: mac)
+                report.signedBy = try signed.finish(db, mac: mac, roster: try roster(db), recorded: recorded)
+                if header.publisher != nil {
+                    let skips = signed.skips.all
+                    if !skips.isEmpty {
+                        let names = try replicaMembers(db, ownKey: ownKey)
+                        var byMember: [String?: Int] = [:]
+                        for (r, n) in skips { byMember[names[r], default: 0] += n }
+                        report.skippedForwarded = byMember.map { SkippedForwarded(member: $0.key, versions: $0.value) }
+                            .sorted { ($0.member ?? "") < ($1.member ?? "") }
+                    }
+                }
                 report.passphraseChange = try resolveKeyWrapping(header, db: db, mac: mac)
                 // If the bundle saw more of this replica's writes than this
                 // file made (a restored backup, an undetected copy), the

@@ -112,6 +112,9 @@ public struct SyncReport: Sendable {
     public var ownBundle: String
     /// Whether this replica's bundle was (or would be) written.
     public var wroteOwnBundle = false
+    /// This replica's identity is a read-only member: it merged the others'
+    /// files and wrote no bundle of its own.
+    public var readOnlyMember = false
     /// Conflicts that exist now and did not before.
     public var newConflicts: [VaultConflict] = []
     /// For a dry run: what merging would change.
@@ -420,6 +423,13 @@ extension Replication {
         if nowLocal.id != local.id { report.ownFiles = [] }
         let (chain, plan) = publication(report, replica: nowLocal.id, exportable: nowSummary, wrapping: nowWrapping)
         report.ownBundle = chain.tip?.path ?? ""
+        // A read-only member's replica merges the others' files and
+        // publishes nothing: every replica would refuse its bundle
+        // (docs/sharing.md, "Read-only members").
+        if plan != nil, try publishesAsReadOnlyMember() {
+            report.readOnlyMember = true
+            return report
+        }
         if let plan {
             if let written = try publish(plan, dir: dir) {
                 report.ownBundle = written
@@ -539,6 +549,7 @@ extension Replication {
                 var changes: [MergePreview.ItemChange] = []
                 let rules = try ReceiverRules(header: header, path: path, db: db, previewing: true)
                 try rules.checkHeader(now: Clock.nowMillis())
+                let signed = try SignedImport(header: header, path: path, db: db, roster: try roster(db, overlay: local))
                 // Versions the vault has seen change nothing (as in import).
                 let seen = try Queries.summary(db)
                 while true {
@@ -548,7 +559,7 @@ extension Replication {
                     report.records += 1
                     try rules.check(record: full)
                     // The same filter as a real import (Replication/Bundle.swift).
-                    let incoming = Replication.unseenPart(of: full, seen: seen)
+                    let incoming = signed.filter(Replication.unseenPart(of: full, seen: seen))
                     if incoming.registers.isEmpty {
                         report.unchanged += 1
                         continue
@@ -582,6 +593,7 @@ extension Replication {
                     if change.opensConflict || change.opensDeleteConflict { report.conflictsOpened += 1 }
                     changes.append(change)
                 }
+                report.signedBy = try signed.checkSigner(roster: try roster(db, overlay: local))
                 return (report, changes)
             }
         }

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSync
 
 // The façade's sharing operations (docs/sharing.md): each is ``Sharing``'s.
 extension Vault {
@@ -17,6 +18,13 @@ extension Vault {
 }
 
 extension Vault {
+    /// Which member wrote under each replica id (docs/sharing.md,
+    /// "Signed writes"): the replicas bound to a current member, and this
+    /// replica when its identity is one; empty for a vault without members.
+    public func memberNamesByReplica() throws(CofferError) -> [ReplicaID: String] {
+        try replication.memberNamesByReplica()
+    }
+
     /// The vault's members (docs/sharing.md, "Members"), sorted by name,
     /// and the entries that could not be read.
     public func membership() throws(CofferError) -> Membership {
