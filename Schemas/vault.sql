@@ -155,3 +155,15 @@ CREATE TABLE keyEpoch (
     epoch BLOB NOT NULL,
     keyCheck BLOB NOT NULL CHECK (length(keyCheck) = 32)
 );
+
+-- Format 8. This replica's master key of the current key epoch sealed to
+-- each member identity allowed to unlock this file (`coffer clone
+-- --identity`, docs/key-hierarchy.md, "Unlocking with a member identity"):
+-- the public identity's 65-byte payload (version 1 || X25519 || Ed25519)
+-- and crypto_box_seal("coffer-seal-v1" || vault id || key epoch || master
+-- key) to its X25519 key, as a bundle's sealed keys. No rows: only the
+-- passphrase unlocks. Covered by the vault MAC (term "M").
+CREATE TABLE identityUnlock (
+    identity BLOB PRIMARY KEY CHECK (length(identity) = 65),
+    sealedKey BLOB NOT NULL CHECK (length(sealedKey) = 142)
+) WITHOUT ROWID;

@@ -24,7 +24,8 @@ public final class VaultMAC: @unchecked Sendable {
     /// What a term covers, by its tag byte (the first byte of the term).
     public enum Area: Int, CaseIterable, Sendable {
         /// "H" the header, "W" the passphrase wrapping's version, "K" the
-        /// key epoch, "L" the local replica row.
+        /// key epoch, "M" each identity allowed to unlock the file (format
+        /// 8), "L" the local replica row.
         case header
         /// "R" each row of `replica` (the summary vector).
         case replicas
@@ -391,6 +392,9 @@ extension Queries {
             if !wrapping.isInitial { mac.toggle(IntegrityTerm.keyWrapping(wrapping)) }
             let epoch = try keyEpoch(db)
             if let check = epoch.check { mac.toggle(IntegrityTerm.keyEpoch(epoch.epoch, check: check)) }
+            for row in try identityUnlocks(db) {
+                mac.toggle(IntegrityTerm.identityUnlock(identity: row.identity, sealedKey: row.sealedKey))
+            }
             let local = try localReplica(db)
             mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
             for r in try knownReplicas(db) {

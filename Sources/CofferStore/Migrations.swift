@@ -46,8 +46,23 @@ enum Migrations {
         m.registerMigration("v7-bound-wrap") { db in
             try db.execute(sql: "PRAGMA user_version = 7")
         }
+        m.registerMigration("v8-identity-unlock") { db in
+            try db.execute(sql: v8IdentityUnlock)
+            try db.execute(sql: "PRAGMA user_version = 8")
+        }
         return m
     }
+
+    /// Format version 8: the master key sealed to each member identity
+    /// allowed to unlock this file (`coffer clone --identity`,
+    /// docs/key-hierarchy.md, "Unlocking with a member identity"). No rows:
+    /// only the passphrase unlocks, as before, so no data migration.
+    static let v8IdentityUnlock = """
+        CREATE TABLE identityUnlock (
+            identity BLOB PRIMARY KEY CHECK (length(identity) = 65),
+            sealedKey BLOB NOT NULL CHECK (length(sealedKey) = 142)
+        ) WITHOUT ROWID;
+        """
 
     /// Format version 6: each item's sealed record moves into its row (one
     /// B-tree insert per new item instead of two), and the vault MAC takes

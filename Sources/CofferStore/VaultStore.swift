@@ -16,7 +16,7 @@ import Glibc
 /// the vault goes through here.
 public final class VaultStore: @unchecked Sendable {
     /// The newest vault format this build reads and writes.
-    public static let formatVersion = 7
+    public static let formatVersion = 8
     /// The format of the integrity data's rules (item records, vault-MAC
     /// terms): format 7 changed only the master key's wrapping (bound to
     /// "this vault has integrity data", docs/key-hierarchy.md), so a vault

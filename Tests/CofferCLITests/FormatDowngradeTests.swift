@@ -85,14 +85,14 @@ struct FormatDowngradeTests {
         VaultTamperingTests.expectModified(home.unlocked(["get", "work/openai"]), notShowing: ["sk-live"])
     }
 
-    /// A new vault is format 7 and verifies; `passwd` and `rekey` keep it
+    /// A new vault is format 8 and verifies; `passwd` and `rekey` keep it
     /// so (their wrappings are bound), and the set-back is still caught
     /// after each.
     @Test func passwdAndRekeyKeepTheBinding() throws {
         let home = home([("a", "SECRET-A")])
         let v = home.unlocked(["verify", "--json"])
         #expect(v.status == 0, "\(v)")
-        #expect(v.stdout.contains("\"formatVersion\":7") || v.stdout.contains("\"formatVersion\" : 7"), "\(v)")
+        #expect(v.stdout.contains("\"formatVersion\":8") || v.stdout.contains("\"formatVersion\" : 8"), "\(v)")
         let newFile = home.path("new-passphrase.txt")
         try (home.passphrase + "\n").write(toFile: newFile, atomically: true, encoding: .utf8)
         let p = home.unlocked(["passwd", "--new-passphrase-file", newFile, "--kdf-memory", "8M", "--kdf-iterations", "1"])

@@ -99,8 +99,8 @@ struct ItemTermTests {
         #expect(report.isSound, "\(report.problems)")
         // Integrity data brought to format 6's rules, then the key wrapped
         // with coffer-wrap-v3 (format 7): both in the one passphrase unlock.
-        #expect(report.formatVersion == 7)
-        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 7)
+        #expect(report.formatVersion == VaultStore.formatVersion)
+        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == VaultStore.formatVersion)
         // The fold gives exactly the MAC of the rows under the new rules.
         let fresh = VaultMAC(key: upgraded.keys.mac)
         try upgraded.store.read { db in try Queries.computeMAC(db, into: fresh) }

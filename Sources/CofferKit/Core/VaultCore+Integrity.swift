@@ -166,7 +166,10 @@ extension VaultCore {
             guard header.formatVersion < VaultStore.boundWrapFormat, header.wrappedMasterKey == file.header.wrappedMasterKey else { return }
             header.wrappedMasterKey = KeyHierarchy.rewrapMasterKey(
                 unwrapped, vault: header.vaultID, kdf: file.kdf, salt: header.kdfSalt, epoch: file.keyEpoch, binding: .integrity)
-            header.formatVersion = VaultStore.boundWrapFormat
+            // The file is of the current format from here: its schema was
+            // migrated when it was opened, its integrity data is current
+            // and its key is bound.
+            header.formatVersion = VaultStore.formatVersion
             try Queries.updateHeaderWrapping(db, header: header, mac: mac)
         }
     }

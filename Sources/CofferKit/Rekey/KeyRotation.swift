@@ -288,6 +288,12 @@ extension KeyRotation {
                     try Queries.setFormatVersion(db, VaultStore.formatVersion)
                     try Queries.setKeyWrapping(db, wrapping(try Queries.keyWrapping(db)), mac: scratch)
                     try Queries.setKeyEpoch(db, epoch, check: KeyHierarchy.keyCheck(master: master, vault: vaultID, epoch: epoch))
+                    // The identities allowed to unlock this file get the
+                    // new key (vault format 8, docs/key-hierarchy.md).
+                    let unlocks = try Queries.identityUnlocks(db)
+                    if !unlocks.isEmpty {
+                        try Queries.replaceIdentityUnlocks(db, Sharing.resealed(unlocks, master: master, vault: vaultID, epoch: epoch))
+                    }
                     let mac = VaultMAC(key: target.keys.mac)
                     try Queries.computeMAC(db, into: mac)
                     try Queries.setStoredMAC(db, mac)

@@ -149,6 +149,20 @@ extension Vault {
         try Replication.clone(
             bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, merging: rest)
     }
+
+    /// Clones with a member identity (`coffer clone --identity FILE`,
+    /// docs/sharing.md "Member replicas"): the bundle's master key sealed
+    /// to `identity` opens it (no passphrase, no Argon2id); the new file
+    /// keeps that key sealed to the identity (vault format 8) and the
+    /// passphrase wrapping it received, unchanged. Fails with
+    /// ``CofferError/Kind/wrongPassphrase`` (exit 77) when no box in the
+    /// bundle opens with the identity; no file is left behind.
+    public static func clone(
+        bundleAt path: String, to vaultPath: String, identity: MemberIdentity, progress: ImportProgress? = nil, merging rest: CloneMerge? = nil
+    ) throws(CofferError) -> ImportReport {
+        try Replication.clone(
+            bundleAt: path, to: vaultPath, key: .identity(identity), allowExpensiveKDF: false, progress: progress, integrity: .full, merging: rest)
+    }
     /// Re-stamps this replica's current versions dated more than
     /// ``BundleValidation/clockSkew`` (the receivers' tolerance) after
     /// now: each item concerned takes one new dot of this replica (one

@@ -190,6 +190,26 @@ public enum MemberIdentityFile {
         return try parse(raw, path: path)
     }
 
+    /// Reads the identity in the file at `path` to unlock or clone a
+    /// vault with (`--identity FILE`, `$COFFER_IDENTITY_FILE`): a file that
+    /// other users may read or write (any group or other permission bit) is
+    /// refused (exit 77), as ssh refuses such a private key.
+    public static func readPrivate(path: String) throws(CofferError) -> MemberIdentity {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw CofferError(
+                .fileNotFound, "no identity file at \(path)",
+                hint: "give the file written by `coffer identity new --out FILE` (or set COFFER_IDENTITY_FILE to it)")
+        }
+        let mode = st.st_mode & 0o7777
+        if (st.st_mode & S_IFMT) == S_IFREG, mode & 0o077 != 0 {
+            throw CofferError(
+                .permissionDenied, "the identity file \(path) is open to other users (mode \(String(mode, radix: 8, uppercase: false))); it must be mode 0600",
+                hint: "run `chmod 600 \(path)`, and if others could have read it, have a member replace this identity")
+        }
+        return try read(path: path)
+    }
+
     /// Parses an identity file's bytes.
     static func parse(_ raw: SecretBytes, path: String) throws(CofferError) -> MemberIdentity {
         do {
