@@ -40,7 +40,7 @@ struct IdentityUnlockTests {
         let a = try box.newVault()
         let file = try VaultFile.open(path: box.path("a.coffer"))
         #expect(throws: CofferError.self) { try file.unlock(identity: Self.member("x")) }
-        do { _ = try file.unlock(identity: Self.member("x")) } catch { #expect(error.exitCode == 77 && error.message.contains("not cloned with --identity")) }
+        do { _ = try file.unlock(identity: Self.member("x")) } catch { #expect(error.exitCode == 77 && error.message.contains("not cloned with one")) }
         try a.allowUnlock(by: Self.member("bob").publicKey)
         do {
             _ = try VaultFile.open(path: box.path("a.coffer")).unlock(identity: Self.member("eve"))

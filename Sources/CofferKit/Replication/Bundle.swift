@@ -742,8 +742,6 @@ extension Replication {
         CofferError(
             .wrongPassphrase,
             "this bundle's key is not sealed to your identity (you are not a member, or were removed: ask a member to add you)",
-            hint:
-                "give a member your public identity (`coffer identity show --identity FILE`) to add with `coffer members add`, then clone from their next bundle (\(path) was not)"
-        )
+            remedy: .init(.askToBeAdded, "give a member your public identity to add to the vault, then clone or sync from their next bundle", path: path))
     }
 }

@@ -51,11 +51,17 @@ extension Vault {
     /// `adoptAboveOwnKDF`, so is the adoption of a key whose Argon2id
     /// parameters exceed this vault's own (exit 77's message): anyone who
     /// can drop a file into the folder can write such a header.
+    ///
+    /// `identity`: the member identity this replica was unlocked with
+    /// (docs/sharing.md, "Member replicas"): a newer key epoch is adopted
+    /// through the box sealed to it in the newest bundle, not with a
+    /// passphrase; when that bundle seals nothing to it (the member was
+    /// removed), the sync is refused (exit 77) and nothing is merged.
     public func sync(
         dir: String, dryRun: Bool = false, adoptAboveOwnKDF: Bool = false,
-        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil, identity: MemberIdentity? = nil
     ) throws(CofferError) -> SyncReport {
-        try replication.sync(dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
+        try replication.sync(dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: identity)
     }
 
     /// Refuses, without the passphrase, a sync folder that holds bundles
@@ -201,10 +207,10 @@ extension Vault {
     public func syncGit(
         dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in },
         adoptAboveOwnKDF: Bool = false,
-        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil, identity: MemberIdentity? = nil
     ) throws(CofferError) -> GitSyncReport {
         try replication.syncGit(
-            dir: dir, remote: remote, attempts: attempts, note: note, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
+            dir: dir, remote: remote, attempts: attempts, note: note, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: identity)
     }
     /// The version of this vault's passphrase wrapping.
     public func keyWrappingVersion() throws(CofferError) -> KeyWrappingVersion {

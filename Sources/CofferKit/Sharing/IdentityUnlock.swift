@@ -69,9 +69,9 @@ extension VaultFile {
             throw CofferError(
                 .wrongPassphrase,
                 rows.isEmpty
-                    ? "\(path) does not open with a member identity (it was not cloned with --identity)"
+                    ? "\(path) does not open with a member identity (it was not cloned with one)"
                     : "\(path) does not open with the identity '\(identity.name)' (\(identity.publicKey.text.prefix(16))…)",
-                hint: "unlock it with its passphrase, or give the identity file this replica was cloned with")
+                remedy: .init(.unlockWithClonedIdentity, "unlock it with its passphrase, or give the identity file this replica was cloned with", path: path))
         }
         let tampered = CofferError(
             .badData, "vault file was modified outside coffer: the master key sealed to this identity in \(path) does not open or does not fit the file",

@@ -74,6 +74,10 @@ extension CofferError.Remedy.Action {
     public static let createIdentity = Self(rawValue: "createIdentity")
     /// The vault holds an identity already: keep it, or make another in a file.
     public static let keepIdentity = Self(rawValue: "keepIdentity")
+    /// The bundle's key is not sealed to the identity: ask a member to add it.
+    public static let askToBeAdded = Self(rawValue: "askToBeAdded")
+    /// This file does not open with the identity given.
+    public static let unlockWithClonedIdentity = Self(rawValue: "unlockWithClonedIdentity")
     /// Write the identity file elsewhere.
     public static let chooseAnotherIdentityPath = Self(rawValue: "chooseAnotherIdentityPath")
 }
@@ -199,7 +203,7 @@ public enum MemberIdentityFile {
         guard stat(path, &st) == 0 else {
             throw CofferError(
                 .fileNotFound, "no identity file at \(path)",
-                hint: "give the file written by `coffer identity new --out FILE` (or set COFFER_IDENTITY_FILE to it)")
+                remedy: .init(.createIdentity, "give the identity file written when the identity was made", path: path))
         }
         let mode = st.st_mode & 0o7777
         if (st.st_mode & S_IFMT) == S_IFREG, mode & 0o077 != 0 {
