@@ -56,7 +56,7 @@ struct MemberReplicaCLITests {
         #expect(w.home.unlocked(["get", "k", "--vault", w.bVault]).out == "sk-1")
         // run, with the file given by the environment as a CI job does.
         let r = w.home.run(
-            ["run", "--vault", w.bVault, "--", "/bin/sh", "-c", "test \"$K\" = sk-1 && echo matched"],
+            ["run", "--vault", w.bVault, "--", "/bin/sh", "-c", "test \"$K\" = sk-1 && test -z \"$COFFER_IDENTITY_FILE\" && echo matched"],
             env: ["COFFER_IDENTITY_FILE": w.id("bob"), "K": "coffer://k/key"])
         #expect(r.status == 0 && r.out == "matched", "\(r)")
         let ran = w.home.run(
