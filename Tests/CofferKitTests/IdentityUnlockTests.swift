@@ -92,4 +92,48 @@ struct IdentityUnlockTests {
         #expect(try v.item(named: "k").field("key")?.value == "sk-1")
         #expect(try v.verify().isSound)
     }
+
+    @Test func aMemberClonesWithItsIdentityAdoptsRotationsAndIsRefusedOnceRemoved() throws {
+        let box = BundleSandbox()
+        let a = try box.newVault()
+        try a.add(apiKey("k", "sk-1"))
+        let bob = Self.member("bob")
+        let carol = Self.member("carol")
+        try a.addMember(name: "bob", publicKey: bob.publicKey)
+        try a.addMember(name: "carol", publicKey: carol.publicKey)
+        let sync = box.path("sync")
+        try FileManager.default.createDirectory(atPath: sync, withIntermediateDirectories: true)
+        _ = try a.sync(dir: sync)
+        let bundle = try #require(try FileManager.default.contentsOfDirectory(atPath: sync).first { $0.hasSuffix(".coffer-bundle") })
+        // A stranger is refused, and no file is left behind.
+        #expect(throws: CofferError.self) { try Vault.clone(bundleAt: sync + "/" + bundle, to: box.path("x.coffer"), identity: Self.member("eve")) }
+        #expect(!FileManager.default.fileExists(atPath: box.path("x.coffer")))
+        _ = try Vault.clone(bundleAt: sync + "/" + bundle, to: box.path("b.coffer"), identity: bob)
+        _ = try Vault.clone(bundleAt: sync + "/" + bundle, to: box.path("c.coffer"), identity: carol)
+        let b = try VaultFile.open(path: box.path("b.coffer")).unlock(identity: bob)
+        #expect(try b.item(named: "k").field("key")?.value == "sk-1")
+        // The passphrase wrapping is the one received.
+        #expect(try VaultFile.open(path: box.path("b.coffer")).header.wrappedMasterKey == a.file.header.wrappedMasterKey)
+        // A removes bob: the key rotates; carol adopts it through her box.
+        let removal = try a.file.removeMember("bob", from: a, passphrase: box.passphrase, sessionDirectories: [])
+        try removal.vault.add(apiKey("after", "sk-2"))
+        _ = try removal.vault.sync(dir: sync)
+        let c = try VaultFile.open(path: box.path("c.coffer")).unlock(identity: carol)
+        let r = try c.sync(dir: sync, identity: carol)
+        #expect(r.keyEpochAdopted?.epoch.number == 1)
+        let c2 = try VaultFile.open(path: box.path("c.coffer")).unlock(identity: carol)
+        #expect(c2.keyEpoch.number == 1)
+        #expect(try c2.item(named: "after").field("key")?.value == "sk-2")
+        #expect(try c2.verify().isSound)
+        // Bob: refused, nothing merged, his file as it was.
+        let before = box.bytes("b.coffer")
+        do {
+            _ = try b.sync(dir: sync, identity: bob)
+            Issue.record("a removed member adopted the new key")
+        } catch {
+            #expect(error.exitCode == 77 && error.message.hasPrefix("you were removed from this vault: the key was rotated on "), "\(error)")
+        }
+        #expect(box.bytes("b.coffer") == before)
+        #expect(try VaultFile.open(path: box.path("b.coffer")).unlock(identity: bob).item(named: "k").field("key")?.value == "sk-1")
+    }
 }

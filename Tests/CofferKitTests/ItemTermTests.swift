@@ -128,7 +128,7 @@ struct ItemTermTests {
         let v = try VaultFile.open(path: path).unlock(passphrase: SecretBytes(copying: Array("correct horse battery staple".utf8)))
         let report = try v.verify()
         #expect(report.isSound, "\(report.problems)")
-        #expect(report.formatVersion == 7 && report.items == 4 && report.historyVersions == 1)
+        #expect(report.formatVersion == VaultStore.formatVersion && report.items == 4 && report.historyVersions == 1)
         #expect(try v.item(named: "web/mail").fields.first { $0.name == "password" }?.value == "p2")
         #expect(try v.item(named: "web/mail").fields.first { $0.name == "username" }?.value == "me@example.com")
         #expect(try v.item(named: "api/openai").primaryField?.value == "sk-fixture")

@@ -62,7 +62,8 @@ func setBackSchema(_ db: Database, toFormat format: Int) throws {
             ALTER TABLE item DROP COLUMN record;
             DROP INDEX item_nameHash;
             CREATE INDEX item_nameHash ON item(nameHash);
-            DELETE FROM grdb_migrations WHERE identifier IN ('v6-item-terms', 'v7-bound-wrap');
+            DELETE FROM grdb_migrations WHERE identifier IN ('v6-item-terms', 'v7-bound-wrap', 'v8-identity-unlock');
+            DROP TABLE identityUnlock;
             """)
     if format < 5 {
         try db.execute(sql: "DROP TABLE keyEpoch")
