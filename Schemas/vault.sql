@@ -1,8 +1,9 @@
--- Coffer vault schema, format version 7 (format 5 added keyEpoch; format 6
+-- Coffer vault schema, format version 8 (format 5 added keyEpoch; format 6
 -- moved each item's record into its row and changed the vault MAC's terms;
 -- format 7 changed no table: the master key in vault.wrappedMasterKey is
 -- wrapped with the coffer-wrap-v3 associated data, which says that the vault
--- has integrity data, and formatVersion 7 says so: docs/key-hierarchy.md).
+-- has integrity data, and formatVersion 7 says so: docs/key-hierarchy.md; format 8
+-- added memberPublisher, replicaBinding, identityUnlock and item_localOnly).
 --
 -- This file is the normative schema of a Coffer vault file. The migrations
 -- in Sources/CofferStore/Migrations.swift must produce exactly this schema;
@@ -175,3 +176,19 @@ CREATE TABLE replicaBinding (
     replicaId BLOB PRIMARY KEY CHECK (length(replicaId) = 16),
     signKey BLOB NOT NULL CHECK (length(signKey) = 32)
 ) WITHOUT ROWID;
+
+-- Format 8. This replica's master key of the current key epoch sealed to
+-- each member identity allowed to unlock this file (`coffer clone
+-- --identity`, docs/key-hierarchy.md, "Unlocking with a member identity"):
+-- the public identity's 65-byte payload (version 1 || X25519 || Ed25519)
+-- and crypto_box_seal("coffer-seal-v1" || vault id || key epoch || master
+-- key) to its X25519 key, as a bundle's sealed keys. No rows: only the
+-- passphrase unlocks. Covered by the vault MAC (term "U").
+CREATE TABLE identityUnlock (
+    identity BLOB PRIMARY KEY CHECK (length(identity) = 65),
+    sealedKey BLOB NOT NULL CHECK (length(sealedKey) = 142)
+) WITHOUT ROWID;
+
+-- Format 8. The local-only items, found by every `sync` (even one with
+-- nothing new) without reading every item row.
+CREATE INDEX item_localOnly ON item(policy) WHERE policy = 'local-only';

@@ -24,8 +24,9 @@ public final class VaultMAC: @unchecked Sendable {
     /// What a term covers, by its tag byte (the first byte of the term).
     public enum Area: Int, CaseIterable, Sendable {
         /// "H" the header, "W" the passphrase wrapping's version, "K" the
-        /// key epoch, "L" the local replica row; "M" each member publisher
-        /// and "B" each replica binding (format 8).
+        /// key epoch, "L" the local replica row; "M" each member publisher,
+        /// "B" each replica binding and "U" each identity allowed to unlock
+        /// the file (format 8).
         case header
         /// "R" each row of `replica` (the summary vector).
         case replicas
@@ -392,6 +393,9 @@ extension Queries {
             if !wrapping.isInitial { mac.toggle(IntegrityTerm.keyWrapping(wrapping)) }
             let epoch = try keyEpoch(db)
             if let check = epoch.check { mac.toggle(IntegrityTerm.keyEpoch(epoch.epoch, check: check)) }
+            for row in try identityUnlocks(db) {
+                mac.toggle(IntegrityTerm.identityUnlock(identity: row.identity, sealedKey: row.sealedKey))
+            }
             let local = try localReplica(db)
             mac.toggle(IntegrityTerm.local(local.id, counter: local.counter))
             for r in try knownReplicas(db) {

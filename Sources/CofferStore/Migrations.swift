@@ -46,8 +46,18 @@ enum Migrations {
         m.registerMigration("v7-bound-wrap") { db in
             try db.execute(sql: "PRAGMA user_version = 7")
         }
+        // Format 8 is three migrations, written in one release: signed
+        // writes, identity unlock, and the index of local-only items.
         m.registerMigration("v8-signed-writes") { db in
             try db.execute(sql: v8SignedWrites)
+            try db.execute(sql: "PRAGMA user_version = 8")
+        }
+        m.registerMigration("v8-identity-unlock") { db in
+            try db.execute(sql: v8IdentityUnlock)
+            try db.execute(sql: "PRAGMA user_version = 8")
+        }
+        m.registerMigration("v8-local-only-index") { db in
+            try db.execute(sql: v8LocalOnlyIndex)
             try db.execute(sql: "PRAGMA user_version = 8")
         }
         return m
@@ -67,6 +77,25 @@ enum Migrations {
             replicaId BLOB PRIMARY KEY CHECK (length(replicaId) = 16),
             signKey BLOB NOT NULL CHECK (length(signKey) = 32)
         ) WITHOUT ROWID;
+        """
+
+    /// Format version 8: the master key sealed to each member identity
+    /// allowed to unlock this file (`coffer clone --identity`,
+    /// docs/key-hierarchy.md, "Unlocking with a member identity"). No rows:
+    /// only the passphrase unlocks, as before, so no data migration.
+    static let v8IdentityUnlock = """
+        CREATE TABLE identityUnlock (
+            identity BLOB PRIMARY KEY CHECK (length(identity) = 65),
+            sealedKey BLOB NOT NULL CHECK (length(sealedKey) = 142)
+        ) WITHOUT ROWID;
+        """
+
+    /// Format version 8: the partial index of local-only items. Every
+    /// `sync` (even one with nothing new, before the key is known) asks for
+    /// them to compute what this replica may claim; without it that read
+    /// every item row (20–28 ms at 100,000 items).
+    static let v8LocalOnlyIndex = """
+        CREATE INDEX item_localOnly ON item(policy) WHERE policy = 'local-only';
         """
 
     /// Format version 6: each item's sealed record moves into its row (one

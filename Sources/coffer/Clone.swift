@@ -16,7 +16,10 @@ struct Clone: ParsableCommand {
             --allow-expensive-kdf. Refuses \
             to replace an existing file (exit 73), bundles of several vaults or no full bundle (exit \
             65) and a folder without bundles (exit 66); on a failure of the first bundle no vault file is left \
-            behind. A later bundle that cannot be merged is reported (exit 65); the vault stays.
+            behind. A later bundle that cannot be merged is reported (exit 65); the vault stays. \
+            With --identity FILE (a member identity file, mode 0600), no passphrase is asked: the \
+            bundle's key sealed to that identity opens it, and the new replica unlocks with the same \
+            file (exit 77 when the bundle's key is not sealed to it; docs/sharing.md).
             """)
 
     @OptionGroup var options: VaultOptions
@@ -37,6 +40,9 @@ struct Clone: ParsableCommand {
     func run() throws {
         try checkUsage()
         let path = options.path
+        // The identity file is read first: a missing (66), open (77) or
+        // malformed (65) one is reported before any bundle is read.
+        let identity = try options.identityFile.map { (f: String) throws(CofferError) in try MemberIdentityFile.readPrivate(path: f) }
         VaultFile.sweepStaleTemporaries(forVaultAt: path)
         if sources == ["-"] {
             // A bundle on standard input: it can be read only once, so the
@@ -46,9 +52,14 @@ struct Clone: ParsableCommand {
                     .vaultExists, "a file already exists at \(path)",
                     hint: "choose another --vault path, or import the bundle into that vault with `coffer import`")
             }
-            let passphrase = try options.passphrase()
             defer { Progress.clear() }
-            let r = try Vault.clone(bundleAt: "-", to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing("-"))
+            let r =
+                if let identity {
+                    try Vault.clone(bundleAt: "-", to: path, identity: identity, progress: Progress.importing("-"))
+                } else {
+                    try Vault.clone(
+                        bundleAt: "-", to: path, passphrase: try options.passphrase(), allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing("-"))
+                }
             Progress.clear()
             let info = try VaultFile.open(path: path).info()
             let n = r.listedItems ?? r.added
@@ -83,13 +94,13 @@ struct Clone: ParsableCommand {
                 "\(bundles.count == 1 ? "\(bundles[0].path) is a delta bundle" : "no full bundle among \(sources.joined(separator: " "))"); a clone needs a full bundle",
                 hint: "on a machine that has the vault run `coffer sync DIR` or `coffer export --out FILE` (without --since)")
         }
-        if !allowExpensiveKdf { try Vault.checkCloneKDF(base.header.kdf, path: base.path) }
+        if !allowExpensiveKdf, identity == nil { try Vault.checkCloneKDF(base.header.kdf, path: base.path) }
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(
                 .vaultExists, "a file already exists at \(path)",
                 hint: "choose another --vault path, or merge the bundles into that vault with `coffer sync` or `coffer import`")
         }
-        let passphrase = try options.passphrase()
+        let passphrase = identity == nil ? try options.passphrase() : nil
         defer { Progress.clear() }
         // The other files are merged by the clone itself, before the vault
         // appears at its path; files whose changes it has by then (the
@@ -102,9 +113,14 @@ struct Clone: ParsableCommand {
                 Progress.clear()
                 if let result { merges.append((b, result)) }
             })
-        let r = try Vault.clone(
-            bundleAt: base.path, to: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKdf, progress: Progress.importing(base.path),
-            merging: rest)
+        let r =
+            if let identity {
+                try Vault.clone(bundleAt: base.path, to: path, identity: identity, progress: Progress.importing(base.path), merging: rest)
+            } else {
+                try Vault.clone(
+                    bundleAt: base.path, to: path, passphrase: passphrase ?? SecretBytes(copying: []), allowExpensiveKDF: allowExpensiveKdf,
+                    progress: Progress.importing(base.path), merging: rest)
+            }
         Progress.clear()
         let file = try VaultFile.open(path: path)
         let n = r.listedItems ?? r.added

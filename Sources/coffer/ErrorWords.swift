@@ -129,6 +129,11 @@ enum ErrorWords {
         case .chooseAnotherMember: return hint("one identity is one member: remove the other name with `coffer members rm`, or give another identity")
         case .keepIdentity: return hint("keep it (`coffer identity show` prints it); to make another, write it to a file with `coffer identity new --out FILE`")
         case .chooseAnotherIdentityPath: return hint("choose another --out path; an identity file is never overwritten")
+        case .askToBeAdded:
+            return hint(
+                "give a member your public identity (`coffer identity show --identity FILE`) to add with `coffer members add`, then clone or sync from their next bundle"
+            )
+        case .unlockWithClonedIdentity: return hint("unlock it with its passphrase, or give --identity the identity file this replica was cloned with")
         // Conflicts
         case .listConflicts: return hint("list conflicts with `coffer conflicts`")
         case .seeConflictSides: return hint("see the sides with `coffer conflicts`")

@@ -1122,6 +1122,15 @@ coffer members ls
 coffer members rm bob                            # and rotate the master key; bob keeps what he already read
 ```
 
+A member who was given no passphrase makes their replica with their identity file and unlocks it
+with the same file (docs/sharing.md, "Member replicas"; the file must be mode 0600):
+
+```sh
+coffer clone --identity bob.identity ~/Sync/coffer    # no passphrase: the key sealed to bob opens it
+coffer get --identity bob.identity work/openai        # or export COFFER_IDENTITY_FILE=bob.identity
+COFFER_IDENTITY_FILE=ci.identity coffer run --vault v.coffer -- ./deploy.sh   # a CI job
+```
+
 ## The desktop's keyring: `coffer secret-service`
 
 `coffer secret-service` serves the Secret Service API (`org.freedesktop.secrets`) on the session bus from
@@ -2089,8 +2098,11 @@ with `file:line`), 66 no vault, 73 cannot create the session folder or file, 75 
 - In the fallback folder (`/tmp/coffer-UID`, used only when `XDG_RUNTIME_DIR` is unset),
   another local user can create the folder first; Coffer then refuses to use it (exit 77, the
   owner check) rather than trust it. Set `XDG_RUNTIME_DIR` (systemd does) to avoid this.
-- `coffer run` gives its command neither `COFFER_SESSION` nor `COFFER_PASSPHRASE` unless
-  `--keep-session` is given (docs/references.md).
+- `coffer run` gives its command neither `COFFER_SESSION` nor `COFFER_PASSPHRASE` (nor
+  `COFFER_IDENTITY_FILE`) unless `--keep-session` is given (docs/references.md).
+- `coffer unlock --identity FILE` (or with `$COFFER_IDENTITY_FILE` set) starts a session on a
+  member replica with its identity file instead of the passphrase (docs/sharing.md, "Member
+  replicas"); the session is the same as one started with the passphrase.
 
 ## Configuration file
 
@@ -2244,8 +2256,9 @@ object (Schemas/read.schema.json):
 
 ### The child's environment
 
-1. Coffer's own environment (inherited), less `COFFER_SESSION` and `COFFER_PASSPHRASE` (either would
-   hand CMD the whole vault, not just the secrets it was given; `--keep-session` keeps them), then
+1. Coffer's own environment (inherited), less `COFFER_SESSION`, `COFFER_PASSPHRASE` and
+   `COFFER_IDENTITY_FILE` (each would hand CMD the whole vault, not just the secrets it was given;
+   `--keep-session` keeps them), then
 2. each `--env-file`, in the order given (later files win), then
 3. each `--env NAME=VALUE` (wins over files).
 
@@ -3867,15 +3880,16 @@ What exists today, in the order it is built:
 | member identities: `coffer identity new`, `coffer identity show` | done (this page, "Identities") |
 | members: `coffer members add`, `ls`, `rm` (with a key rotation) | done (this page, "Members") |
 | the master key sealed to each member in every bundle (bundle format 5) | done (this page, "Sealed keys") |
-| `coffer clone --identity`: a member's replica opened with its identity, no passphrase | not yet |
+| `coffer clone --identity`: a member's replica opened with its identity, no passphrase; `--identity` / `COFFER_IDENTITY_FILE` to unlock it (vault format 8); key rotations adopted through the identity | done (this page, "Member replicas") |
+| CI: `coffer run --identity FILE` with the file from a CI secret | done (this page, "CI") |
 | signed bundles (format 6), replica bindings, monotonic publication counters | done (this page, "Signed writes") |
 | attributed versions in `coffer history` and `show` | done (this page, "Attribution") |
-| read-only members: their bundles refused, their replicas publish nothing | done (this page, "Read-only members"); `coffer run` with a CI identity file needs `clone --identity` |
+| read-only members: their bundles refused, their replicas publish nothing | done (this page, "Read-only members") |
 
-Until the later parts land, a member's replica is still made with the passphrase (`coffer clone`,
-docs/sync.md): the key sealed to the member's identity is in every bundle, but no command opens a
-vault with it yet. A vault with no members works exactly as before (its bundles are byte for byte
-what they were: format 4 or older, no sealed key).
+A member's replica is made with its identity file (`coffer clone --identity FILE`, "Member
+replicas") or, by someone who knows it, with the passphrase (`coffer clone`, docs/sync.md). A vault
+with no members works exactly as before (its bundles are byte for byte what they were: format 4 or
+older, no sealed key).
 
 ## Identities
 
@@ -4130,6 +4144,94 @@ writes nothing any replica takes:
 What a member published while read-write stays merged wherever it was accepted; once a replica
 has merged the change to read-only, it refuses that member's later bundles.
 
+## Member replicas
+
+```sh
+# on the member's machine (bob): make an identity, give its public half to a member
+coffer identity new --name bob --out ~/.config/coffer/bob.identity    # prints coffer1…
+# on a member's machine (alice): add bob, write a bundle that seals the key to him
+coffer members add bob coffer1…
+coffer sync ~/Sync/coffer
+# bob: his replica, opened with his identity file, never the passphrase
+coffer clone --identity ~/.config/coffer/bob.identity ~/Sync/coffer
+coffer get --identity ~/.config/coffer/bob.identity work/openai
+export COFFER_IDENTITY_FILE=~/.config/coffer/bob.identity    # or once for the shell
+coffer sync ~/Sync/coffer
+eval "$(coffer unlock --identity ~/.config/coffer/bob.identity)"   # a session, as with a passphrase
+```
+
+`coffer clone --identity FILE SOURCE` opens the newest full bundle of SOURCE (a sync folder, as
+`clone DIR`, or bundle files, or `-`) with the master key sealed to FILE's identity — no passphrase
+is asked and no Argon2id runs (so the clone's KDF ceiling does not apply) — and creates the replica
+as `clone` does. The new file:
+
+- keeps the master key sealed to the identity (vault format 8, docs/key-hierarchy.md, "Unlocking
+  with a member identity"), a row covered by the vault MAC;
+- keeps the passphrase wrapping it received, unchanged: it forwards it in its own bundles (so a
+  passphrase holder can still clone from them) and can never open it. Whoever knows the passphrase
+  can still unlock this file with it.
+
+**Unlocking.** Every verb that unlocks takes `--identity FILE`; `$COFFER_IDENTITY_FILE` gives the
+file too. The order of sources is: `--passphrase-fd`, `--passphrase-file`, `--identity`, the shell
+session (`$COFFER_SESSION`), `$COFFER_IDENTITY_FILE`, `$COFFER_PASSPHRASE`, the terminal. The file
+must be a regular file that no other user may read or write (mode 0600 or 0400): any group or other
+permission bit is refused (exit 77: `chmod 600` it), as ssh refuses such a key. `coffer unlock
+--identity FILE` starts a shell session exactly as the passphrase does. `coffer run` removes
+`COFFER_IDENTITY_FILE` from its command's environment, as it removes the session and the passphrase
+(`--keep-session` keeps them).
+
+**Key rotations.** When `coffer sync` on an identity replica (unlocked with the identity) meets a
+bundle of a newer key epoch — a member was removed and the key rotated — it adopts the new key
+through the box sealed to its identity in that bundle, re-encrypts the replica under it as an
+adoption with the passphrase does (docs/key-hierarchy.md, "Master-key rotation"), seals the new key
+to its identity in the file, and merges. A replica whose identity finds no box in the newest epoch's
+bundle was removed: the sync stops with one line,
+
+```
+coffer: error: you were removed from this vault: the key was rotated on 2026-11-28T17:27:04Z by replica f80e9117, and not sealed to your identity
+```
+
+(exit 77), merges nothing, writes no bundle, and the vault file stays exactly as it was — readable
+with the identity for everything it already held.
+
+**Errors** (each one line and a hint; the vault unchanged, `clone` leaves no file): a missing identity
+file, 66; a file that is not a valid identity file, 65; a file open to other users, 77; a vault file
+that keeps no key for the identity, 77; a bundle whose key is not sealed to the identity (`clone`:
+"this bundle's key is not sealed to your identity (you are not a member, or were removed: ask a member
+to add you)"), 77; a sealed-key row added or changed with sqlite3, 65 ("modified outside coffer";
+the key is never used).
+
+### CI
+
+A CI job reads secrets with an identity of its own, added as a member; the identity file is stored as a
+CI secret and the replica is cloned in the job from the sync folder or repository:
+
+```sh
+# once, on a member's machine
+coffer identity new --name ci-deploy --out ci.identity     # prints coffer1…
+coffer members add ci-deploy coffer1… --read-only
+coffer sync ~/vault-repo --git                             # bundles now seal the key to ci-deploy
+# store the content of ci.identity as the CI secret COFFER_CI_IDENTITY, then delete the local copy
+```
+
+```yaml
+# in the job (GitHub Actions shown; any CI that can write a secret to a file works)
+- run: |
+    umask 077
+    printf '%s\n' "$COFFER_CI_IDENTITY" > "$RUNNER_TEMP/ci.identity"
+    export COFFER_IDENTITY_FILE="$RUNNER_TEMP/ci.identity"
+    coffer clone --vault "$RUNNER_TEMP/vault.coffer" vault-repo/
+    coffer run --vault "$RUNNER_TEMP/vault.coffer" --env-file deploy.env.refs -- ./deploy.sh
+  env:
+    COFFER_CI_IDENTITY: ${{ secrets.COFFER_CI_IDENTITY }}
+```
+
+`umask 077` makes the file 0600 (coffer refuses it otherwise). The job's command gets only the secrets
+its references name: `coffer run` does not pass `COFFER_IDENTITY_FILE` on. When the member is removed
+(`coffer members rm ci-deploy`), the next bundles are sealed without it and the job's clone fails with
+exit 77. Read-only enforcement (the job's writes being refused by the others) is not built yet: today
+the job's identity can write like any key holder's.
+
 ## What each party can do (as built so far)
 
 This section covers the parts that exist. Every member's bundles are signed (above); a holder of the
@@ -4161,16 +4263,14 @@ the `--out` file exists or cannot be created; without `--out`, the vault's usual
 
 ## What remains, and the design chosen for it
 
-- **`coffer clone --identity FILE`.** A member's replica must stay openable without the vault's
-  passphrase, yet the passphrase wrapping travels in every bundle and replicas adopt a newer one
-  (docs/sync.md §Passphrase changes). The replica therefore needs a second way to unlock its own
-  file — its master key sealed to its identity in the vault file, with the identity file given at
-  unlock — and must forward the passphrase wrapping it received unchanged. That is a vault format
-  change (a table for the local sealed key) and a new unlock source in `VaultFile`; not started.
+- A git remote reset to an older commit of a member's file is refused when that file is imported
+  (`publication-counter`), but `sync` skips a file that brings nothing new before importing it, so a
+  reset that brings nothing goes unnoticed; `sync` should compare the header's counter first.
+- A replica unlocked through a session that meets a key rotation asks for the passphrase rather than
+  using its identity; `import` of a newer-epoch bundle has no identity path (only `sync` has).
 - Performance of signed writes in `make bench` (one Ed25519 verification and one BLAKE2b-512 pass
   per bundle; not measured yet).
-- `coffer run` in CI with an identity file (needs `clone --identity`), the git workflow and the
-  three-member proof test over a bare git repository (issue 29, steps 4 and 5).
+- The git workflow's three-member proof test over a bare git repository (issue 29's proof).
 """#####),
         HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,
@@ -4231,6 +4331,14 @@ a bundle that breaks a rule of signed writes (`signature`, `signer-member`, `pub
 `replica-binding`, `unsigned-in-shared-vault`) with 65, the vault unchanged. `export` from a replica
 whose identity is a read-only member is 77 ("this identity is read-only in this vault"); `sync` there
 merges the others' files and writes nothing of its own (exit 0).
+
+A member identity file given to unlock or clone (`--identity FILE`, `$COFFER_IDENTITY_FILE`;
+docs/sharing.md, "Member replicas"): 66 missing; 65 not a valid identity file; 77 open to other users
+(any group or other permission bit: `chmod 600` it); 77 when the vault file keeps no key for that
+identity, when `coffer clone --identity` finds no key sealed to it in the bundle ("you are not a member,
+or were removed"), and when `coffer sync` meets a newer key epoch that seals nothing to it ("you were
+removed from this vault"; nothing is merged); 65 when the key the file keeps for it was added or changed
+outside coffer. The vault is unchanged and `clone` leaves no file.
 
 `coffer secret-service` (docs/secret-service.md): 75 when another process owns `org.freedesktop.secrets`
 (the error names its pid and executable; the hint says how to stop gnome-keyring, or `--replace`); 69

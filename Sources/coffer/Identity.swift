@@ -60,17 +60,14 @@ struct IdentityShow: ParsableCommand {
         abstract: "Print the public identity (coffer1…) of this vault or of an identity file.",
         discussion: "JSON: Schemas/identity.schema.json.")
 
-    @OptionGroup var options: VaultOptions
-
-    @Option(help: "Read the identity from this file instead of the vault.")
-    var identity: String?
+    @OptionGroup(title: "Vault options (--identity FILE: read the identity from this file instead of the vault)") var options: VaultOptions
 
     @Flag(help: "Print JSON (Schemas/identity.schema.json).")
     var json = false
 
     func run() throws {
         let found: MemberIdentity
-        if let identity {
+        if let identity = options.identity {
             found = try MemberIdentityFile.read(path: identity)
         } else {
             let vault = try options.unlock()

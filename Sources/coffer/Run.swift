@@ -48,7 +48,10 @@ struct Run: ParsableCommand {
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "CMD"))
     var command: [String] = []
 
-    @Flag(help: "Pass COFFER_SESSION and COFFER_PASSPHRASE on to CMD (by default they are removed, so CMD gets only the secrets its references name).")
+    @Flag(
+        help:
+            "Pass COFFER_SESSION, COFFER_PASSPHRASE and COFFER_IDENTITY_FILE on to CMD (by default they are removed, so CMD gets only the secrets its references name)."
+    )
     var keepSession = false
 
     /// The usage rules argument-parser cannot express, checked first in
@@ -69,6 +72,7 @@ struct Run: ParsableCommand {
         if !keepSession {
             env["COFFER_PASSPHRASE"] = nil
             env["COFFER_SESSION"] = nil
+            env[Unlocking.identityVariable] = nil
         }
         var origin: [String: String] = [:]
         for file in envFiles {

@@ -77,9 +77,11 @@ struct Sync: ParsableCommand {
             return
         }
         let vault = try options.unlock(file)
-        let report = try vault.sync(dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptKey) { (epoch, path, attempt) throws(CofferError) in
-            try KeyAdoption.passphrases(for: path)(epoch, attempt)
-        }
+        let report = try vault.sync(
+            dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptKey,
+            adoptKey: { (epoch, path, attempt) throws(CofferError) in
+                try KeyAdoption.passphrases(for: path)(epoch, attempt)
+            }, identity: UnlockedVault.identity)
         if let r = report.rebinding { Output.note(r.message) }
         if let r = report.restamped { Output.note(r.message) }
         if let adopted = report.keyEpochAdopted {
@@ -178,7 +180,7 @@ extension Sync {
             dir: dir, remote: remote, note: { Output.note($0) }, adoptAboveOwnKDF: adoptKey,
             adoptKey: { (epoch, path, attempt) throws(CofferError) in
                 try KeyAdoption.passphrases(for: path)(epoch, attempt)
-            })
+            }, identity: UnlockedVault.identity)
         let base = { (p: String) in (p as NSString).lastPathComponent }
         var failed: [String: CofferError] = [:]
         for round in report.rounds {

@@ -18,7 +18,9 @@ struct Unlock: ParsableCommand {
         abstract: "Start a shell session: later commands need no passphrase.",
         discussion: """
             Use as  eval "$(coffer unlock)"  (fish: coffer unlock | source). Asks for the passphrase \
-            (--passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE, else the terminal without echo) \
+            (--passphrase-fd, --passphrase-file, $COFFER_PASSPHRASE, else the terminal without echo), \
+            or opens a member replica with its identity file (--identity FILE or $COFFER_IDENTITY_FILE, \
+            mode 0600; docs/sharing.md) \
             and prints the line that sets COFFER_SESSION. The session ends after --timeout without use \
             (default 15m, or session.timeout in $XDG_CONFIG_HOME/coffer/config), after --max-lifetime \
             in any case (default 8h, session.max-lifetime), or with `coffer lock`. Other sessions are \
@@ -46,7 +48,12 @@ struct Unlock: ParsableCommand {
         let lifetime = try duration(maxLifetime, option: "--max-lifetime") ?? config.sessionMaxLifetime ?? Session.defaultMaxLifetime
         let syntax = json ? .json : shell ?? ShellSyntax.detected
         let file = try options.openFile()
-        let vault = try file.unlock(passphrase: try options.passphrase())
+        let vault: Vault
+        if let identityFile = options.identityFile {
+            vault = try file.unlock(identity: try MemberIdentityFile.readPrivate(path: identityFile))
+        } else {
+            vault = try file.unlock(passphrase: try options.passphrase())
+        }
         let started = try Session.start(vault: vault, idleTimeout: idle, maxLifetime: lifetime, directory: .resolve())
         let info = started.info
         // A session whose token cannot be printed could never be used or

@@ -15,7 +15,21 @@ struct VaultOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Read the passphrase from this file.", valueName: "file"))
     var passphraseFile: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Unlock with this member identity file (mode 0600, from `coffer identity new --out`) instead of the passphrase; default $COFFER_IDENTITY_FILE.",
+            valueName: "file"))
+    var identity: String?
+
     var path: String { VaultLocation.resolve(explicit: vault) }
+
+    /// The identity file to unlock with, when one is given (--identity, or
+    /// $COFFER_IDENTITY_FILE when no session or passphrase option takes
+    /// precedence): see ``Unlocking/identityFile(passphraseFd:passphraseFile:identity:)``.
+    var identityFile: String? {
+        Unlocking.identityFile(passphraseFd: passphraseFd, passphraseFile: passphraseFile, identity: identity)
+    }
 
     /// The passphrase from the first available source: --passphrase-fd,
     /// --passphrase-file, $COFFER_PASSPHRASE, then the terminal (no echo).
@@ -39,12 +53,12 @@ struct VaultOptions: ParsableArguments {
 
     /// Unlocks an already opened vault file, the same way as ``unlock()``.
     func unlock(_ file: VaultFile) throws(CofferError) -> Vault {
-        try Unlocking.unlock(file, passphraseFd: passphraseFd, passphraseFile: passphraseFile)
+        try Unlocking.unlock(file, passphraseFd: passphraseFd, passphraseFile: passphraseFile, identity: identity)
     }
 
     /// Whether ``unlock()`` will use the shell session (no prompt, no KDF).
     var unlocksWithSession: Bool {
-        Unlocking.sessionToken(passphraseFd: passphraseFd, passphraseFile: passphraseFile) != nil
+        Unlocking.sessionToken(passphraseFd: passphraseFd, passphraseFile: passphraseFile, identity: identity) != nil
     }
 
     /// Opens and unlocks the vault for a command that writes: first makes
@@ -67,6 +81,9 @@ enum UnlockedVault {
     /// The passphrase that unlocked it, when one did (a session: nil); the
     /// first one tried to adopt another replica's new master key (KeyAdoption).
     nonisolated(unsafe) static var passphrase: SecretBytes?
+    /// The member identity that unlocked it, when one did: it adopts
+    /// another replica's new master key through its sealed box.
+    nonisolated(unsafe) static var identity: MemberIdentity?
 
     /// `error` with "did you mean …?" in its hint when it is about an unknown
     /// item name and a live item has a name close to it; "modified outside
@@ -121,9 +138,24 @@ enum Unlocking {
     /// The session token to unlock with: $COFFER_SESSION when it is set
     /// and no --passphrase-fd or --passphrase-file is given; nil when the
     /// passphrase is to be read instead.
-    static func sessionToken(passphraseFd: Int32? = nil, passphraseFile: String? = nil) -> String? {
-        guard passphraseFd == nil, passphraseFile == nil else { return nil }
+    static func sessionToken(passphraseFd: Int32? = nil, passphraseFile: String? = nil, identity: String? = nil) -> String? {
+        guard passphraseFd == nil, passphraseFile == nil, identity == nil else { return nil }
         return SessionEnvironment.token
+    }
+
+    /// The variable naming an identity file to unlock with.
+    static let identityVariable = "COFFER_IDENTITY_FILE"
+
+    /// The member identity file to unlock with (docs/sharing.md, "Member
+    /// replicas"): --identity; else $COFFER_IDENTITY_FILE when neither a
+    /// passphrase option nor the shell session is used. Sources in order:
+    /// --passphrase-fd, --passphrase-file, --identity, the session,
+    /// $COFFER_IDENTITY_FILE, $COFFER_PASSPHRASE, the terminal.
+    static func identityFile(passphraseFd: Int32?, passphraseFile: String?, identity: String?) -> String? {
+        guard passphraseFd == nil, passphraseFile == nil else { return nil }
+        if let identity { return identity }
+        guard SessionEnvironment.token == nil, let v = EnvironmentVariable.value(identityVariable), !v.isEmpty else { return nil }
+        return v
     }
 
     /// Unlocks `file` the chosen way: with the session, or with the
@@ -132,9 +164,15 @@ enum Unlocking {
     /// session is an error (exit 77), never a silent prompt. The vault
     /// (and the passphrase, when one unlocked it) is kept in
     /// ``UnlockedVault``.
-    static func unlock(_ file: VaultFile, passphraseFd: Int32? = nil, passphraseFile: String? = nil) throws(CofferError) -> Vault {
+    static func unlock(_ file: VaultFile, passphraseFd: Int32? = nil, passphraseFile: String? = nil, identity: String? = nil) throws(CofferError)
+        -> Vault
+    {
         let vault: Vault
-        if let token = sessionToken(passphraseFd: passphraseFd, passphraseFile: passphraseFile) {
+        if let path = identityFile(passphraseFd: passphraseFd, passphraseFile: passphraseFile, identity: identity) {
+            let member = try MemberIdentityFile.readPrivate(path: path)
+            vault = try file.unlock(identity: member)
+            UnlockedVault.identity = member
+        } else if let token = sessionToken(passphraseFd: passphraseFd, passphraseFile: passphraseFile) {
             vault = try Session.unlock(file: file, token: token, directory: .resolve())
         } else {
             let secret = try PassphraseSource.read(

@@ -85,7 +85,7 @@ struct FormatDowngradeTests {
         VaultTamperingTests.expectModified(home.unlocked(["get", "work/openai"]), notShowing: ["sk-live"])
     }
 
-    /// A new vault is format 8 (bound since 7) and verifies; `passwd` and `rekey` keep it
+    /// A new vault is format 8 and verifies; `passwd` and `rekey` keep it
     /// so (their wrappings are bound), and the set-back is still caught
     /// after each.
     @Test func passwdAndRekeyKeepTheBinding() throws {

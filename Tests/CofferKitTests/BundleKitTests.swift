@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferStore
 import CofferSync
 import Foundation
 import Testing
@@ -156,7 +157,7 @@ struct BundleKitTests {
         for (file, target) in [("bound-wrap.cb", "b4.coffer"), ("full.cb", "f1.coffer")] {
             _ = try Vault.clone(bundleAt: BundleKit.dir.appendingPathComponent(file).path, to: box.path(target), passphrase: pass)
             let c = try VaultFile.open(path: box.path(target))
-            #expect(c.header.formatVersion == 8 && c.header.wrapBinding == .integrity, "\(file)")
+            #expect(c.header.formatVersion == VaultStore.formatVersion && c.header.wrapBinding == .integrity, "\(file)")
             #expect(try c.unlock(passphrase: pass).verify().isSound, "\(file)")
             #expect(throws: CofferError.self, "\(file)") { try c.unlock(passphrase: SecretBytes(copying: Array("not it".utf8))) }
         }

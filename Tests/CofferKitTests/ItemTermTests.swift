@@ -98,9 +98,9 @@ struct ItemTermTests {
         let report = try upgraded.verify()
         #expect(report.isSound, "\(report.problems)")
         // Integrity data brought to format 6's rules, then the key wrapped
-        // with coffer-wrap-v3 (format 7, and on to 8): in one passphrase unlock.
-        #expect(report.formatVersion == 8)
-        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 8)
+        // with coffer-wrap-v3 (format 7): both in the one passphrase unlock.
+        #expect(report.formatVersion == VaultStore.formatVersion)
+        #expect(try upgraded.store.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == VaultStore.formatVersion)
         // The fold gives exactly the MAC of the rows under the new rules.
         let fresh = VaultMAC(key: upgraded.keys.mac)
         try upgraded.store.read { db in try Queries.computeMAC(db, into: fresh) }
@@ -128,7 +128,7 @@ struct ItemTermTests {
         let v = try VaultFile.open(path: path).unlock(passphrase: SecretBytes(copying: Array("correct horse battery staple".utf8)))
         let report = try v.verify()
         #expect(report.isSound, "\(report.problems)")
-        #expect(report.formatVersion == 8 && report.items == 4 && report.historyVersions == 1)
+        #expect(report.formatVersion == VaultStore.formatVersion && report.items == 4 && report.historyVersions == 1)
         #expect(try v.item(named: "web/mail").fields.first { $0.name == "password" }?.value == "p2")
         #expect(try v.item(named: "web/mail").fields.first { $0.name == "username" }?.value == "me@example.com")
         #expect(try v.item(named: "api/openai").primaryField?.value == "sk-fixture")

@@ -62,9 +62,11 @@ func setBackSchema(_ db: Database, toFormat format: Int) throws {
             ALTER TABLE item DROP COLUMN record;
             DROP INDEX item_nameHash;
             CREATE INDEX item_nameHash ON item(nameHash);
-            DELETE FROM grdb_migrations WHERE identifier IN ('v6-item-terms', 'v7-bound-wrap', 'v8-signed-writes');
+            DELETE FROM grdb_migrations WHERE identifier IN ('v6-item-terms', 'v7-bound-wrap', 'v8-signed-writes', 'v8-identity-unlock', 'v8-local-only-index');
             DROP TABLE memberPublisher;
             DROP TABLE replicaBinding;
+            DROP TABLE identityUnlock;
+            DROP INDEX item_localOnly;
             """)
     if format < 5 {
         try db.execute(sql: "DROP TABLE keyEpoch")

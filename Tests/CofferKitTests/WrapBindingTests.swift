@@ -23,7 +23,7 @@ struct WrapBindingTests {
         let vBox = try TemporaryVault()
         let v = vBox.vault
         let h = try header(v)
-        #expect(h.formatVersion == 8 && h.wrapBinding == .integrity)
+        #expect(h.formatVersion == VaultStore.formatVersion && h.wrapBinding == .integrity)
         let kdf = KDFParameters(memoryKiB: h.kdfMemoryKiB, iterations: h.kdfIterations, parallelism: h.kdfParallelism)
         #expect(throws: CryptoError.self) {
             try KeyHierarchy.unwrapMasterKey(
@@ -63,9 +63,9 @@ struct WrapBindingTests {
         let up = try file.unlock(passphrase: Self.pw)
         #expect(try up.item(named: "a").primaryField?.value == "A")
         let report = try up.verify()
-        #expect(report.isSound && report.formatVersion == 8, "\(report)")
+        #expect(report.isSound && report.formatVersion == VaultStore.formatVersion, "\(report)")
         // The file object took the new header: a passwd right after works.
-        #expect(file.header.formatVersion == 8 && file.header.wrapBinding == .integrity)
+        #expect(file.header.formatVersion == VaultStore.formatVersion && file.header.wrapBinding == .integrity)
         try file.rewrapMasterKey(of: up, new: SecretBytes(copying: Array("pw2".utf8)))
         let again = try VaultFile.open(path: v.path).unlock(passphrase: SecretBytes(copying: Array("pw2".utf8)))
         #expect(try again.verify().isSound)
@@ -94,7 +94,7 @@ struct WrapBindingTests {
         #expect(try header(viaSession).formatVersion == 6)
         let bound = try VaultFile.open(path: v.path).unlock(passphrase: Self.pw)
         let report = try bound.verify()
-        #expect(report.isSound && report.formatVersion == 8, "\(report)")
+        #expect(report.isSound && report.formatVersion == VaultStore.formatVersion, "\(report)")
         #expect(try header(bound).wrapBinding == .integrity)
         // Its bundles are format 4 from then on.
         let out = v.path + ".cb"

@@ -166,8 +166,9 @@ extension VaultCore {
             guard header.formatVersion < VaultStore.boundWrapFormat, header.wrappedMasterKey == file.header.wrappedMasterKey else { return }
             header.wrappedMasterKey = KeyHierarchy.rewrapMasterKey(
                 unwrapped, vault: header.vaultID, kdf: file.kdf, salt: header.kdfSalt, epoch: file.keyEpoch, binding: .integrity)
-            // Straight to the newest format: the ones after 7 only added
-            // tables (format 8: signed writes), which need no data.
+            // The file is of the current format from here: its schema was
+            // migrated when it was opened, its integrity data is current
+            // and its key is bound.
             header.formatVersion = VaultStore.formatVersion
             try Queries.updateHeaderWrapping(db, header: header, mac: mac)
         }

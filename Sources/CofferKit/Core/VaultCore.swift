@@ -41,6 +41,9 @@ package final class VaultCore: Sendable {
     /// The last file state whose vault MAC was verified (in the session's
     /// folder too when unlocked through a session).
     let integrityStamp: IntegrityStamp
+    /// The member identity this vault was unlocked with (`--identity`),
+    /// which signs its bundles when the vault keeps no identity of its own.
+    let unlockedIdentity = IdentityBox()
 
     /// `rebuildIntegrity`: a vault without integrity data gets it built
     /// (``ensureIntegrity(rebuild:)``); only a passphrase unlock whose key
@@ -330,4 +333,13 @@ final class ListingWriteLog: @unchecked Sendable {
             return overflowed ? nil : ids
         }
     }
+}
+
+/// A member identity set once after unlock (``VaultCore/unlockedIdentity``).
+final class IdentityBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var identity: MemberIdentity?
+
+    func set(_ i: MemberIdentity) { lock.withLock { identity = i } }
+    var value: MemberIdentity? { lock.withLock { identity } }
 }

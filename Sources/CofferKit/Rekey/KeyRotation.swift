@@ -217,6 +217,53 @@ extension KeyRotation {
         return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
     }
 
+    /// Adopts the newer master key of the bundle at `path` through the box
+    /// sealed to `member` (a replica cloned with a member identity):
+    /// refused (exit 77) when the bundle seals nothing to it — the member
+    /// was removed and the key rotated without it. Otherwise as the
+    /// passphrase adoption: the bundle authenticated under the new key,
+    /// this vault re-encrypted under it in one transaction, the passphrase
+    /// wrapping taken as received and the identity's sealed key replaced.
+    package func adoptKeyEpoch(
+        ofBundleAt path: String, identity member: MemberIdentity,
+        sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
+    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        let (input, header, prefix) = try replication.openOwnBundle(at: path)
+        switch keyEpochStatus(of: header) {
+        case .same:
+            throw CofferError(.usage, "\(path) is written under this vault's key (epoch \(keyEpoch.number)): there is no newer key to adopt")
+        case .older(let e):
+            throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyEpoch)
+        case .newer(let e):
+            guard keyEpoch.mayAdopt(e) else { throw KeyRotation.epochJumpError(path: path, bundle: e, vault: keyEpoch) }
+        }
+        let sealed: SecretBytes?
+        do { sealed = try header.openSealedKey(with: member.secretKey) } catch { throw .bundle(error, path: path) }
+        guard let master = sealed else { throw KeyRotation.removedError(path: path, bundle: header.keyEpoch) }
+        do { _ = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master)) } catch {
+            throw .bundle(error, path: path)
+        }
+        guard header.wrapBinding == .integrity else {
+            throw CofferError(.badData, "\(path) seals its key to members but its passphrase wrapping is of an older format")
+        }
+        var report = try translate(
+            to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: header.wrappedMasterKey,
+            wrapping: { _ in header.wrapping }, expecting: keyEpoch)
+        report.sessionsEnded = KeyRotation.endSessions(of: vaultID, in: sessionDirectories)
+        return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
+    }
+
+    /// The refusal of a newer key epoch that seals nothing to this
+    /// replica's identity: its member was removed.
+    static func removedError(path: String, bundle: KeyEpoch) -> CofferError {
+        let who = bundle.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica"
+        let when = Clock.date(bundle.rekeyedAt).ISO8601Format()
+        return CofferError(
+            .permissionDenied,
+            "you were removed from this vault: the key was rotated on \(when) by replica \(who), and not sealed to your identity",
+            remedy: .init(.askToBeAdded, "nothing was merged; this vault keeps what it had. Ask a member to add you again if that was a mistake", path: path))
+    }
+
     package func adoptKeyEpoch(
         ofBundleAt path: String, passphrases: (KeyEpoch, Int) throws(CofferError) -> SecretBytes?
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
@@ -288,6 +335,12 @@ extension KeyRotation {
                     try Queries.setFormatVersion(db, VaultStore.formatVersion)
                     try Queries.setKeyWrapping(db, wrapping(try Queries.keyWrapping(db)), mac: scratch)
                     try Queries.setKeyEpoch(db, epoch, check: KeyHierarchy.keyCheck(master: master, vault: vaultID, epoch: epoch))
+                    // The identities allowed to unlock this file get the
+                    // new key (vault format 8, docs/key-hierarchy.md).
+                    let unlocks = try Queries.identityUnlocks(db)
+                    if !unlocks.isEmpty {
+                        try Queries.replaceIdentityUnlocks(db, Sharing.resealed(unlocks, master: master, vault: vaultID, epoch: epoch))
+                    }
                     let mac = VaultMAC(key: target.keys.mac)
                     try Queries.computeMAC(db, into: mac)
                     try Queries.setStoredMAC(db, mac)

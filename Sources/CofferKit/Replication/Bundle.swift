@@ -592,8 +592,25 @@ extension Replication {
         return try clone(bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: false, progress: nil, integrity: integrity)
     }
 
+    /// What opens the bundle a clone starts from: the passphrase, or a
+    /// member identity the bundle's key is sealed to (docs/sharing.md,
+    /// "Member replicas").
+    enum CloneKey {
+        case passphrase(SecretBytes)
+        case identity(MemberIdentity)
+    }
+
     static func clone(
         bundleAt path: String, to vaultPath: String, passphrase: SecretBytes, allowExpensiveKDF: Bool,
+        progress: ImportProgress?, integrity: BulkIntegrity, merging rest: CloneMerge? = nil
+    ) throws(CofferError) -> ImportReport {
+        try clone(
+            bundleAt: path, to: vaultPath, key: .passphrase(passphrase), allowExpensiveKDF: allowExpensiveKDF, progress: progress, integrity: integrity,
+            merging: rest)
+    }
+
+    static func clone(
+        bundleAt path: String, to vaultPath: String, key cloneKey: CloneKey, allowExpensiveKDF: Bool,
         progress: ImportProgress?, integrity: BulkIntegrity, merging rest: CloneMerge? = nil
     ) throws(CofferError) -> ImportReport {
         NewVaultFile.sweepStale(for: vaultPath)
@@ -617,42 +634,59 @@ extension Replication {
                 "\(path) breaks the bundle rule key-epoch-jump (a clone starts from a key epoch of at most 2^52, so the vault keeps room for rekeys): it claims key epoch \(header.keyEpoch.number); nothing was created",
                 hint: "a key holder forged it: clone from another machine's bundle")
         }
-        if !allowExpensiveKDF { try checkCloneKDF(header.kdf, path: path) }
-        let unwrapped: KeyHierarchy.Unwrapped
-        do {
-            unwrapped = try KeyHierarchy.unwrapMasterKey(
-                passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey,
-                epoch: header.keyEpoch, bindings: [header.wrapBinding])
-        } catch .authenticationFailed {
-            throw CofferError(.wrongPassphrase, "wrong passphrase for the bundle \(path)", hint: "use the passphrase of the vault that exported it")
-        } catch {
-            throw CofferError(.badData, "cannot unlock the bundle \(path): \(error)")
+        let master: SecretBytes
+        let wrappedKey: [UInt8]
+        var identity: MemberIdentity?
+        switch cloneKey {
+        case .passphrase(let passphrase):
+            if !allowExpensiveKDF { try checkCloneKDF(header.kdf, path: path) }
+            let unwrapped: KeyHierarchy.Unwrapped
+            do {
+                unwrapped = try KeyHierarchy.unwrapMasterKey(
+                    passphrase: passphrase, vault: header.vaultID, kdf: header.kdf, salt: header.salt, wrapped: header.wrappedMasterKey,
+                    epoch: header.keyEpoch, bindings: [header.wrapBinding])
+            } catch .authenticationFailed {
+                throw CofferError(.wrongPassphrase, "wrong passphrase for the bundle \(path)", hint: "use the passphrase of the vault that exported it")
+            } catch {
+                throw CofferError(.badData, "cannot unlock the bundle \(path): \(error)")
+            }
+            master = unwrapped.master
+            // The clone is a format-7 vault: a bundle of an older build
+            // carries a legacy wrapping, bound here under the same KEK and salt
+            // (its version, and so the passphrase, stay the bundle's).
+            wrappedKey =
+                header.wrapBinding == .integrity
+                ? header.wrappedMasterKey
+                : KeyHierarchy.rewrapMasterKey(
+                    unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
+        case .identity(let member):
+            // No Argon2id run: the key sealed to the identity. The
+            // passphrase wrapping is kept as received (this replica
+            // forwards it to others and can never open it).
+            let sealed: SecretBytes?
+            do { sealed = try header.openSealedKey(with: member.secretKey) } catch { throw .bundle(error, path: path) }
+            guard let sealed else { throw Replication.notSealedError(path: path) }
+            master = sealed
+            wrappedKey = header.wrappedMasterKey
+            identity = member
         }
-        let master = unwrapped.master
         let reader: BundleReader
         do { reader = try BundleReader(header: header, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: master)) } catch {
             throw .bundle(error, path: path)
         }
-        // The clone is a format-7 vault: a bundle of an older build
-        // carries a legacy wrapping, bound here under the same KEK and salt
-        // (its version, and so the passphrase, stay the bundle's).
-        let wrappedKey =
-            header.wrapBinding == .integrity
-            ? header.wrappedMasterKey
-            : KeyHierarchy.rewrapMasterKey(unwrapped, vault: header.vaultID, kdf: header.kdf, salt: header.salt, epoch: header.keyEpoch, binding: .integrity)
         // Built under a temporary name, linked into place when complete
         // (NewVaultFile): a killed clone leaves no vault at `vaultPath`.
         return try NewVaultFile.build(at: vaultPath, kind: "clone") { (tempPath: String) throws(CofferError) in
             try cloneInto(
                 tempPath: tempPath, header: header, master: master, wrappedKey: wrappedKey, reader: reader, path: path, progress: progress,
-                integrity: integrity,
+                integrity: integrity, identity: identity,
                 merging: rest)
         }
     }
 
     private static func cloneInto(
         tempPath: String, header: BundleHeader, master: SecretBytes, wrappedKey: [UInt8], reader: BundleReader, path: String, progress: ImportProgress?,
-        integrity: BulkIntegrity, merging rest: CloneMerge?
+        integrity: BulkIntegrity, identity: MemberIdentity? = nil, merging rest: CloneMerge?
     ) throws(CofferError) -> ImportReport {
         let vaultHeader = VaultHeader(
             formatVersion: VaultStore.formatVersion, vaultID: header.vaultID, kdfMemoryKiB: header.kdf.memoryKiB,
@@ -677,6 +711,8 @@ extension Replication {
             let epoch = try store.read { db in try Queries.keyEpoch(db) }
             return try Vault(file: VaultFile(path: tempPath, store: store, header: vaultHeader, keyEpoch: epoch.epoch, keyCheck: epoch.check), master: master)
         }
+        // The identity that cloned unlocks this file (vault format 8).
+        if let identity { try vault.sharing.allowUnlock(by: identity.publicKey) }
         var report = try vault.replication.importRecords(from: reader, path: path, progress: progress, integrity: integrity)
         // What `coffer ls` of the new vault will show (deleted items and
         // the vault's own reserved items are records, not items to list).
@@ -740,5 +776,15 @@ extension Replication {
                 remedy: remedy)
         }
         return (input, header, prefix)
+    }
+}
+
+extension Replication {
+    /// The refusal of a bundle whose key no box opens with the identity.
+    static func notSealedError(path: String) -> CofferError {
+        CofferError(
+            .wrongPassphrase,
+            "this bundle's key is not sealed to your identity (you are not a member, or were removed: ask a member to add you)",
+            remedy: .init(.askToBeAdded, "give a member your public identity to add to the vault, then clone or sync from their next bundle", path: path))
     }
 }

@@ -24,7 +24,7 @@ extension Replication {
     package func syncGit(
         dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in },
         adoptAboveOwnKDF: Bool = false,
-        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil, identity member: MemberIdentity? = nil
     ) throws(CofferError) -> GitSyncReport {
         let git = GitRunner(dir: dir)
         guard Vault.isFolder(dir) else {
@@ -61,7 +61,7 @@ extension Replication {
         var report = GitSyncReport(remote: remoteName, branch: branch)
         var current = self
         func syncAndCommit() throws(CofferError) {
-            let r = try current.sync(dir: dir, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
+            let r = try current.sync(dir: dir, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: member)
             if let next = r.adoptedVault { current = next.replication }
             report.rounds.append(r)
             // This replica's files only: the new snapshot or segment and

@@ -286,7 +286,7 @@ extension Replication {
 
     package func sync(
         dir: String, dryRun: Bool = false, adoptAboveOwnKDF: Bool = false,
-        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil, identity member: MemberIdentity? = nil
     ) throws(CofferError) -> SyncReport {
         // A vault edited outside coffer is refused before anything is
         // merged or written, dry run included (docs/threat-model.md).
@@ -336,7 +336,7 @@ extension Replication {
         }
         candidates.removeAll { $0.header.keyEpoch > epoch && !epoch.mayAdopt($0.header.keyEpoch) }
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }),
-            !dryRun, adoptKey != nil, !adoptAboveOwnKDF, KeyRotation.exceeds(newest.header.kdf, file.kdf)
+            !dryRun, adoptKey != nil, member == nil, !adoptAboveOwnKDF, KeyRotation.exceeds(newest.header.kdf, file.kdf)
         {
             report.keyEpochPending = newest.header.keyEpoch
             for c in candidates where c.header.keyEpoch > epoch {
@@ -345,6 +345,19 @@ extension Replication {
             candidates.removeAll { $0.header.keyEpoch > epoch }
         }
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }) {
+            if !dryRun, let member {
+                // A replica unlocked with a member identity adopts the new
+                // key through the box sealed to it (docs/sharing.md,
+                // "Member replicas"); no box: it was removed, and nothing
+                // is merged.
+                let (next, adopted) = try keyRotation.adoptKeyEpoch(ofBundleAt: newest.path, identity: member)
+                var result = try next.replication.sync(dir: dir, dryRun: false, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: member)
+                result.keyEpochAdopted = adopted
+                if result.restamped == nil { result.restamped = report.restamped }
+                if result.adoptedVault == nil { result.adoptedVault = next }
+                if result.rebinding == nil { result.rebinding = rebinding }
+                return result
+            }
             if !dryRun, let adoptKey {
                 let (next, adopted) = try keyRotation.adoptKeyEpoch(ofBundleAt: newest.path) { (e, attempt) throws(CofferError) in
                     try adoptKey(e, newest.path, attempt)

@@ -51,11 +51,17 @@ extension Vault {
     /// `adoptAboveOwnKDF`, so is the adoption of a key whose Argon2id
     /// parameters exceed this vault's own (exit 77's message): anyone who
     /// can drop a file into the folder can write such a header.
+    ///
+    /// `identity`: the member identity this replica was unlocked with
+    /// (docs/sharing.md, "Member replicas"): a newer key epoch is adopted
+    /// through the box sealed to it in the newest bundle, not with a
+    /// passphrase; when that bundle seals nothing to it (the member was
+    /// removed), the sync is refused (exit 77) and nothing is merged.
     public func sync(
         dir: String, dryRun: Bool = false, adoptAboveOwnKDF: Bool = false,
-        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil, identity: MemberIdentity? = nil
     ) throws(CofferError) -> SyncReport {
-        try replication.sync(dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
+        try replication.sync(dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: identity)
     }
 
     /// Refuses, without the passphrase, a sync folder that holds bundles
@@ -149,6 +155,20 @@ extension Vault {
         try Replication.clone(
             bundleAt: path, to: vaultPath, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, progress: progress, merging: rest)
     }
+
+    /// Clones with a member identity (`coffer clone --identity FILE`,
+    /// docs/sharing.md "Member replicas"): the bundle's master key sealed
+    /// to `identity` opens it (no passphrase, no Argon2id); the new file
+    /// keeps that key sealed to the identity (vault format 8) and the
+    /// passphrase wrapping it received, unchanged. Fails with
+    /// ``CofferError/Kind/wrongPassphrase`` (exit 77) when no box in the
+    /// bundle opens with the identity; no file is left behind.
+    public static func clone(
+        bundleAt path: String, to vaultPath: String, identity: MemberIdentity, progress: ImportProgress? = nil, merging rest: CloneMerge? = nil
+    ) throws(CofferError) -> ImportReport {
+        try Replication.clone(
+            bundleAt: path, to: vaultPath, key: .identity(identity), allowExpensiveKDF: false, progress: progress, integrity: .full, merging: rest)
+    }
     /// Re-stamps this replica's current versions dated more than
     /// ``BundleValidation/clockSkew`` (the receivers' tolerance) after
     /// now: each item concerned takes one new dot of this replica (one
@@ -187,10 +207,10 @@ extension Vault {
     public func syncGit(
         dir: String, remote: String? = nil, attempts: Int = Vault.gitPushAttempts, note: (String) -> Void = { _ in },
         adoptAboveOwnKDF: Bool = false,
-        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil
+        adoptKey: ((KeyEpoch, String, Int) throws(CofferError) -> SecretBytes?)? = nil, identity: MemberIdentity? = nil
     ) throws(CofferError) -> GitSyncReport {
         try replication.syncGit(
-            dir: dir, remote: remote, attempts: attempts, note: note, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey)
+            dir: dir, remote: remote, attempts: attempts, note: note, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: identity)
     }
     /// The version of this vault's passphrase wrapping.
     public func keyWrappingVersion() throws(CofferError) -> KeyWrappingVersion {

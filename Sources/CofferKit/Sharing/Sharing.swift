@@ -74,6 +74,10 @@ extension CofferError.Remedy.Action {
     public static let createIdentity = Self(rawValue: "createIdentity")
     /// The vault holds an identity already: keep it, or make another in a file.
     public static let keepIdentity = Self(rawValue: "keepIdentity")
+    /// The bundle's key is not sealed to the identity: ask a member to add it.
+    public static let askToBeAdded = Self(rawValue: "askToBeAdded")
+    /// This file does not open with the identity given.
+    public static let unlockWithClonedIdentity = Self(rawValue: "unlockWithClonedIdentity")
     /// Write the identity file elsewhere.
     public static let chooseAnotherIdentityPath = Self(rawValue: "chooseAnotherIdentityPath")
 }
@@ -94,7 +98,8 @@ extension Sharing {
     package func identity() throws(CofferError) -> MemberIdentity? {
         let item: Item
         do { item = try items.item(named: Sharing.identityItemName) } catch  where error.kind == .itemNotFound {
-            return nil
+            // A member replica opened with its identity file keeps none.
+            return core.unlockedIdentity.value
         }
         guard let secret = item.field(Sharing.secretField)?.value else {
             throw CofferError(.badData, "the vault's identity item \(Sharing.identityItemName) has no secret key field")
@@ -188,6 +193,26 @@ public enum MemberIdentityFile {
             throw CofferError(.fileNotFound, "cannot read the identity file \(path)")
         }
         return try parse(raw, path: path)
+    }
+
+    /// Reads the identity in the file at `path` to unlock or clone a
+    /// vault with (`--identity FILE`, `$COFFER_IDENTITY_FILE`): a file that
+    /// other users may read or write (any group or other permission bit) is
+    /// refused (exit 77), as ssh refuses such a private key.
+    public static func readPrivate(path: String) throws(CofferError) -> MemberIdentity {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw CofferError(
+                .fileNotFound, "no identity file at \(path)",
+                remedy: .init(.createIdentity, "give the identity file written when the identity was made", path: path))
+        }
+        let mode = st.st_mode & 0o7777
+        if (st.st_mode & S_IFMT) == S_IFREG, mode & 0o077 != 0 {
+            throw CofferError(
+                .permissionDenied, "the identity file \(path) is open to other users (mode \(String(mode, radix: 8, uppercase: false))); it must be mode 0600",
+                hint: "run `chmod 600 \(path)`, and if others could have read it, have a member replace this identity")
+        }
+        return try read(path: path)
     }
 
     /// Parses an identity file's bytes.

@@ -70,3 +70,13 @@ extension VaultFile {
         return MemberRemoval(name: name, member: member, rekey: report, vault: rekeyed)
     }
 }
+
+extension Vault {
+    /// Lets the member identity `publicKey` unlock this file without the
+    /// passphrase: the master key of the current key epoch sealed to it and
+    /// kept in the file (vault format 8; `coffer clone --identity` does it
+    /// for the identity that cloned). A rekey seals the new key to it too.
+    public func allowUnlock(by publicKey: MemberPublicKey) throws(CofferError) {
+        try sharing.allowUnlock(by: publicKey)
+    }
+}
