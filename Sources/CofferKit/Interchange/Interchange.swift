@@ -84,6 +84,9 @@ extension Interchange {
             let newIDs = options.dryRun ? [] : Interchange.ascendingRandomIDs(expectedCount)
             var nextID = 0
             var done = 0
+            // Thousands of boxes: their random nonces drawn 64 at a time
+            // (one `getrandom` call each otherwise; AEAD+Batch.swift).
+            let sealers = Sealers(item: AEAD.BatchSealer(key: keys.item), record: AEAD.BatchSealer(key: keys.record))
             func flush(_ pending: [PendingInsert]) throws {
                 let inserter = NewItemInserter(db, mac: mac)
                 for p in pending { try inserter.execute(p) }
@@ -103,7 +106,8 @@ extension Interchange {
                         taken.insert(candidate)
                         if !options.dryRun {
                             let id = nextID < newIDs.count ? newIDs[nextID] : ItemID.random()
-                            try insertEntry(db, id: id, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
+                            try insertEntry(
+                                db, id: id, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac, sealers: sealers)
                             nextID += 1
                         }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
@@ -245,11 +249,17 @@ extension Interchange {
         return changes
     }
 
+    /// An import's batch sealers under the item and the record keys.
+    private struct Sealers {
+        let item: AEAD.BatchSealer
+        let record: AEAD.BatchSealer
+    }
+
     /// A new item: its history versions as earlier writes (kept in the
     /// item's history), then the entry as it is now.
     private func insertEntry(
         _ db: StoreConnection, id: ItemID, name: String, entry: InterchangeEntry, dot: (StoreConnection) throws -> Dot, rows: inout NewItemRows,
-        flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
+        flush: ([PendingInsert]) throws -> Void, mac: VaultMAC, sealers: Sealers
     ) throws {
         let now = Clock.nowMillis()
         var changes = [
@@ -275,7 +285,7 @@ extension Interchange {
             let write = (i == 0 ? changes : []) + fieldChanges(from: previous, to: version.fields, item: id)
             previous = version.fields
             guard !write.isEmpty else { continue }
-            apply(write, to: &state, dot: try dot(db), at: at)
+            apply(write, to: &state, dot: try dot(db), at: at, sealer: sealers.item)
             for c in write { shown[c.register] = c.payload }
             // As ``derivedRow(for:policy:createdAt:updatedAt:)`` gives it
             // for a new local item: named, not deleted, no conflict.
@@ -284,10 +294,11 @@ extension Interchange {
                 try save(db, row: row, old: saved, new: state, now: at, mac: mac)
             } else if versions.count == 1 {
                 // A new id without history: buffered multi-row INSERTs.
-                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state))
+                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row, shown: shown, sealer: sealers.record), state: state))
             } else {
                 // Later writes retire these versions: insert them now.
-                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, mac: mac)
+                try Queries.insertNewItem(
+                    db, row: row, record: try sealRecord(state: state, row: row, shown: shown, sealer: sealers.record), state: state, mac: mac)
             }
             saved = state
         }
