@@ -101,7 +101,7 @@ public enum KDBX {
         var pool: [String: KeePassXML.BinaryData] = [:]
         for (i, b) in inner.binaries.enumerated() { pool[String(i)] = b.count > Field.maxValueBytes ? .tooLarge : .bytes(b) }
         return try KeePassXML.read(
-            stream: InputStream(data: inner.xml), file: file, entities: DTDEntityUses.find(inner.xml), sink: sink, pool: pool, unprotect: unprotect)
+            stream: BytesInputStream(inner.xml), file: file, entities: DTDEntityUses.find(inner.xml), sink: sink, pool: pool, unprotect: unprotect)
     }
 
     /// The custom string holding an item's Coffer type when KeePass has
@@ -136,7 +136,8 @@ public enum KDBX {
     /// whole to the reading thread of ``stream(path:password:keyFile:limits:)``,
     /// which alone uses it from then on.
     struct Inner: @unchecked Sendable {
-        var xml: Data
+        /// The XML document (read in place by ``BytesInputStream``).
+        var xml: [UInt8]
         var binaries: [[UInt8]]
         var stream: KDBXInnerStream?
         var version: UInt32
@@ -480,32 +481,38 @@ public enum KDBX {
         }
         if gzip { payload = try gunzip(payload, file: file, limits: limits) }
         // The inner header.
-        var p = Cursor(payload)
         var binaries: [[UInt8]] = []
         var streamID: UInt64?
         var streamKey: [UInt8]?
-        while true {
-            guard let id = p.u8(), let sizeBytes = p.take(4) else { throw damaged(file, "the inner header is truncated") }
-            let size = Int32(truncatingIfNeeded: littleEndian(sizeBytes))
-            guard size >= 0, Int(size) <= p.remaining, let data = p.take(Int(size)) else {
-                throw damaged(file, "inner header field \(id) claims \(size) bytes but only \(p.remaining) follow")
+        var headerEnd = 0
+        do {
+            // The cursor's reference to `payload` ends with this scope, so
+            // the header is removed in place below (no second copy of the
+            // document, the import's largest allocation).
+            var p = Cursor(payload)
+            while true {
+                guard let id = p.u8(), let sizeBytes = p.take(4) else { throw damaged(file, "the inner header is truncated") }
+                let size = Int32(truncatingIfNeeded: littleEndian(sizeBytes))
+                guard size >= 0, Int(size) <= p.remaining, let data = p.take(Int(size)) else {
+                    throw damaged(file, "inner header field \(id) claims \(size) bytes but only \(p.remaining) follow")
+                }
+                if id == 0 { break }
+                switch id {
+                case 1:
+                    guard data.count == 4 else { throw damaged(file, "inner header field InnerRandomStreamID has the wrong size") }
+                    streamID = littleEndian(data)
+                case 2: streamKey = data
+                case 3:
+                    guard !data.isEmpty else { throw damaged(file, "an inner header binary has no flags byte") }
+                    binaries.append(Array(data.dropFirst()))
+                default: break
+                }
             }
-            if id == 0 { break }
-            switch id {
-            case 1:
-                guard data.count == 4 else { throw damaged(file, "inner header field InnerRandomStreamID has the wrong size") }
-                streamID = littleEndian(data)
-            case 2: streamKey = data
-            case 3:
-                guard !data.isEmpty else { throw damaged(file, "an inner header binary has no flags byte") }
-                binaries.append(Array(data.dropFirst()))
-            default: break
-            }
+            headerEnd = p.at
         }
         let stream = try innerStream(streamID, streamKey, file: file)
-        let xml = Data(payload[p.at...])
-        payload = []
-        return Inner(xml: xml, binaries: binaries, stream: stream, version: version)
+        payload.removeFirst(headerEnd)
+        return Inner(xml: payload, binaries: binaries, stream: stream, version: version)
     }
 
     static func innerStream(_ id: UInt64?, _ key: [UInt8]?, file: String) throws(CofferError) -> KDBXInnerStream? {
@@ -595,7 +602,7 @@ public enum KDBX {
                 throw damaged(file, "the header does not match the hash in the database's Meta (header damaged)")
             }
         }
-        return Inner(xml: Data(payload), binaries: [], stream: stream, version: version)
+        return Inner(xml: payload, binaries: [], stream: stream, version: version)
     }
 
     /// The text of `<HeaderHash>` in the XML's `<Meta>` (before `<Root>`).

@@ -33,7 +33,7 @@ struct DTDEntityUses: Sendable {
         return find(data)
     }
 
-    static func find(_ data: Data) -> DTDEntityUses {
+    static func find(_ data: some ContiguousBytes) -> DTDEntityUses {
         data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> DTDEntityUses in
             let b = UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count)
             let (names, body) = declared(b)

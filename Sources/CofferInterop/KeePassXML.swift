@@ -98,7 +98,7 @@ public enum KeePassXML {
 
     /// At least the number of entries in the XML in `data` (as
     /// ``countEntries(path:)``).
-    static func countEntries(_ data: Data) -> Int {
+    static func countEntries(_ data: some ContiguousBytes) -> Int {
         let tag = Array("<Entry".utf8)
         return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
             guard let base = raw.baseAddress else { return 0 }

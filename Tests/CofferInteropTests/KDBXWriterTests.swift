@@ -80,7 +80,7 @@ import Testing
         let inner = try KDBX.decrypt(bytes, file: "x", password: Self.pw, keyFile: nil, limits: KDBX.Limits())
         // Without the CofferType mapping, the reader sees KeePass's own view.
         let plain = try KeePassXML.read(
-            stream: InputStream(data: inner.xml), file: "x", pool: ["0": .bytes(inner.binaries[0])],
+            stream: BytesInputStream(inner.xml), file: "x", pool: ["0": .bytes(inner.binaries[0])],
             unprotect: { t in
                 guard var d = Data(base64Encoded: t).map({ [UInt8]($0) }) else { return nil }
                 inner.stream?.apply(&d)

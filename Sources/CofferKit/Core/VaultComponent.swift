@@ -67,8 +67,8 @@ extension VaultComponent {
         try core.derivedRow(for: state, policy: policy, createdAt: createdAt, updatedAt: updatedAt)
     }
 
-    package func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64) {
-        core.apply(changes, to: &state, dot: dot, at: time)
+    package func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64, sealer: AEAD.BatchSealer? = nil) {
+        core.apply(changes, to: &state, dot: dot, at: time, sealer: sealer)
     }
 
     package func sealRecord(

@@ -131,13 +131,19 @@ package final class VaultCore: Sendable {
 
     // MARK: Encoding
 
-    func seal(_ payload: FieldPayload, item: ItemID, register: RegisterID, dot: Dot, vector: VersionVector, at time: Int64, tombstone: Bool) -> FieldVersion {
+    /// `sealer`: a bulk write's ``AEAD/BatchSealer`` under the item key
+    /// (the same box, its nonce drawn with 63 others).
+    func seal(
+        _ payload: FieldPayload, item: ItemID, register: RegisterID, dot: Dot, vector: VersionVector, at time: Int64, tombstone: Bool,
+        sealer: AEAD.BatchSealer? = nil
+    ) -> FieldVersion {
         let ad = FieldVersion.associatedData(
             vault: vaultID, item: item, register: register, dot: dot, vector: vector, writtenAt: time,
             isTombstone: tombstone)
+        let plain = Vault.padsPayload(payload, register: register) ? payload.paddedEncoding : payload.encoded
         return FieldVersion(
             dot: dot, vector: vector, writtenAt: time, isTombstone: tombstone,
-            payload: AEAD.seal(Vault.padsPayload(payload, register: register) ? payload.paddedEncoding : payload.encoded, key: keys.item, associatedData: ad))
+            payload: sealer.map { $0.seal(plain, associatedData: ad) } ?? AEAD.seal(plain, key: keys.item, associatedData: ad))
     }
 
     func open(_ v: FieldVersion, item: ItemID, register: RegisterID) throws -> FieldPayload {
@@ -255,12 +261,13 @@ package final class VaultCore: Sendable {
     }
 
     /// Applies `changes` to `state` as one local write stamped with `dot`.
-    package func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64) {
+    /// `sealer`: see ``seal(_:item:register:dot:vector:at:tombstone:sealer:)``.
+    package func apply(_ changes: [Change], to state: inout ItemState, dot: Dot, at time: Int64, sealer: AEAD.BatchSealer? = nil) {
         for c in changes {
             let current = state.registers[c.register] ?? []
             let vector = Register.vectorForWrite(over: current, dot: dot)
             state.registers[c.register] = [
-                seal(c.payload, item: state.id, register: c.register, dot: dot, vector: vector, at: time, tombstone: c.tombstone)
+                seal(c.payload, item: state.id, register: c.register, dot: dot, vector: vector, at: time, tombstone: c.tombstone, sealer: sealer)
             ]
         }
     }

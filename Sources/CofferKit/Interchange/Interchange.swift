@@ -74,7 +74,6 @@ extension Interchange {
             // An empty vault has no names to look up: every name taken is
             // in `taken`. New items are buffered into multi-row INSERTs.
             let empty = try Queries.holdsNoItems(db)
-            var rows = NewItemRows(mac: mac)
             // New items get their random ids in ascending order: every
             // table is keyed by item id first, so the rows are appended at
             // the end of each B-tree instead of landing on a random page
@@ -84,10 +83,21 @@ extension Interchange {
             let newIDs = options.dryRun ? [] : Interchange.ascendingRandomIDs(expectedCount)
             var nextID = 0
             var done = 0
-            func flush(_ pending: [PendingInsert]) throws {
-                let inserter = NewItemInserter(db, mac: mac)
-                for p in pending { try inserter.execute(p) }
-            }
+            // Thousands of boxes: their random nonces drawn 64 at a time
+            // (one `getrandom` call each otherwise; AEAD+Batch.swift).
+            // One set for this thread (entries with history), one for the
+            // sealing thread.
+            let sealers = Sealers(item: AEAD.BatchSealer(key: keys.item), record: AEAD.BatchSealer(key: keys.record))
+            let workerSealers = Sealers(item: AEAD.BatchSealer(key: keys.item), record: AEAD.BatchSealer(key: keys.record))
+            let inserter = NewItemInserter(db, mac: mac)
+            // New entries without history (most) are sealed and turned
+            // into rows on a second thread, with its own MAC accumulator,
+            // while this one runs the statements of the batches before.
+            let sealerMAC = mac.sibling()
+            let sealer = EntrySealer(mac: sealerMAC) { job in try sealNewEntry(job, sealers: workerSealers) }
+            defer { sealer.stop() }
+            var batch: [EntrySealer.Job] = []
+            batch.reserveCapacity(EntrySealer.batchSize)
             while let entry = try next() {
                 if let progress, done % 256 == 0 { progress(done, max(expectedCount, done)) }
                 done += 1
@@ -103,8 +113,17 @@ extension Interchange {
                         taken.insert(candidate)
                         if !options.dryRun {
                             let id = nextID < newIDs.count ? newIDs[nextID] : ItemID.random()
-                            try insertEntry(db, id: id, name: candidate, entry: entry, dot: dot, rows: &rows, flush: flush, mac: mac)
                             nextID += 1
+                            if entry.history.isEmpty {
+                                batch.append(EntrySealer.Job(id: id, name: candidate, entry: entry, dot: try dot(db), now: Clock.nowMillis()))
+                                if batch.count == EntrySealer.batchSize {
+                                    sealer.submit(batch)
+                                    batch.removeAll(keepingCapacity: true)
+                                    for p in try sealer.take(leaving: EntrySealer.maxAhead) { try inserter.execute(p) }
+                                }
+                            } else {
+                                try insertEntry(db, id: id, name: candidate, entry: entry, dot: dot, mac: mac, sealers: sealers)
+                            }
                         }
                         report.lines.append(.init(entry: base, name: candidate, action: .added, origin: entry.origin))
                         break
@@ -131,7 +150,10 @@ extension Interchange {
                 }
             }
             if !options.dryRun {
-                try flush(rows.finish())
+                sealer.submit(batch)
+                for p in try sealer.take(leaving: 0) { try inserter.execute(p) }
+                for p in sealer.finish() { try inserter.execute(p) }
+                mac.absorb(sealerMAC)
                 if let last { try Queries.storeLocalCounter(db, last, mac: mac) }
             }
             progress?(done, done)
@@ -245,13 +267,14 @@ extension Interchange {
         return changes
     }
 
-    /// A new item: its history versions as earlier writes (kept in the
-    /// item's history), then the entry as it is now.
-    private func insertEntry(
-        _ db: StoreConnection, id: ItemID, name: String, entry: InterchangeEntry, dot: (StoreConnection) throws -> Dot, rows: inout NewItemRows,
-        flush: ([PendingInsert]) throws -> Void, mac: VaultMAC
-    ) throws {
-        let now = Clock.nowMillis()
+    /// An import's batch sealers under the item and the record keys.
+    private struct Sealers {
+        let item: AEAD.BatchSealer
+        let record: AEAD.BatchSealer
+    }
+
+    /// The metadata registers a new item from `entry` gets in its first write.
+    private static func metaChanges(name: String, entry: InterchangeEntry) -> [Change] {
         var changes = [
             Self.meta(.name, "@name", name), Self.meta(.type, "@type", entry.type.rawValue),
         ]
@@ -259,6 +282,36 @@ extension Interchange {
         if let s = entry.source { changes.append(Self.meta(.source, "@source", s)) }
         if let e = entry.expires { changes.append(Self.meta(.expires, "@expires", e.description)) }
         if !entry.env.isEmpty { changes.append(Self.meta(.env, "@env", Interchange.envText(entry.env))) }
+        return changes
+    }
+
+    /// A new item from an entry without history, in one write stamped
+    /// `job.dot` at `job.now`: its row, sealed record and state, without
+    /// touching the database (run on the sealing thread, EntrySealer).
+    private func sealNewEntry(_ job: EntrySealer.Job, sealers: Sealers) throws -> (row: ItemRow, record: [UInt8], state: ItemState) {
+        let write = Self.metaChanges(name: job.name, entry: job.entry) + fieldChanges(from: [], to: job.entry.fields, item: job.id)
+        var state = ItemState(id: job.id)
+        apply(write, to: &state, dot: job.dot, at: job.now, sealer: sealers.item)
+        // What each register shows, as written here: the record needs the
+        // name, type, username… that were just sealed (not decrypted again).
+        var shown: [RegisterID: FieldPayload] = [:]
+        for c in write { shown[c.register] = c.payload }
+        // As ``derivedRow(for:policy:createdAt:updatedAt:)`` gives it for a
+        // new local item: named, not deleted, no conflict.
+        let row = ItemRow(
+            id: job.id, policy: job.entry.policy, nameHash: KeyHierarchy.nameHash(job.name, nameKey: keys.nameIndex), isDeleted: false,
+            hasConflict: false, createdAt: job.now, updatedAt: job.now)
+        return (row, try sealRecord(state: state, row: row, shown: shown, sealer: sealers.record), state)
+    }
+
+    /// A new item from an entry with history: its history versions as
+    /// earlier writes (kept in the item's history), then the entry as it
+    /// is now. (Entries without history: ``sealNewEntry(_:sealers:)``.)
+    private func insertEntry(
+        _ db: StoreConnection, id: ItemID, name: String, entry: InterchangeEntry, dot: (StoreConnection) throws -> Dot, mac: VaultMAC, sealers: Sealers
+    ) throws {
+        let now = Clock.nowMillis()
+        let changes = Self.metaChanges(name: name, entry: entry)
         let versions = entry.history + [InterchangeVersion(fields: entry.fields)]
         var state = ItemState(id: id)
         var saved: ItemState?
@@ -275,19 +328,17 @@ extension Interchange {
             let write = (i == 0 ? changes : []) + fieldChanges(from: previous, to: version.fields, item: id)
             previous = version.fields
             guard !write.isEmpty else { continue }
-            apply(write, to: &state, dot: try dot(db), at: at)
+            apply(write, to: &state, dot: try dot(db), at: at, sealer: sealers.item)
             for c in write { shown[c.register] = c.payload }
             // As ``derivedRow(for:policy:createdAt:updatedAt:)`` gives it
             // for a new local item: named, not deleted, no conflict.
             let row = ItemRow(id: id, policy: entry.policy, nameHash: nameHash, isDeleted: false, hasConflict: false, createdAt: createdAt, updatedAt: at)
             if let saved {
                 try save(db, row: row, old: saved, new: state, now: at, mac: mac)
-            } else if versions.count == 1 {
-                // A new id without history: buffered multi-row INSERTs.
-                try flush(rows.add(row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state))
             } else {
                 // Later writes retire these versions: insert them now.
-                try Queries.insertNewItem(db, row: row, record: try sealRecord(state: state, row: row, shown: shown), state: state, mac: mac)
+                try Queries.insertNewItem(
+                    db, row: row, record: try sealRecord(state: state, row: row, shown: shown, sealer: sealers.record), state: state, mac: mac)
             }
             saved = state
         }
