@@ -14,15 +14,8 @@ import Testing
 /// since the last check is vouched for; anything else is read again.
 @Suite("integrity stamp")
 struct IntegrityStampTests {
-    static func open(_ box: BundleSandbox, _ name: String) throws -> Vault {
-        try VaultFile.open(path: box.path(name)).unlock(passphrase: box.passphrase)
-    }
-
-    static func edit(_ v: Vault, _ name: String, _ value: String) throws {
-        var e = ItemEdit()
-        e.setFields = [Field(name: "key", value: value, isSecret: true)]
-        try v.edit(name, e)
-    }
+    static func open(_ box: BundleSandbox, _ name: String) throws -> Vault { try SegmentTests.open(box, name) }
+    static func edit(_ v: Vault, _ name: String, _ value: String) throws { try SegmentTests.edit(v, name, value) }
 
     static func fullChecks(_ v: Vault) -> Int { v.core.integrityStamp.fullCheckCount }
 

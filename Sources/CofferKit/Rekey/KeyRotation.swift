@@ -169,10 +169,9 @@ extension KeyRotation {
             remedy: .init(.importWithPassphrase, "import or sync with the passphrase, not a session", path: path))
     }
 
-    package func adoptKeyEpoch(
-        ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
-        sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
-    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+    /// The bundle at `path`, refused unless it is of a newer key epoch
+    /// this vault may adopt (both ways of adopting start here).
+    private func openNewerEpochBundle(at path: String) throws(CofferError) -> (input: BundleFileInput, header: BundleHeader, prefix: [UInt8]) {
         let (input, header, prefix) = try replication.openOwnBundle(at: path)
         switch keyEpochStatus(of: header) {
         case .same:
@@ -182,6 +181,14 @@ extension KeyRotation {
         case .newer(let e):
             guard keyEpoch.mayAdopt(e) else { throw KeyRotation.epochJumpError(path: path, bundle: e, vault: keyEpoch) }
         }
+        return (input, header, prefix)
+    }
+
+    package func adoptKeyEpoch(
+        ofBundleAt path: String, passphrase: SecretBytes, allowExpensiveKDF: Bool = false,
+        sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
+    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        let (input, header, prefix) = try openNewerEpochBundle(at: path)
         if !allowExpensiveKDF { try Vault.checkCloneKDF(header.kdf, path: path) }
         let unwrapped: KeyHierarchy.Unwrapped
         do {
@@ -228,15 +235,7 @@ extension KeyRotation {
         ofBundleAt path: String, identity member: MemberIdentity,
         sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
     ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
-        let (input, header, prefix) = try replication.openOwnBundle(at: path)
-        switch keyEpochStatus(of: header) {
-        case .same:
-            throw CofferError(.usage, "\(path) is written under this vault's key (epoch \(keyEpoch.number)): there is no newer key to adopt")
-        case .older(let e):
-            throw KeyRotation.olderEpochError(path: path, bundle: e, vault: keyEpoch)
-        case .newer(let e):
-            guard keyEpoch.mayAdopt(e) else { throw KeyRotation.epochJumpError(path: path, bundle: e, vault: keyEpoch) }
-        }
+        let (input, header, prefix) = try openNewerEpochBundle(at: path)
         let sealed: SecretBytes?
         do { sealed = try header.openSealedKey(with: member.secretKey) } catch { throw .bundle(error, path: path) }
         guard let master = sealed else { throw KeyRotation.removedError(path: path, bundle: header.keyEpoch) }
