@@ -327,3 +327,42 @@ extension Items {
         try CofferError.wrap { try store.read { db in try Queries.localReplica(db).id } }
     }
 }
+
+extension Items {
+    /// A reserved registry item (`.coffer/requirements`, `.coffer/members`),
+    /// or nil. If two replicas each created one before syncing there are
+    /// several: reading unites their fields (the oldest item wins a name);
+    /// with `heal`, the others' fields are copied into the oldest and the
+    /// others are deleted.
+    func registry(named name: String, heal: Bool) throws(CofferError) -> Item? {
+        do {
+            return try item(named: name)
+        } catch  where error.kind == .itemNotFound {
+            return nil
+        } catch  where error.kind == .ambiguousName {
+            var all: [Item] = []
+            for s in try listIncludingReserved() where s.name == name {
+                all.append(try requirements.item(id: s.id))
+            }
+            all.sort { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+            guard var keeper = all.first else { return nil }
+            var extra: [Field] = []
+            for other in all.dropFirst() {
+                for f in other.fields where keeper.field(f.name) == nil && !extra.contains(where: { $0.name == f.name }) {
+                    extra.append(f)
+                }
+            }
+            if !heal {
+                keeper.fields += extra
+                return keeper
+            }
+            if !extra.isEmpty {
+                var e = ItemEdit()
+                e.setFields = extra
+                keeper = try edit("id:" + keeper.id.hex, e)
+            }
+            for other in all.dropFirst() { try delete("id:" + other.id.hex) }
+            return keeper
+        }
+    }
+}

@@ -246,37 +246,7 @@ extension CredentialRequirements {
     /// syncing, there are several: reading unions their fields (the oldest
     /// item wins a name); with `heal`, the others' fields are copied into
     /// the oldest and the others are deleted.
-    func requirementsRegistry(heal: Bool) throws(CofferError) -> Item? {
-        do {
-            return try items.item(named: CredentialRequirements.registryName)
-        } catch  where error.kind == .itemNotFound {
-            return nil
-        } catch  where error.kind == .ambiguousName {
-            var all: [Item] = []
-            for s in try items.listIncludingReserved() where s.name == CredentialRequirements.registryName {
-                all.append(try item(id: s.id))
-            }
-            all.sort { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-            guard var keeper = all.first else { return nil }
-            var extra: [Field] = []
-            for other in all.dropFirst() {
-                for f in other.fields where keeper.field(f.name) == nil && !extra.contains(where: { $0.name == f.name }) {
-                    extra.append(f)
-                }
-            }
-            if !heal {
-                keeper.fields += extra
-                return keeper
-            }
-            if !extra.isEmpty {
-                var e = ItemEdit()
-                e.setFields = extra
-                keeper = try items.edit("id:" + keeper.id.hex, e)
-            }
-            for other in all.dropFirst() { try items.delete("id:" + other.id.hex) }
-            return keeper
-        }
-    }
+    func requirementsRegistry(heal: Bool) throws(CofferError) -> Item? { try items.registry(named: CredentialRequirements.registryName, heal: heal) }
 
     static func checkManifestName(_ name: String) throws(CofferError) {
         guard !name.isEmpty, name.count <= 128,

@@ -50,37 +50,7 @@ extension Sharing {
     /// before syncing) are united, the oldest winning a name, and with
     /// `heal` the others' fields are moved into the oldest and the others
     /// deleted.
-    func membersRegistry(heal: Bool) throws(CofferError) -> Item? {
-        do {
-            return try items.item(named: Sharing.membersItemName)
-        } catch  where error.kind == .itemNotFound {
-            return nil
-        } catch  where error.kind == .ambiguousName {
-            var all: [Item] = []
-            for s in try items.listIncludingReserved() where s.name == Sharing.membersItemName {
-                all.append(try requirements.item(id: s.id))
-            }
-            all.sort { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-            guard var keeper = all.first else { return nil }
-            var extra: [Field] = []
-            for other in all.dropFirst() {
-                for f in other.fields where keeper.field(f.name) == nil && !extra.contains(where: { $0.name == f.name }) {
-                    extra.append(f)
-                }
-            }
-            if !heal {
-                keeper.fields += extra
-                return keeper
-            }
-            if !extra.isEmpty {
-                var e = ItemEdit()
-                e.setFields = extra
-                keeper = try items.edit("id:" + keeper.id.hex, e)
-            }
-            for other in all.dropFirst() { try items.delete("id:" + other.id.hex) }
-            return keeper
-        }
-    }
+    func membersRegistry(heal: Bool) throws(CofferError) -> Item? { try items.registry(named: Sharing.membersItemName, heal: heal) }
 
     static func entryValue(_ key: MemberPublicKey, role: VaultMember.Role) -> String { key.text + " " + role.rawValue }
 
