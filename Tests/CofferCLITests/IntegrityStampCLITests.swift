@@ -87,9 +87,12 @@ struct IntegrityStampCLITests {
         // Another machine's change arrives: the sync must merge, so it
         // checks the vault first (a sync with nothing to do reads nothing).
         Self.otherReplicaWrites(home, dir)
+        let before = home.vaultBytes()
         let r = home.run(["sync", dir], env: env)
         #expect(r.status == 65, "\(r)")
         #expect(r.stderr.contains("vault MAC does not match") || r.stderr.contains("modified outside coffer"), "\(r)")
+        #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(r)")
+        #expect(home.vaultBytes() == before, "the refused sync changed the vault")
         #expect(!r.stderr.contains("wrote "), "a segment left the edited vault: \(r)")
     }
 
