@@ -12,6 +12,8 @@
 #    (a publication counter written, BLAKE2b-512 of the file, one Ed25519
 #    signature) the second less the first.
 #      target: sealing to 50 members adds <= 5 ms to an export
+#    `coffer get` and `coffer add` in the first and the third, in turn.
+#      target: get and add unchanged by sharing
 # 2. Verifying. The same $LARGE items (default 100,000) exported unsigned
 #    (before the vault had members) and signed (its one member), each
 #    cloned into an empty vault, $ROUNDS rounds in turn (cheap KDF, same for
@@ -74,9 +76,9 @@ base = dict(os.environ)
 
 def run(argv, env):
     """Wall and CPU (user + system, from wait4) seconds of one run."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    devnull = os.open(os.devnull, os.O_RDWR)
     start = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)])
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)])
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     os.close(devnull)
@@ -113,6 +115,28 @@ for label, (wall, cpu) in rows.items():
 print(f"  signing adds {w1 - w0:.2f} ms wall, {c1 - c0:.2f} ms CPU to an export")
 print(f"  sealing to {members} members instead of 1 adds {w2 - w1:.2f} ms wall, {c2 - c1:.2f} ms CPU "
       f"(target <= 5 ms): {'met' if w2 - w1 <= 5 else 'MISSED'}")
+
+# get and add in a vault without members and in the shared one.
+counter = iter(range(10**9))
+def add(vault, session):
+    return [coffer, "add", "--vault", f"{w}/{vault}.coffer", f"new/{vault}-{next(counter)}", "--type", "note", "--field", "notes=x"]
+rows = {}
+for label, argv_of in [("get", lambda v: [coffer, "get", "--vault", f"{w}/{v}.coffer", "bench/item-250"])]:
+    rows.update(interleaved([(f"{label}, no members", argv_of("plain"), dict(base, COFFER_SESSION=plain)),
+                             (f"{label}, {members} members", argv_of("shared"), dict(base, COFFER_SESSION=shared))], runs, 2))
+# add: a new name each run (interleaved() runs a fixed argv, so run by hand).
+wall = {"add, no members": [], f"add, {members} members": []}
+for r in range(runs + 2):
+    for label, vault, session in [("add, no members", "plain", plain), (f"add, {members} members", "shared", shared)]:
+        t, _ = run(add(vault, session), dict(base, COFFER_SESSION=session))
+        if r >= 2: wall[label].append(t)
+for label, times in wall.items():
+    rows[label] = (statistics.median(times) * 1000, float("nan"))
+for label, (wall_ms, cpu_ms) in rows.items():
+    print(f"  {label:40} wall {wall_ms:7.2f} ms" + (f"   CPU {cpu_ms:7.2f} ms" if cpu_ms == cpu_ms else ""))
+g0, g1 = rows["get, no members"][0], rows[f"get, {members} members"][0]
+a0, a1 = rows["add, no members"][0], rows[f"add, {members} members"][0]
+print(f"  sharing changes get by {100 * (g1 / g0 - 1):+.1f} % and add by {100 * (a1 / a0 - 1):+.1f} % (target: unchanged)")
 
 # 2. Verifying a signed import.
 assert format_of(f"{w}/large-signed.cb") == 6 and format_of(f"{w}/large-unsigned.cb") < 6
