@@ -203,7 +203,9 @@ extension Sync {
         if report.rounds.contains(where: { !$0.newConflicts.isEmpty }) { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
         let own = base(report.rounds.last?.ownBundle ?? "")
         Output.note(
-            report.commits > 0 ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))" : "nothing to commit; \(own) is current")
+            report.commits > 0
+                ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))"
+                : own.isEmpty ? "nothing to commit" : "nothing to commit; \(own) is current")
         Output.note("pushed to \(report.remote)/\(report.branch)" + (report.attempts > 1 ? " after \(report.attempts) attempts" : ""))
         for (path, e) in failed.sorted(by: { $0.key < $1.key }) {
             Output.warn("skipped \(base(path)): \(ErrorWords.message(e))")

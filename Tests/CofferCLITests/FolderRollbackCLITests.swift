@@ -123,10 +123,11 @@ struct FolderRollbackCLITests {
         let bare = home.path("remote.git")
         typealias G = SyncGitTests.Git
         G(home: home, dir: home.root.path).run(["init", "-q", "--bare", bare])
-        for w in ["wa", "wb"] { G(home: home, dir: home.root.path).run(["clone", "-q", bare, home.path(w)]) }
+        // carol's work tree is a clone of the empty remote: her read-only
+        // replica commits nothing and takes the remote's branch.
+        for w in ["wa", "wb", "wc"] { G(home: home, dir: home.root.path).run(["clone", "-q", bare, home.path(w)]) }
         F.expectOK(home.unlocked(["sync", home.path("wa"), "--git"]))
         F.expectOK(home.unlocked(["sync", home.path("wb"), "--git", "--vault", "b.coffer"]))
-        G(home: home, dir: home.root.path).run(["clone", "-q", bare, home.path("wc")])
         F.expectOK(home.unlocked(["sync", home.path("wc"), "--git", "--vault", "c.coffer"]))
         let gb = G(home: home, dir: home.path("wb"))
         let older = gb.run(["rev-parse", "HEAD"]).out
