@@ -117,6 +117,36 @@ struct FolderRollbackCLITests {
         #expect(home.unlocked(["get", "svc/bob"]).stdout == "newer\n")
     }
 
+    @Test("a member's newest file with its clear counter forged lower: rule signature, never an accusation of a rollback; the vault unchanged")
+    func forgedLowerCounter() throws {
+        let (home, _, _) = SignedWritesCLITests.team()
+        let shared = home.path("shared")
+        F.expectOK(home.unlocked(["sync", shared]))
+        F.expectOK(home.unlocked(["add", "svc/bob", "--type", "api-key", "--field", "key=newer", "--vault", "b.coffer"]))
+        F.expectOK(home.unlocked(["sync", shared, "--vault", "b.coffer"]))
+        F.expectOK(home.unlocked(["sync", shared]))
+        let bob = Self.replicaID(home, vault: home.path("b.coffer"))
+        let files = Self.files(of: bob, in: shared)
+        let newest = try #require(files.last)
+        for f in files.dropLast() { try FileManager.default.removeItem(atPath: shared + "/" + f) }
+        // The publication counter is the last u64 of the header body
+        // (docs/bundle-format.md, "Format 6"): set it to 1.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: shared + "/" + newest))
+        let length = bytes[10..<14].reduce(0) { $0 << 8 | Int($1) }
+        let end = 14 + length
+        for i in (end - 8)..<(end - 1) { bytes[i] = 0 }
+        bytes[end - 1] = 1
+        try bytes.write(to: URL(fileURLWithPath: shared + "/" + newest))
+        let info = home.run(["inspect", shared + "/" + newest, "--json"])
+        #expect(info.stdout.contains("\"publication\" : 1"), "\(info)")
+        let before = home.vaultBytes()
+        let r = home.unlocked(["sync", shared])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stderr.contains("breaks the bundle rule signature"), "\(r)")
+        #expect(!r.stderr.contains("publication-counter") && !r.stderr.contains("older file"), "\(r)")
+        #expect(home.vaultBytes() == before)
+    }
+
     @Test(.enabled(if: SyncGitTests.hasGit, "git is not installed"))
     func remoteResetToOlderCommit() throws {
         let (home, _, _) = SignedWritesCLITests.team()
