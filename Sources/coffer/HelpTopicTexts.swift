@@ -4002,7 +4002,8 @@ Ed25519 signature of "coffer test vector":
 ```sh
 coffer members add bob coffer1…             # read-write
 coffer members add ci coffer1… --read-only  # a CI job
-coffer members ls                           # NAME<TAB>ROLE<TAB>coffer1…   (--json: Schemas/members.schema.json)
+coffer members ls                           # NAME<TAB>ROLE<TAB>coffer1…   (--json: Schemas/members.schema.json, with each
+                                            # member's Ed25519 key in hex, as `coffer inspect` shows a bundle's publisher)
 coffer members rm bob                       # removes bob and rotates the master key
 ```
 

@@ -62,7 +62,9 @@ struct MembersList: ParsableCommand {
             try Output.json(
                 MembersJSON(
                     members: m.members.map {
-                        MembersJSON.Member(name: $0.name, role: $0.role.rawValue, publicIdentity: $0.publicKey.text, conflict: $0.hasConflict)
+                        MembersJSON.Member(
+                            name: $0.name, role: $0.role.rawValue, publicIdentity: $0.publicKey.text,
+                            signKey: $0.publicKey.signKey.map { String(format: "%02x", $0) }.joined(), conflict: $0.hasConflict)
                     },
                     unreadable: m.unreadable.map { MembersJSON.Unreadable(name: $0.name, problem: $0.problem) }))
             return
@@ -112,6 +114,9 @@ struct MembersJSON: Encodable {
         var name: String
         var role: String
         var publicIdentity: String
+        /// The Ed25519 half in hex: what `coffer inspect` shows as a
+        /// signed bundle's publisher.
+        var signKey: String
         var conflict: Bool
     }
     struct Unreadable: Encodable {

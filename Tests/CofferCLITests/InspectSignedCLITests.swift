@@ -29,6 +29,12 @@ struct InspectSignedCLITests {
         #expect(key.count == 64 && key.allSatisfy(\.isHexDigit), "\(key)")
         #expect(b2["publisher"] as? String == key)
         #expect(a1["publisher"] as? String != nil && a1["publisher"] as? String != key, "alice signed a1.cb")
+        // `members ls --json` names the publisher: bob's sign key.
+        let members = home.unlocked(["members", "ls", "--json"])
+        SchemaValidation.expectValid(members.stdout, schema: "members.schema.json")
+        let listed = ((try? JSONSerialization.jsonObject(with: Data(members.stdout.utf8))) as? [String: Any])?["members"] as? [[String: Any]] ?? []
+        #expect(listed.first { $0["name"] as? String == "bob" }?["signKey"] as? String == key, "\(members)")
+        #expect(listed.first { $0["name"] as? String == "alice" }?["signKey"] as? String == a1["publisher"] as? String)
         #expect(b1["authenticated"] as? Bool == false)
         let c1 = try #require((b1["publication"] as? NSNumber)?.uint64Value)
         let c2 = try #require((b2["publication"] as? NSNumber)?.uint64Value)
