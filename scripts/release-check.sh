@@ -9,6 +9,7 @@
 # 3. libxml2 linked statically, with its ICU calls going to Foundation's
 #    ICU (Sources/CXMLICU), reads KeePass XML in UTF-8, UTF-16, ISO-8859-1,
 #    ISO-8859-15 and SCSU exactly as the debug build's shared libxml2 does.
+#    Its dynamic symbol table is small (no -export-dynamic: start-up cost).
 # 4. With ICU's data trimmed (scripts/icu-trim.py), what goes through
 #    Foundation's ICU prints alike in both builds, under a non-English
 #    locale and a far time zone: dates, expiry spans, diacritic- and
@@ -29,6 +30,17 @@ echo "release-check: shared libraries: $libs"
 for lib in libxml2 libicuuc libicudata libsqlite3 libargon2 libstdc++ liblzma libz libgmp libsystemd; do
   case " $libs " in *" $lib "*) fail "the release binary still loads $lib.so (is its .a in .build/static-libs? see scripts/static-libs.sh)";; esac
 done
+
+# The dynamic symbol table: built without -export-dynamic (Makefile
+# RELEASE_FLAGS), it holds the few hundred symbols the loader needs, not
+# every public Swift symbol; the runtime's dladdr at start-up scans it.
+if command -v readelf >/dev/null 2>&1; then
+  dynsyms="$(readelf --dyn-syms -W "$REL" | grep -c ' FUNC \| OBJECT ' || true)"
+  echo "release-check: dynamic symbols: $dynsyms"
+  [ "$dynsyms" -le 2000 ] || fail "the release binary exports $dynsyms dynamic symbols (linked with -export-dynamic? see RELEASE_FLAGS in the Makefile)"
+else
+  echo "release-check: readelf not installed; dynamic symbol table not checked"
+fi
 
 # The libraries frozen into the binary: a security update of one of them
 # needs a rebuild of Coffer.

@@ -151,14 +151,28 @@ public struct MemberPublicKey: Sendable, Hashable {
     /// Throws ``MemberKeyError/weakKey(_:)`` for a low-order X25519 key
     /// (possible only for a key made with ``init(uncheckedText:)``).
     public func seal(_ secret: SecretBytes, prefix: [UInt8]) throws(MemberKeyError) -> [UInt8] {
-        let joined = SecretBytes(count: prefix.count + secret.count) { out in
+        guard let box = sealIfStrong(Self.joined(prefix, secret)) else {
+            throw .weakKey("its encryption key is a weak (low-order) point")
+        }
+        return box
+    }
+
+    /// ``seal(_:prefix:)`` to each of `keys`, in order, from one guarded
+    /// copy of `prefix || secret` (a guarded allocation costs a few system
+    /// calls; an export seals to up to 50 members): nil at the index of a
+    /// weak key.
+    public static func seal(_ secret: SecretBytes, prefix: [UInt8], toEach keys: [MemberPublicKey]) -> [[UInt8]?] {
+        let plaintext = joined(prefix, secret)
+        return keys.map { $0.sealIfStrong(plaintext) }
+    }
+
+    private static func joined(_ prefix: [UInt8], _ secret: SecretBytes) -> SecretBytes {
+        SecretBytes(count: prefix.count + secret.count) { out in
             prefix.withUnsafeBytes { out.copyMemory(from: $0) }
             secret.withBytes { s in
                 if s.count > 0 { (out.baseAddress! + prefix.count).copyMemory(from: s.baseAddress!, byteCount: s.count) }
             }
         }
-        guard let box = sealIfStrong(joined) else { throw .weakKey("its encryption key is a weak (low-order) point") }
-        return box
     }
 
     func sealIfStrong(_ secret: SecretBytes) -> [UInt8]? {

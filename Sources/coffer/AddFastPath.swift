@@ -15,12 +15,14 @@ import CofferKit
 /// second name, a help or completion request — returns nil and goes to
 /// argument-parser, which produces its usual output and messages.
 enum AddFastPath {
-    static func run(_ args: [String]) throws(CofferError) -> Bool {
+    /// `args` without its `--vault` option (FastPath.withoutVaultOption),
+    /// whose value is `vault`.
+    static func run(_ args: [String], vault path: String?) throws(CofferError) -> Bool {
         guard args.first == "add", Unlocking.sessionToken() != nil, let request = request(Array(args.dropFirst())) else { return false }
         try Add.execute(request, passphraseOnStdin: false) { () throws(CofferError) in
-            // As VaultOptions.unlockForWriting() with no --vault and no
-            // passphrase option: the session unlocks the default vault.
-            let vault = try FastPath.unlock()
+            // As VaultOptions.unlockForWriting() with no passphrase option:
+            // the session unlocks the vault (--vault's, or the default).
+            let vault = try FastPath.unlock(vault: path)
             if let change = try vault.claimReplica() { Output.note(change.message) }
             if let restamp = try vault.restampFutureWrites() { Output.note(restamp.message) }
             return vault

@@ -103,6 +103,10 @@ enum ErrorWords {
             return hint(
                 "to make this machine a replica of that vault, move \(r.vaultPath ?? "the vault") aside and run `coffer clone \(path)`; to sync this vault, use another folder"
             )
+        case .restoreNewerFiles:
+            return hint(
+                "nothing of it was imported; put that member's newer files back (a git remote reset to an older commit: push the newer commit again), or have that member run `coffer sync` again"
+            )
         case .importIntoReplica: return hint("import bundles only into replicas of the vault that wrote them; `coffer clone` makes a new replica from a bundle")
         case .importEarlierBundles: return hint("import the bundles it depends on first, or ask for a full bundle (`coffer export` without --since)")
         case .exportFullBundle: return hint("on the exporting machine run `coffer export --out FILE` without --since")

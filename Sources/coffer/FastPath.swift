@@ -4,7 +4,8 @@ import CofferKit
 /// argument-parser's start-up (building the command tree by reflection)
 /// costs more than everything else the command does. With COFFER_SESSION
 /// set, this handles the daily verbs' option-less forms — `get`, `show`,
-/// `otp`, `clip` NAME, `ls`, `ls --tree`, `ls PREFIX`, `find TERM` —, the
+/// `otp`, `clip` NAME, `ls`, `ls --tree`, `ls PREFIX`, `find TERM`, each
+/// also with `--vault PATH` —, the
 /// common forms of `add` (AddFastPath.swift) and the detached clipboard
 /// clearer (ClipClear), through the same code as the parsed commands, and
 /// leaves every other command line to argument-parser.
@@ -16,13 +17,15 @@ import CofferKit
 /// compares. See docs/benchmarks-sessions.md.
 enum FastPath {
     /// Runs the command and returns true when it applies; false otherwise.
-    static func run(_ args: [String]) throws -> Bool {
+    static func run(_ arguments: [String]) throws -> Bool {
         // The detached clipboard clearer `coffer clip` starts.
-        if let clear = ClipClear.direct(args) {
+        if let clear = ClipClear.direct(arguments) {
             ClipClear.clear(tool: clear.tool, after: clear.after)
             return true
         }
-        if try AddFastPath.run(args) { return true }
+        guard let (args, path) = withoutVaultOption(arguments) else { return false }
+        func unlock() throws(CofferError) -> Vault { try FastPath.unlock(vault: path) }
+        if try AddFastPath.run(args, vault: path) { return true }
         if args == ["ls"] || args == ["ls", "--tree"], Unlocking.sessionToken() != nil {
             try List.execute(vault: unlock(), prefix: nil, tree: args.count == 2)
             return true
@@ -60,9 +63,42 @@ enum FastPath {
         return true
     }
 
-    /// Unlocks the default vault as a parsed command with no options
-    /// would (``Unlocking``): with the session the caller found.
-    static func unlock() throws(CofferError) -> Vault {
-        try Unlocking.unlock(try VaultFile.open(path: VaultLocation.resolve(explicit: nil)))
+    /// Unlocks the vault as a parsed command whose only option is
+    /// `--vault` (`vault`; nil: none) would (``Unlocking``): with the
+    /// session the caller found.
+    static func unlock(vault: String?) throws(CofferError) -> Vault {
+        try Unlocking.unlock(try VaultFile.open(path: VaultLocation.resolve(explicit: vault)))
+    }
+
+    /// The command line without its `--vault PATH` (or `--vault=PATH`),
+    /// anywhere after the verb (where `coffer --vault PATH VERB` also puts
+    /// it: CommandLineSpelling), and that path; nil, for argument-parser to
+    /// handle, when the line gives it twice, ends with a bare `--vault`,
+    /// gives an empty path or one starting with `-`, or holds `--`.
+    static func withoutVaultOption(_ args: [String]) -> (args: [String], vault: String?)? {
+        guard args.count > 1, !args.contains("--") else { return (args, nil) }
+        var rest = [args[0]]
+        var vault: String?
+        var index = 1
+        while index < args.count {
+            let word = args[index]
+            if word == "--vault" || word.hasPrefix("--vault=") {
+                let value: String
+                if word == "--vault" {
+                    guard index + 1 < args.count else { return nil }
+                    value = args[index + 1]
+                    index += 2
+                } else {
+                    value = String(word.dropFirst("--vault=".count))
+                    index += 1
+                }
+                guard vault == nil, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+                vault = value
+            } else {
+                rest.append(word)
+                index += 1
+            }
+        }
+        return (rest, vault)
     }
 }

@@ -694,8 +694,9 @@ coffer inspect --json laptop.cb        # Schemas/inspect.schema.json
 ```
 
 `inspect` needs no passphrase. It shows the format version, vault id, the replica that exported it,
-full or delta, when it was made and how many items it holds — never a name or a value. What it shows
-is not verified until the bundle is imported.
+full or delta, when it was made and how many items it holds — never a name or a value; for a
+member's signed bundle, also the Ed25519 key that signed it and its publication counter. What it
+shows is not verified until the bundle is imported.
 
 ### When something is wrong
 
@@ -4059,8 +4060,9 @@ bundle is an authentication failure. The boxes do not name their recipients; a m
 by trying them. Read-only members get the key too (they must read); what stops their writes is the
 signature rules ("Signed writes", "Read-only members").
 
-Sealing to 50 members takes 50 X25519 operations per export (about 50 × 30 µs; not yet measured in
-`make bench`).
+Sealing to 50 members takes 50 sealed boxes per export (two X25519 operations each, about 60 µs a
+box): 3.6 ms more than sealing to one member, and verifying a signed 100,000-item bundle costs 6 % of
+its import (`scripts/bench-sharing.sh`; docs/benchmarks.md, "Shared vaults").
 
 ## Signed writes
 
@@ -4084,6 +4086,46 @@ rule, and leaves the vault exactly as it was):
 Each replica keeps what it accepted in its vault file (vault format 8: per member key, the last
 publication counter and the union of the accepted bundles' summaries; per replica id, the member
 key it is bound to), covered by the vault MAC like everything else (docs/key-hierarchy.md).
+
+### A folder or remote reset to older files
+
+An older file of a member brings nothing new, so `sync` would skip it without reading it. So that a
+sync folder or git remote reset to older files (a `git push --force` of an older commit, a restored
+folder, a fresh `git clone` of a reset remote) is still noticed, `sync` (and `sync --git`, after its
+pull) compares the publication counters first, in this order:
+
+1. The scan reads the clear headers it already reads (no key, no file read past its header) and
+   keeps, per member key, the file with the highest publication counter. Files of this replica's
+   own id are left out, and so is any key that signs them (an identity file shared by several
+   replicas: its record also counts this replica's own publications).
+2. A key whose highest counter is at or above the last one this vault accepted from it needs nothing
+   more: its files are merged or skipped as before. Skipping a file that brings nothing changes
+   nothing; merging one verifies its signature and refuses a counter not above the accepted one.
+   A header counter forged higher (the header is not authenticated yet) hides no more than
+   withholding the file does, which a folder or host can always do (the table below).
+3. A key whose highest counter is **below** the accepted one: that one file's Ed25519 signature is
+   verified under the key its header names — BLAKE2b-512 of every byte before the signature, as an
+   import does (no vault key is needed; the quick no-op check that `sync` runs before unlocking only
+   notes such a key and leaves this step to the full sync). Only when it verifies is the folder said
+   to serve an older file of that member: the file is refused with rule `publication-counter`, the
+   same line and hint as `coffer import` of that file gives, and the sync ends with exit 65 after
+   merging what else the folder holds. A signature that does not verify is rule `signature` (the
+   file was changed), never an accusation. Either way nothing of the file is merged.
+
+The no-op `sync` stays a scan of headers: a folder whose newest file of each member is the one the
+vault accepted costs one small read of the accepted counters and no signature verification, and a
+rolled-back member costs one signature check of one file. The refusal lasts until the folder holds a
+newer file of that member again: put the newer files back (for git, push the newer commit), or have
+that member sync — its replica sees its own file in the folder behind what it holds and writes a new
+one, whose counter is above every earlier one.
+
+Two limits follow from the vault keeping one counter per member key:
+
+- A member who also hands out bundles with `coffer export` (counters above their folder file's): a
+  replica that imports such a bundle then finds the member's folder file older and refuses it the
+  same way, until the member's next file reaches the folder (any change, then `coffer sync`).
+- A member whose files are all gone from the folder is not checked (nothing to compare): a removed
+  file is withholding, not noticed (the table below).
 
 ### Forwarded versions: nobody writes in another member's name
 
@@ -4296,8 +4338,9 @@ What each step needs to know:
   every machine until it is removed from the repository (`git rm` it and push). Its writer cannot
   replace it with one the others take.
 - Rolling the repository back (`git push --force` of an older commit) serves older files of some
-  members: `coffer import` of such a file is refused (`publication-counter`, "served an older
-  file"); `sync` does not yet notice a rolled-back file that brings nothing new ("What remains").
+  members: the next `sync` on a machine that had their newer files refuses them (exit 65, rule
+  `publication-counter`, naming the member), even when they bring nothing new, and so does `coffer
+  import` of such a file; push from a machine that has the newer files to repair the remote.
 
 ## What each party can do (as built so far)
 
@@ -4307,9 +4350,9 @@ of a shared vault refuses unsigned bundles.
 
 | who | can | cannot |
 |---|---|---|
-| the git host, the sync folder, anyone who copies a bundle | count a vault's members (the number of sealed boxes), see ids, vectors and sizes as before (docs/bundle-format.md, "Security considerations") and which member key signed each bundle (the publisher key is in the clear header); withhold a member's newer files (not noticed until a newer one arrives); serve an older file of a member that a replica already passed (noticed: rule `publication-counter`) | tell who the members are (the boxes name no recipient); read anything without a member's identity or the passphrase; change a byte of a bundle unnoticed (the sealed keys are authenticated like the rest of the header) |
+| the git host, the sync folder, anyone who copies a bundle | count a vault's members (the number of sealed boxes), see ids, vectors and sizes as before (docs/bundle-format.md, "Security considerations") and which member key signed each bundle (the publisher key is in the clear header); withhold a member's newer files (not noticed until a newer one arrives); serve an older file of a member that a replica already passed (noticed by `import` and `sync` — even a file that brings nothing new — while the folder holds some file of that member: rule `publication-counter`) | tell who the members are (the boxes name no recipient); read anything without a member's identity or the passphrase; change a byte of a bundle unnoticed (the sealed keys are authenticated like the rest of the header) |
 | a removed member | keep what they read before, and open every bundle of the epochs before their removal (their identity opens those boxes); if they knew the passphrase, adopt the new key with it — change it with `coffer passwd` | open a bundle written after the removal with their identity: its key is of a new epoch, sealed only to the others |
-| a read-write member | write anything under their own replicas' ids, including `.coffer/members` (add or remove members, make themselves the only one — as any admin could) and a malformed or weak key there — a weak (low-order) key makes every export refuse with exit 65 naming the entry, rather than seal a box anyone could open | write under another member's replica id or forward a version in another member's name that the receiver has not accepted from that member (rules `replica-binding`, `forwarded-dot`); replay or roll back another member's files unnoticed (`publication-counter`); trick another member's identity into taking a key for another vault or epoch (rule `sealed-key-binding`) |
+| a read-write member | write anything under their own replicas' ids, including `.coffer/members` (add or remove members, make themselves the only one — as any admin could) and a malformed or weak key there — a weak (low-order) key makes every export refuse with exit 65 naming the entry, rather than seal a box anyone could open; make another member's replica take a new replica id, by claiming in a signed summary to have seen more of that replica than it exported (it looks like a restored backup, docs/sync.md: that replica's unexported writes move to the new id, nothing is lost; the same as any key holder could before sharing) | write under another member's replica id or forward a version in another member's name that the receiver has not accepted from that member (rules `replica-binding`, `forwarded-dot`); replay or roll back another member's files unnoticed (`publication-counter`); trick another member's identity into taking a key for another vault or epoch (rule `sealed-key-binding`) |
 | a read-only member | read everything | write anything another replica takes, even after making themselves read-write in their own replica (`signer-member`) |
 | a removed member | — (see above) | have a bundle signed after their removal taken by a replica that knows of the removal, even one that adds them back, made with the passphrase they knew (`signer-member`); have a file of the old key epoch read at all (it is skipped: "written under an older master key") |
 | a passphrase holder who is no member | open and write a replica of their own | have a replica of a shared vault take their bundles (`unsigned-in-shared-vault`; a key never added, even one they added in their own replica: `signer-member`) |
@@ -4330,13 +4373,8 @@ the `--out` file exists or cannot be created; without `--out`, the vault's usual
 
 ## What remains, and the design chosen for it
 
-- A git remote reset to an older commit of a member's file is refused when that file is imported
-  (`publication-counter`), but `sync` skips a file that brings nothing new before importing it, so a
-  reset that brings nothing goes unnoticed; `sync` should compare the header's counter first.
 - A replica unlocked through a session that meets a key rotation asks for the passphrase rather than
   using its identity; `import` of a newer-epoch bundle has no identity path (only `sync` has).
-- Performance of signed writes in `make bench` (one Ed25519 verification and one BLAKE2b-512 pass
-  per bundle; not measured yet).
 """#####),
         HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,

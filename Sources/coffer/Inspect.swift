@@ -9,7 +9,8 @@ struct Inspect: ParsableCommand {
         abstract: "Show a bundle's clear header (no passphrase needed).",
         discussion: """
             Prints the format version, vault id, exporting replica, kind, creation time, record \
-            count and vectors. Nothing here is authenticated until the bundle is imported, and no \
+            count and vectors, and for a signed bundle (format 6) its publisher's Ed25519 key and \
+            publication counter. Nothing here is authenticated until the bundle is imported, and no \
             credential is shown: items are inside the encrypted stream. --json output follows \
             Schemas/inspect.schema.json.
             """)
@@ -45,6 +46,10 @@ struct Inspect: ParsableCommand {
             Output.out("key epoch:  \(k.number), rekeyed on \(k.rekeyedBy.prefix(8)) at \(ISO8601.string(k.rekeyedAt))")
         }
         if let n = j.sealedKeys { Output.out("sealed to:  \(n) member\(n == 1 ? "" : "s") (docs/sharing.md)") }
+        if let key = j.publisher, let counter = j.publication {
+            Output.out("publisher:  \(key) (Ed25519 key of the member who signed it; the signature is verified on import)")
+            Output.out("published:  publication counter \(counter)")
+        }
         Output.err("coffer: note: the header is not authenticated until the bundle is imported")
     }
 
@@ -89,6 +94,10 @@ struct InspectJSON: Encodable {
     var keyEpoch: KeyEpoch?
     /// Format 5: how many members the master key is sealed to.
     var sealedKeys: Int?
+    /// Format 6: the signer's Ed25519 public key (hex) and its publication
+    /// counter, as the clear header says (not verified here).
+    var publisher: String?
+    var publication: UInt64?
 
     init(_ info: BundleInfo) {
         let h = info.header
@@ -112,10 +121,16 @@ struct InspectJSON: Encodable {
             keyEpoch = KeyEpoch(number: h.keyEpoch.number, rekeyedBy: by.hex, rekeyedAt: Date(timeIntervalSince1970: Double(h.keyEpoch.rekeyedAt) / 1000))
         }
         if !h.sealedKeys.isEmpty { sealedKeys = h.sealedKeys.count }
+        if let key = h.publisher {
+            publisher = key.map { String(format: "%02x", $0) }.joined()
+            publication = h.publication
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange, keyEpoch, sealedKeys
+        case path, formatVersion, kind, vault, replica, createdAt, records, bytes, kdf, summary, since, authenticated, passphraseChange, keyEpoch, sealedKeys,
+            publisher,
+            publication
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -135,5 +150,7 @@ struct InspectJSON: Encodable {
         try c.encodeIfPresent(passphraseChange, forKey: .passphraseChange)
         try c.encodeIfPresent(keyEpoch, forKey: .keyEpoch)
         try c.encodeIfPresent(sealedKeys, forKey: .sealedKeys)
+        try c.encodeIfPresent(publisher, forKey: .publisher)
+        try c.encodeIfPresent(publication, forKey: .publication)
     }
 }

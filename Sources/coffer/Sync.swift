@@ -137,8 +137,12 @@ struct Sync: ParsableCommand {
             let n = report.failed.count
             let foreign = report.failed.filter { $0.error.remedy?.action == .separateVaults }.count
             let hint: String
+            let older = report.failed.filter { $0.error.remedy?.action == .restoreNewerFiles }.count
             if foreign == n {
                 hint = "the folder holds bundles of a different vault: keep one vault's bundles per sync folder (move them to that vault's folder)"
+            } else if older == n {
+                hint =
+                    "the folder was reset to older files of a member (see the warnings above): put the newer files back, or have that member run `coffer sync` again"
             } else {
                 hint = "remove or replace the damaged file; its replica writes a fresh bundle on its next sync"
             }
@@ -210,16 +214,21 @@ extension Sync {
         if report.rounds.contains(where: { !$0.newConflicts.isEmpty }) { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
         let own = base(report.rounds.last?.ownBundle ?? "")
         Output.note(
-            report.commits > 0 ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))" : "nothing to commit; \(own) is current")
+            report.commits > 0
+                ? "committed \(own) (\(report.commits) commit\(report.commits == 1 ? "" : "s"))"
+                : own.isEmpty ? "nothing to commit" : "nothing to commit; \(own) is current")
         Output.note("pushed to \(report.remote)/\(report.branch)" + (report.attempts > 1 ? " after \(report.attempts) attempts" : ""))
         for (path, e) in failed.sorted(by: { $0.key < $1.key }) {
             Output.warn("skipped \(base(path)): \(ErrorWords.message(e))")
         }
         if !failed.isEmpty {
+            let older = failed.values.allSatisfy { $0.remedy?.action == .restoreNewerFiles }
             throw CofferError(
                 .badData,
                 "\(failed.count) file\(failed.count == 1 ? "" : "s") in \(dir) could not be merged (see the warnings above); everything else was synced and pushed",
-                hint: "remove or replace the damaged file; its replica writes a fresh bundle on its next sync")
+                hint: older
+                    ? "the remote was reset to older files of a member (see the warnings above): push the newer commit back, or have that member run `coffer sync --git` again"
+                    : "remove or replace the damaged file; its replica writes a fresh bundle on its next sync")
         }
     }
 }

@@ -40,6 +40,56 @@ struct FastPathDriftTests {
         #expect(find.term == "term" && !find.json)
     }
 
+    /// `--vault PATH` wherever argument-parser takes it (after the verb,
+    /// before or after the name; `coffer --vault PATH VERB` is moved there
+    /// first): the fast path takes the same path and leaves the same words.
+    @Test func theVaultOptionIsArgumentParsers() throws {
+        let forms: [[String]] = [
+            ["get", "--vault", "/v/a.coffer", "work/a"], ["get", "work/a", "--vault", "/v/a.coffer"], ["get", "--vault=/v/a.coffer", "work/a"],
+            ["show", "work/a", "--vault", "v.coffer"], ["otp", "--vault", "~/x.coffer", "work/a"], ["find", "--vault", "/v", "term"],
+            ["ls", "--vault", "/v"], ["ls", "--tree", "--vault", "/v"], ["ls", "--vault", "/v", "work/"],
+            ["add", "--vault", "/v", "work/a", "--type", "login"], ["add", "work/a", "--field", "u=me", "--vault=/v"],
+        ]
+        for form in forms {
+            let moved = CommandLineSpelling.movingGlobalOptions(form, root: Coffer.self)
+            #expect(moved == form, "\(form)")
+            let (rest, vault) = try #require(FastPath.withoutVaultOption(form), "\(form)")
+            #expect(!rest.contains { $0.hasPrefix("--vault") })
+            let parsed = try Coffer.parseAsRoot(form)
+            let options: VaultOptions
+            switch parsed {
+            case let c as Get:
+                options = c.options
+                #expect(c.name == rest.last)
+            case let c as Show:
+                options = c.options
+                #expect(c.name == rest.last)
+            case let c as Otp:
+                options = c.options
+                #expect(c.name == rest.last)
+            case let c as Find:
+                options = c.options
+                #expect(c.term == rest.last)
+            case let c as List:
+                options = c.options
+                #expect(c.prefix == (rest.count > 1 && rest.last != "--tree" ? rest.last : nil))
+            case let c as Add:
+                options = c.options
+                #expect(AddFastPath.request(Array(rest.dropFirst())) != nil, "\(form)")
+            default: throw Mismatch("\(form) parses as \(type(of: parsed))")
+            }
+            #expect(options.vault == vault, "\(form)")
+        }
+        // Global spelling: moved behind the verb, then taken the same way.
+        let global = CommandLineSpelling.movingGlobalOptions(["--vault", "/v/a.coffer", "get", "work/a"], root: Coffer.self)
+        #expect(FastPath.withoutVaultOption(global)?.vault == "/v/a.coffer")
+        // Left to argument-parser: twice, bare, empty, an option as the path, after `--`.
+        for form in [["get", "--vault", "/a", "--vault", "/b", "x"], ["get", "x", "--vault"], ["get", "--vault=", "x"], ["get", "--vault", "-x", "y"]] {
+            #expect(FastPath.withoutVaultOption(form) == nil, "\(form)")
+        }
+        #expect(FastPath.withoutVaultOption(["get", "--", "--vault"])?.vault == nil)
+    }
+
     /// The detached clipboard clearer: every line `ClipClear.direct` takes
     /// parses to the same tool and delay (a value starting with `-` is an
     /// option to argument-parser, which refuses the line).

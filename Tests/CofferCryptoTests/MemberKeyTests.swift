@@ -100,6 +100,29 @@ struct MemberKeyTests {
         #expect(throws: CryptoError.authenticationFailed) { try a.openSealed(Array(sealed.prefix(47))) }
     }
 
+    /// Sealing one key to many members: each box opens, with the prefix,
+    /// for its own member only; a weak key gets nil at its index and does
+    /// not stop the others.
+    @Test func sealToEachMember() throws {
+        let members = (0..<3).map { _ in MemberSecretKey.generate() }
+        let good = members[0].publicKey
+        let weak = try MemberPublicKey(
+            uncheckedText: Bech32m.encode(prefix: "coffer", bytes: [1] + [UInt8](repeating: 0, count: 32) + good.signKey))
+        let master = SecretBytes.random(count: 32)
+        let prefix = Array("vault-and-epoch".utf8)
+        let boxes = MemberPublicKey.seal(master, prefix: prefix, toEach: [members[0].publicKey, weak, members[1].publicKey, members[2].publicKey])
+        #expect(boxes.count == 4)
+        #expect(boxes[1] == nil)
+        for (member, box) in zip(members, [boxes[0], boxes[2], boxes[3]]) {
+            let box = try #require(box)
+            let opened = try member.openSealed(box, prefixLength: prefix.count)
+            #expect(opened.prefix == prefix)
+            #expect(opened.secret.constantTimeEquals(master))
+        }
+        #expect(throws: CryptoError.authenticationFailed) { try members[1].openSealed(try #require(boxes[0]), prefixLength: prefix.count) }
+        #expect(boxes[0] != boxes[2])
+    }
+
     /// Every single-character substitution and every swap of two
     /// neighbouring characters of a public identity is refused.
     @Test func typingErrorsAreCaught() {

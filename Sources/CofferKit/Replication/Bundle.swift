@@ -224,13 +224,16 @@ extension Replication {
                     wrapping: try Queries.keyWrapping(db), keyEpoch: try Queries.keyEpoch(db).epoch, wrapBinding: h.wrapBinding)
                 if !members.isEmpty && h.wrapBinding == .integrity {
                     let prefix = KeyHierarchy.sealPrefix(vault: vaultID, epoch: header.keyEpoch)
+                    let boxes = MemberPublicKey.seal(keys.master, prefix: prefix, toEach: members.map(\.publicKey))
                     var sealed: [[UInt8]] = []
-                    for m in members {
-                        do { sealed.append(try m.publicKey.seal(keys.master, prefix: prefix)) } catch {
+                    for (m, box) in zip(members, boxes) {
+                        guard let box else {
                             throw CofferError(
-                                .badData, "the identity of the member '\(m.name)' is unusable: \(error)",
+                                .badData,
+                                "the identity of the member '\(m.name)' is unusable: its encryption key is a weak (low-order) point",
                                 hint: "remove that member and add them again with a valid identity")
                         }
+                        sealed.append(box)
                     }
                     header.sealedKeys = sealed.sorted { $0.lexicographicallyPrecedes($1) }
                     if let (key, counter) = signer {

@@ -84,7 +84,13 @@ extension Replication {
             let tracking = "refs/remotes/\(remoteName)/\(branch)"
             if (try git.status(["rev-parse", "-q", "--verify", tracking])) == 0 {
                 report.pulled = true
-                if (try git.status(["merge-base", "--is-ancestor", tracking, "HEAD"])) != 0 {
+                if (try git.status(["rev-parse", "-q", "--verify", "HEAD"])) != 0 {
+                    // No commit here yet (a clone of an empty remote by a
+                    // replica that wrote nothing, a read-only member's):
+                    // there is nothing to rebase, take the remote's branch.
+                    try git.check(["merge", "-q", "--ff-only", tracking], what: "check out \(remoteName)/\(branch)")
+                    try syncAndCommit()
+                } else if (try git.status(["merge-base", "--is-ancestor", tracking, "HEAD"])) != 0 {
                     let rebase = try git.run(identity + ["rebase", "-q", "--autostash", tracking])
                     if rebase.status != 0 {
                         _ = try? git.status(["rebase", "--abort"])

@@ -138,6 +138,10 @@ public struct SyncReport: Sendable {
     /// The highest counter of this replica id any bundle in `dir` claims
     /// to have seen.
     var seenOwn: UInt64 = 0
+    /// Members whose newest file in `dir` is older than one this vault
+    /// accepted from them (a folder or remote reset to older files): their
+    /// signature is checked before the sync refuses them.
+    var olderPublications: [OlderPublication] = []
     /// The lowest counter of this replica id that another replica's bundle
     /// in `dir` claims to have seen (nil: no other replica's bundle): the
     /// writes up to it were accepted by every replica syncing here.
@@ -199,11 +203,16 @@ extension Replication {
     /// Reads the clear header of every file in `dir`; sorts them into
     /// candidates to merge, skipped files and failures. Needs no key.
     /// `sweep`: the listing also removes stale bundle temporaries.
+    /// `accepted`: the last publication counter this vault accepted per
+    /// member key; the scan notes in `report.olderPublications` each key
+    /// whose newest file here is below it (``OlderPublication``).
     static func scan(
         dir: String, vaultID: VaultID, replica: ReplicaID, summary: VersionVector, wrapping: KeyWrappingVersion, epoch: KeyEpoch, sweep: Bool = false,
-        report: inout SyncReport
+        accepted: [[UInt8]: UInt64] = [:], report: inout SyncReport
     ) throws(CofferError) -> [SyncCandidate] {
         var out: [SyncCandidate] = []
+        var newest: [[UInt8]: (path: String, header: BundleHeader)] = [:]
+        var ownKeys: Set<[UInt8]> = []
         for path in try syncFiles(in: dir, sweepingStale: sweep) {
             let name = (path as NSString).lastPathComponent
             let ownName = isOwnName(name, replica: replica)
@@ -251,6 +260,13 @@ extension Replication {
             }
             report.ownVaultBundles += 1
             report.seenOwn = max(report.seenOwn, header.summary[replica])
+            if let key = header.publisher {
+                if header.replicaID == replica {
+                    ownKeys.insert(key)
+                } else if header.publication > newest[key]?.header.publication ?? 0 {
+                    newest[key] = (path, header)
+                }
+            }
             if header.replicaID == replica {
                 report.skipped.append(.init(path: path, reason: .own, replica: header.replicaID))
                 continue
@@ -266,7 +282,19 @@ extension Replication {
             }
             out.append(SyncCandidate(path: path, header: header))
         }
+        if !accepted.isEmpty {
+            report.olderPublications = OlderPublication.find(newest: newest, accepted: accepted, ownKeys: ownKeys)
+            let refused = Set(report.olderPublications.map(\.path))
+            out.removeAll { refused.contains($0.path) }
+        }
         return mergeOrder(out)
+    }
+
+    /// The last publication counter accepted per member key.
+    static func acceptedCounters(_ db: StoreConnection) throws -> [[UInt8]: UInt64] {
+        var out: [[UInt8]: UInt64] = [:]
+        for p in try Queries.publishers(db) { out[p.signKey] = p.counter }
+        return out
     }
 
     static func fileSize(_ path: String) -> Int64 {
@@ -295,12 +323,14 @@ extension Replication {
         var (local, summary, exportable, wrapping) = try CofferError.wrap {
             try store.read { db in (try Queries.localReplica(db), try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db)) }
         }
+        let accepted = try CofferError.wrap { try store.read { db in try Replication.acceptedCounters(db) } }
         var report = SyncReport(dir: dir, ownBundle: "")
         // Bundles whose writer was killed before the rename (here or on a
         // machine that replicates this folder) are litter (issues 13, 24):
         // swept from the folder's one listing, except in a dry run.
         var candidates = try Replication.scan(
-            dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, sweep: !dryRun, report: &report)
+            dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, sweep: !dryRun,
+            accepted: accepted, report: &report)
         // A folder that has seen more of this replica id than this file
         // ever exported shows a restored backup: take a new id (and move
         // the writes since the last export to it) before merging or
@@ -314,9 +344,14 @@ extension Replication {
             }
             report = SyncReport(dir: dir, ownBundle: "")
             candidates = try Replication.scan(
-                dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, report: &report)
+                dir: dir, vaultID: vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: keyRotation.keyEpoch, accepted: accepted,
+                report: &report)
         }
         report.rebinding = rebinding
+        // A member's newest file here older than one this vault accepted:
+        // the folder or the remote was reset (docs/sharing.md); refused
+        // once its signature verifies, like `import` of that file.
+        try refuseOlderPublications(report.olderPublications, report: &report)
         // Never put this vault's bundle into another vault's folder: every
         // machine of that vault would warn about it on every sync.
         if report.ownVaultBundles == 0, let other = report.foreignVaults.sorted().first {
@@ -471,12 +506,12 @@ extension Replication {
     }
 
     package static func syncIsNoop(file: VaultFile, dir: String) throws(CofferError) -> Bool {
-        let (local, summary, exportable, wrapping, newest) = try CofferError.wrap {
+        let (local, summary, exportable, wrapping, newest, accepted) = try CofferError.wrap {
             try file.store.read { db in
                 let local = try Queries.localReplica(db)
                 return (
                     local, try Queries.summary(db), try Replication.exportableSummary(db), try Queries.keyWrapping(db),
-                    try Queries.newestWriteTime(db, replica: local.id)
+                    try Queries.newestWriteTime(db, replica: local.id), try Replication.acceptedCounters(db)
                 )
             }
         }
@@ -488,8 +523,11 @@ extension Replication {
         if let mark = WriteMark.read(vault: file.path, replica: local.id), mark > local.counter { return false }
         var report = SyncReport(dir: dir, ownBundle: "")
         let candidates = try scan(
-            dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, sweep: true, report: &report)
-        guard candidates.isEmpty, report.failed.isEmpty else { return false }
+            dir: dir, vaultID: file.header.vaultID, replica: local.id, summary: summary, wrapping: wrapping, epoch: file.keyEpoch, sweep: true,
+            accepted: accepted, report: &report)
+        // A member's file older than one accepted: the full sync checks
+        // its signature and refuses it.
+        guard candidates.isEmpty, report.failed.isEmpty, report.olderPublications.isEmpty else { return false }
         let exported = try CofferError.wrap { try file.store.read { db in try Queries.exportedCounter(db) } }
         if report.seenOwn > exported { return false }
         let chain = SegmentChain(

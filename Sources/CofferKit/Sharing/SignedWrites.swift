@@ -84,11 +84,7 @@ struct SignedImport: Sendable {
         bindings = try Queries.replicaBindings(db)
         let name = roster[key]?.name
         if let last = publishers.first(where: { $0.signKey == key }), header.publication <= last.counter {
-            throw CofferError.bundle(
-                .ruleBroken(
-                    .publicationCounter,
-                    "its publication counter \(header.publication) is not above \(last.counter), the last this vault accepted from \(Self.who(name, key)): the folder or the remote served an older file of that member (rolled back or replayed)"
-                ), path: path)
+            throw Self.olderPublication(path: path, counter: header.publication, last: last.counter, who: Self.who(name, key))
         }
         if let bound = bindings[header.replicaID], bound != key {
             throw CofferError.bundle(
@@ -98,6 +94,19 @@ struct SignedImport: Sendable {
                 ),
                 path: path)
         }
+    }
+
+    /// Rule `publication-counter` broken by a receiver's record: `path`
+    /// is an older file of a member than one this vault accepted (import
+    /// and sync say the same).
+    static func olderPublication(path: String, counter: UInt64, last: UInt64, who: String) -> CofferError {
+        CofferError(
+            .badData,
+            "\(path) breaks the bundle rule \(BundleRule.publicationCounter.rawValue) (\(BundleRule.publicationCounter.summary)): its publication counter \(counter) is not above \(last), the last this vault accepted from \(who): the folder or the remote served an older file of that member (rolled back or replayed)",
+            remedy: .init(
+                .restoreNewerFiles,
+                "nothing of it was imported; put that member's newer files back (a git remote reset to an older commit: push the newer commit again), or have that member sync again (docs/sharing.md, \"Signed writes\")",
+                path: path))
     }
 
     static func who(_ name: String?, _ key: [UInt8]) -> String {

@@ -192,6 +192,11 @@ public struct CofferError: Error, Sendable, CustomStringConvertible, Equatable {
             /// A bundle of another vault is in the sync folder: keep one
             /// vault's bundles per folder.
             public static let separateVaults = Action(rawValue: "separateVaults")
+            /// The sync folder or git remote served an older file of a
+            /// member than one this vault accepted (rule
+            /// `publication-counter`): put that member's newer files back,
+            /// or have the member sync again.
+            public static let restoreNewerFiles = Action(rawValue: "restoreNewerFiles")
             /// The sync folder (``Remedy/path``) holds another vault's bundles:
             /// clone that vault (moving ``Remedy/vaultPath`` aside), or use
             /// another folder.
