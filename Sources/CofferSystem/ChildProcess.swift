@@ -63,6 +63,7 @@ public enum ChildProcess {
             close(sp[1])
         }
         signalPipeWriteFD = sp[1]
+        prepareSignalRecord()
 
         // Signals ignored now were ignored by whoever started us (`nohup`,
         // `trap '' HUP`, …). They stay ignored, here and in the child, as
@@ -301,17 +302,38 @@ public enum ChildProcess {
 /// Write end of the self-pipe the signal handler reports to.
 nonisolated(unsafe) private var signalPipeWriteFD: Int32 = -1
 
-/// Async-signal-safe: writes (signal, si_code, sender pid) to the pipe.
+/// The 12 bytes the handler writes, and where it finds si_code and the
+/// sender's pid in a siginfo_t: set up by ``prepareSignalRecord()`` before
+/// any handler is installed, so that the handler allocates nothing and
+/// makes no type metadata. (It once wrote a tuple: a debug build made the
+/// tuple's metadata in the handler, under a runtime lock the interrupted
+/// thread could be holding, and `coffer sync --git` hung for good.)
+nonisolated(unsafe) private var signalRecord: UnsafeMutableRawPointer?
+nonisolated(unsafe) private var siginfoCodeOffset = 8
+nonisolated(unsafe) private var siginfoPIDOffset = 16
+
+private func prepareSignalRecord() {
+    if signalRecord == nil { signalRecord = UnsafeMutableRawPointer.allocate(byteCount: 12, alignment: 4) }
+    siginfoCodeOffset = MemoryLayout<siginfo_t>.offset(of: \siginfo_t.si_code) ?? 8
+    siginfoPIDOffset = MemoryLayout<siginfo_t>.offset(of: \siginfo_t._sifields._kill.si_pid) ?? 16
+}
+
+/// Async-signal-safe: writes (signal, si_code, sender pid) to the pipe,
+/// through raw memory prepared beforehand (``prepareSignalRecord()``).
 private func childSignalHandler(_ sig: Int32, _ info: UnsafeMutablePointer<siginfo_t>?, _ context: UnsafeMutableRawPointer?) {
     let savedErrno = errno
-    var record: (Int32, Int32, Int32) = (sig, 0, 0)
+    guard let record = signalRecord else { return }
+    var code: Int32 = 0
+    var pid: Int32 = 0
     if let info {
-        record.1 = info.pointee.si_code
-        record.2 = info.pointee._sifields._kill.si_pid
+        let raw = UnsafeRawPointer(info)
+        code = raw.load(fromByteOffset: siginfoCodeOffset, as: Int32.self)
+        pid = raw.load(fromByteOffset: siginfoPIDOffset, as: Int32.self)
     }
+    record.storeBytes(of: sig, toByteOffset: 0, as: Int32.self)
+    record.storeBytes(of: code, toByteOffset: 4, as: Int32.self)
+    record.storeBytes(of: pid, toByteOffset: 8, as: Int32.self)
     let fd = signalPipeWriteFD
-    if fd >= 0 {
-        _ = withUnsafeBytes(of: &record) { write(fd, $0.baseAddress, 12) }
-    }
+    if fd >= 0 { _ = write(fd, record, 12) }
     errno = savedErrno
 }

@@ -88,13 +88,13 @@ struct Clone: ParsableCommand {
                 .badData, "the bundles belong to \(vaults.count) different vaults (\(vaults.sorted().map { $0.hex.prefix(8) + "…" }.joined(separator: ", ")))",
                 hint: "give the bundles of one vault; `coffer inspect FILE` shows a bundle's vault id")
         }
-        guard let base = Vault.newestFullBundle(bundles) else {
+        guard let newest = Vault.newestFullBundle(bundles) else {
             throw CofferError(
                 .badData,
                 "\(bundles.count == 1 ? "\(bundles[0].path) is a delta bundle" : "no full bundle among \(sources.joined(separator: " "))"); a clone needs a full bundle",
                 hint: "on a machine that has the vault run `coffer sync DIR` or `coffer export --out FILE` (without --since)")
         }
-        if !allowExpensiveKdf, identity == nil { try Vault.checkCloneKDF(base.header.kdf, path: base.path) }
+        if !allowExpensiveKdf, identity == nil { try Vault.checkCloneKDF(newest.header.kdf, path: newest.path) }
         if FileManager.default.fileExists(atPath: path) {
             throw CofferError(
                 .vaultExists, "a file already exists at \(path)",
@@ -102,25 +102,48 @@ struct Clone: ParsableCommand {
         }
         let passphrase = identity == nil ? try options.passphrase() : nil
         defer { Progress.clear() }
+        // In a shared vault a member's full bundle carries only that
+        // member's own writes to a new replica (docs/sharing.md, "Forwarded
+        // versions"): the newest one may be refused as a start (say, bob's,
+        // whose membership is alice's write). The other signed full bundles
+        // are tried next, newest first; the refused one is merged after.
+        let others = bundles.filter { $0.header.kind == .full && $0.path != newest.path && $0.header.publisher != nil }
+            .sorted { ($0.header.createdAt, $0.path) > ($1.header.createdAt, $1.path) }
+        let bases = [newest] + (newest.header.publisher != nil ? others : [])
         // The other files are merged by the clone itself, before the vault
         // appears at its path; files whose changes it has by then (the
         // base's own older snapshots and segments, what an earlier file
         // brought) are left out.
         var merges: [(BundleInfo, Result<ImportReport, CofferError>)] = []
-        let rest = CloneMerge(
-            bundles: bundles.filter { $0.path != base.path }, progress: { Progress.importing($0) },
-            merged: { b, result in
+        var first: CofferError?
+        var made: (BundleInfo, ImportReport)?
+        for base in bases {
+            if base.path != newest.path, !allowExpensiveKdf, identity == nil, (try? Vault.checkCloneKDF(base.header.kdf, path: base.path)) == nil { continue }
+            merges = []
+            let rest = CloneMerge(
+                bundles: bundles.filter { $0.path != base.path }, progress: { Progress.importing($0) },
+                merged: { b, result in
+                    Progress.clear()
+                    if let result { merges.append((b, result)) }
+                })
+            do {
+                let r =
+                    if let identity {
+                        try Vault.clone(bundleAt: base.path, to: path, identity: identity, progress: Progress.importing(base.path), merging: rest)
+                    } else {
+                        try Vault.clone(
+                            bundleAt: base.path, to: path, passphrase: passphrase ?? SecretBytes(copying: []), allowExpensiveKDF: allowExpensiveKdf,
+                            progress: Progress.importing(base.path), merging: rest)
+                    }
+                made = (base, r)
+                break
+            } catch {
+                guard error.kind == .badData, bases.count > 1 else { throw error }
                 Progress.clear()
-                if let result { merges.append((b, result)) }
-            })
-        let r =
-            if let identity {
-                try Vault.clone(bundleAt: base.path, to: path, identity: identity, progress: Progress.importing(base.path), merging: rest)
-            } else {
-                try Vault.clone(
-                    bundleAt: base.path, to: path, passphrase: passphrase ?? SecretBytes(copying: []), allowExpensiveKDF: allowExpensiveKdf,
-                    progress: Progress.importing(base.path), merging: rest)
+                first = first ?? error
             }
+        }
+        guard let (base, r) = made else { throw first ?? CofferError(.badData, "no bundle could start the clone") }
         Progress.clear()
         let file = try VaultFile.open(path: path)
         let n = r.listedItems ?? r.added

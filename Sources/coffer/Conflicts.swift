@@ -9,7 +9,8 @@ struct Conflicts: ParsableCommand {
         abstract: "List every open conflict: concurrent values, deletes against edits, shared names.",
         discussion: """
             A merge keeps concurrent writes side by side instead of dropping one (`coffer help sync`). \
-            Each conflict shows the item, the field and its sides with their time and replica; the \
+            Each conflict shows the item, the field and its sides with their time and replica (and, in \
+            a shared vault, the member it is bound to); the \
             side marked * is the one shown meanwhile. Secret values are shown only with \
             --show-secrets. Settle a conflict with `coffer resolve NAME [--field F] --keep N`. \
             Exit status 0 whether or not there are conflicts.
@@ -26,8 +27,10 @@ struct Conflicts: ParsableCommand {
     func run() throws {
         let vault = try options.unlock()
         let all = try vault.conflicts(revealSecrets: showSecrets)
+        // Shared vaults: the member behind each side's replica (docs/sharing.md, "Attribution").
+        let members = try vault.memberNamesByReplica()
         if json {
-            try Output.json(ConflictsJSON(conflicts: all.map(ConflictJSON.init)))
+            try Output.json(ConflictsJSON(conflicts: all.map { ConflictJSON($0, members: members) }))
             return
         }
         if all.isEmpty {
@@ -45,7 +48,7 @@ struct Conflicts: ParsableCommand {
             }
             for s in c.sides {
                 let when = ISO8601.string(s.writtenAt)
-                let who = "\(s.replica.hex.prefix(8)):\(s.counter)"
+                let who = "\(s.replica.hex.prefix(8)):\(s.counter)" + (members[s.replica].map { " (\($0))" } ?? "")
                 let what: String
                 switch s.action {
                 case .value: what = s.value ?? "(secret)"
@@ -85,7 +88,8 @@ struct ConflictJSON: Encodable {
         var replica: String
         var counter: UInt64
         @NullEncoded var itemId: String?
-
+        /// The member who wrote this side (shared vaults); left out otherwise.
+        var member: String?
     }
     var kind: String
     var item: String
@@ -94,7 +98,7 @@ struct ConflictJSON: Encodable {
     var secret: Bool
     var sides: [Side]
 
-    init(_ c: VaultConflict) {
+    init(_ c: VaultConflict, members: [ReplicaID: String] = [:]) {
         kind = c.kind.rawValue
         item = c.item
         itemId = c.itemID.hex
@@ -103,7 +107,7 @@ struct ConflictJSON: Encodable {
         sides = c.sides.map {
             Side(
                 number: $0.number, action: $0.action.rawValue, value: $0.value, field: $0.field, shown: $0.isShown,
-                writtenAt: $0.writtenAt, replica: $0.replica.hex, counter: $0.counter, itemId: $0.itemID?.hex)
+                writtenAt: $0.writtenAt, replica: $0.replica.hex, counter: $0.counter, itemId: $0.itemID?.hex, member: members[$0.replica])
         }
     }
 }

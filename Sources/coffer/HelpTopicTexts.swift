@@ -3886,6 +3886,7 @@ What exists today, in the order it is built:
 | signed bundles (format 6), replica bindings, monotonic publication counters | done (this page, "Signed writes") |
 | attributed versions in `coffer history` and `show` | done (this page, "Attribution") |
 | read-only members: their bundles refused, their replicas publish nothing | done (this page, "Read-only members") |
+| the team workflow over one git repository, proved end to end with the real `coffer` and `git` | done (this page, "A team on one git repository"; `TeamGitInteropTests`) |
 
 A member's replica is made with its identity file (`coffer clone --identity FILE`, "Member
 replicas") or, by someone who knows it, with the passphrase (`coffer clone`, docs/sync.md). A vault
@@ -4030,7 +4031,7 @@ seen the same changes comes to the same membership.
 | adds `dave` | adds `erin` | both are members (two fields) |
 | adds `carol` with identity X | adds `carol` with identity Y | a conflict on the field `carol`: both values are kept; the one shown (the later write, ties broken by the larger dot: the same on every replica) is `carol`'s identity, and `members ls` marks it `(conflict)`; `members add carol …` again settles it with a write that supersedes both |
 | removes `bob` | changes `bob`'s identity or role | **the removal wins**: a member whose field holds a removal among its concurrent versions is not a member, whichever write is newer. A removal is a decision to take access away; a concurrent edit made without seeing it must not undo it. Add `bob` again to bring him back |
-| makes `.coffer/members` (first member) | makes it too | two registry items; reading unites their fields (the older item wins a name), and the next `members add` or `rm` moves the other's fields into the older one and deletes the other |
+| makes `.coffer/members` (first member) | makes it too | each replica now has members, and the other's signer is none of them: each refuses the other's bundles (`signer-member`) until it adds the other's identity itself (`members add`); then two registry items, which reading unites (the older item wins a name), and the next `members add` or `rm` moves the other's fields into the older one and deletes the other. Make the first members on one replica and let the others clone or sync from it |
 
 ### Removing a member
 
@@ -4078,7 +4079,7 @@ rule, and leaves the vault exactly as it was):
 | rule | refuses |
 |---|---|
 | `signature` | a signature that does not verify: the file was changed after its member wrote it |
-| `signer-member` | a bundle whose signer is not a `read-write` member in the membership as the receiver holds it **after** merging the bundle's own records — so a vault with no members yet takes the first bundle of a member that adds itself, while a key never added, a member removed (as soon as the receiver knows of the removal), or a read-only member is refused |
+| `signer-member` | a bundle whose signer is not a `read-write` member in the membership as the receiver holds it **after** merging the bundle's own records — a key never added, a member removed (as soon as the receiver knows of the removal), or a read-only member — **and** one whose signer was not a `read-write` member **before** it, when the receiver had members: no bundle makes its own signer a member (a removed member who adds themselves back, a read-only member who makes themselves read-write, a passphrase holder who adds an identity of their own). A vault with no members yet takes the first bundle of a member that adds itself |
 | `publication-counter` | a counter not above the last one the receiver accepted from that member: the sync folder or the git remote served an **older file of that member** (a `git reset` of the remote, a restored folder, a replayed file) — the message says so |
 | `replica-binding` | a bundle whose replica id is bound to another member: a replica id belongs to the member who signed the first bundle of it that the receiver accepted |
 | `unsigned-in-shared-vault` | an unsigned bundle (format 5 or older) in a vault that has members: nobody vouches for its writes. A vault with no members yet takes it, as before sharing |
@@ -4159,8 +4160,8 @@ their publications can have one's bundle refused as older.
 
 The membership item is written and merged like every item, so membership changes are versioned and
 signed: whoever changes `.coffer/members` signs the bundle that carries the change, and a receiver
-takes the change only if its signer is a read-write member as the membership stands after the
-merge. Concurrent changes merge as in "Concurrent changes" above (a removal wins over a concurrent
+takes the change only if its signer is a read-write member as the membership stood before the bundle
+and stands after the merge: a member is added, brought back or made read-write by *another* member. Concurrent changes merge as in "Concurrent changes" above (a removal wins over a concurrent
 edit of the same member).
 
 ## Attribution
@@ -4170,7 +4171,9 @@ replica's first accepted bundle (and its own replica to its own identity). `coff
 ends each version's line with `(by alice)`, and its `--json` entries carry `"member"`
 (Schemas/history.schema.json); `coffer show NAME` names the member after the replica that made the
 latest shown write and each conflict side (`by replica 3f2a9c1e (alice)`), and its `--json` carries
-`"lastWrittenByMember"` (Schemas/show.schema.json). A version whose replica is bound to no current
+`"lastWrittenByMember"` (Schemas/show.schema.json); `coffer conflicts` ends each side's replica with
+the member (`5846d4d1:5 (alice)`), and its `--json` sides carry `"member"`
+(Schemas/conflicts.schema.json). A version whose replica is bound to no current
 member (written before sharing, or by a member since removed) names no one; a vault without members
 shows exactly what it showed before.
 
@@ -4185,7 +4188,9 @@ writes nothing any replica takes:
   into it and writes no file of its own (it says so). Local edits stay local.
 
 What a member published while read-write stays merged wherever it was accepted; once a replica
-has merged the change to read-only, it refuses that member's later bundles.
+has merged the change to read-only, it refuses that member's later bundles. A read-only member who makes itself
+read-write in its own replica (`members add`) and publishes is refused too: the signer must have been
+a read-write member before the bundle ("Signed writes").
 
 ## Member replicas
 
@@ -4272,8 +4277,71 @@ coffer sync ~/vault-repo --git                             # bundles now seal th
 `umask 077` makes the file 0600 (coffer refuses it otherwise). The job's command gets only the secrets
 its references name: `coffer run` does not pass `COFFER_IDENTITY_FILE` on. When the member is removed
 (`coffer members rm ci-deploy`), the next bundles are sealed without it and the job's clone fails with
-exit 77. Read-only enforcement (the job's writes being refused by the others) is not built yet: today
-the job's identity can write like any key holder's.
+exit 77. The job's identity is read-only: its replica publishes nothing (`export` is exit 77, `sync`
+merges and writes no file), and a file it signed anyway — say after making itself read-write in its
+own replica with `members add` — is refused by every member (`signer-member`), "Read-only members".
+
+## A team on one git repository
+
+The whole workflow with a bare repository every machine can push to (a git host, or a path on a
+shared disk). alice makes the vault; bob and carol never learn its passphrase. `TeamGitInteropTests`
+runs exactly these steps with the real `coffer` and `git`.
+
+```sh
+# 0. the repository, once (any git host works; the branch is made by the first push)
+git init --bare /srv/git/team-vault.git
+
+# 1. alice: the vault, her identity (kept in the vault), the first members
+git clone /srv/git/team-vault.git ~/team-vault        # empty: git warns, that is fine
+coffer init
+coffer members add alice "$(coffer identity new --name alice)"
+# bob and carol each run, on their own machine, and send alice the coffer1… line it prints:
+#   coffer identity new --name bob --out ~/.config/coffer/bob.identity
+coffer members add bob coffer1…
+coffer members add carol coffer1…
+coffer sync ~/team-vault --git                          # commits alice's bundle, pushes
+
+# 2. bob (and carol alike): a replica of his own, no passphrase
+git clone /srv/git/team-vault.git ~/team-vault         # after alice's push
+coffer clone --identity ~/.config/coffer/bob.identity ~/team-vault
+export COFFER_IDENTITY_FILE=~/.config/coffer/bob.identity
+coffer sync ~/team-vault --git                          # publishes his first signed file
+
+# 3. everyone, from then on: edit, then sync (commit, pull --rebase, merge, push)
+coffer edit db --field url=https://db.example
+coffer sync ~/team-vault --git
+coffer conflicts                                         # concurrent edits of one field, each side named after its member
+coffer history db                                        # every version ends with (by alice), (by bob), …
+
+# 4. alice removes carol: a new key epoch that carol's identity cannot open
+coffer members rm carol                                  # asks alice's passphrase
+coffer sync ~/team-vault --git                           # bob adopts the new key on his next sync
+```
+
+What each step needs to know:
+
+- A replica pulls before it merges: `coffer clone DIR` reads the files DIR holds, so clone the git
+  repository (or `git pull`) after the first member has pushed. `clone --identity` starts from the
+  newest full file whose key is sealed to you; a member added after that file was written finds the
+  key in the later file that added them, and a member's file that carries only that member's writes
+  is skipped as a start in favour of another (the skipped one is merged after).
+- Each machine writes only its own files, so `git pull --rebase` never conflicts; `sync --git` retries
+  when another machine pushed first (docs/sync.md, "git").
+- A member's replica unlocks with its identity file: `COFFER_IDENTITY_FILE` (or `--identity FILE`) on
+  every command; no passphrase is asked, and no Argon2id runs.
+- After `members rm carol`, carol's `coffer sync` stops with exit 77 and one line (`you were removed
+  from this vault: …`); her vault file stays as it was and opens with her identity for everything it
+  held. A file she writes afterwards with her old key is never read by the others (`sync` notes it:
+  `written under an older master key, not read`), and one she signs after adopting the new key with
+  a passphrase she knew is refused (`signer-member`): change the passphrase with `coffer passwd` too.
+- A file that no member vouches for (unsigned, forged, signed by a key that is no member's) makes
+  `sync --git` exit 65 after merging and pushing everything else, naming the file and the rule, on
+  every machine until it is removed from the repository (`git rm` it and push). Its writer cannot
+  replace it with one the others take.
+- Rolling the repository back (`git push --force` of an older commit) serves older files of some
+  members: the next `sync` on a machine that had their newer files refuses them (exit 65, rule
+  `publication-counter`, naming the member), even when they bring nothing new, and so does `coffer
+  import` of such a file; push from a machine that has the newer files to repair the remote.
 
 ## What each party can do (as built so far)
 
@@ -4286,9 +4354,9 @@ of a shared vault refuses unsigned bundles.
 | the git host, the sync folder, anyone who copies a bundle | count a vault's members (the number of sealed boxes), see ids, vectors and sizes as before (docs/bundle-format.md, "Security considerations") and which member key signed each bundle (the publisher key is in the clear header); withhold a member's newer files (not noticed until a newer one arrives); serve an older file of a member that a replica already passed (noticed by `import` and `sync` — even a file that brings nothing new — while the folder holds some file of that member: rule `publication-counter`) | tell who the members are (the boxes name no recipient); read anything without a member's identity or the passphrase; change a byte of a bundle unnoticed (the sealed keys are authenticated like the rest of the header) |
 | a removed member | keep what they read before, and open every bundle of the epochs before their removal (their identity opens those boxes); if they knew the passphrase, adopt the new key with it — change it with `coffer passwd` | open a bundle written after the removal with their identity: its key is of a new epoch, sealed only to the others |
 | a read-write member | write anything under their own replicas' ids, including `.coffer/members` (add or remove members, make themselves the only one — as any admin could) and a malformed or weak key there — a weak (low-order) key makes every export refuse with exit 65 naming the entry, rather than seal a box anyone could open; make another member's replica take a new replica id, by claiming in a signed summary to have seen more of that replica than it exported (it looks like a restored backup, docs/sync.md: that replica's unexported writes move to the new id, nothing is lost; the same as any key holder could before sharing) | write under another member's replica id or forward a version in another member's name that the receiver has not accepted from that member (rules `replica-binding`, `forwarded-dot`); replay or roll back another member's files unnoticed (`publication-counter`); trick another member's identity into taking a key for another vault or epoch (rule `sealed-key-binding`) |
-| a read-only member | read everything | write anything another replica takes (`signer-member`) |
-| a removed member | — (see above) | have a bundle signed after their removal taken by a replica that knows of the removal (`signer-member`) |
-| a passphrase holder who is no member | open and write a replica of their own | have a replica of a shared vault take their bundles (`unsigned-in-shared-vault`; a key never added: `signer-member`) |
+| a read-only member | read everything | write anything another replica takes, even after making themselves read-write in their own replica (`signer-member`) |
+| a removed member | — (see above) | have a bundle signed after their removal taken by a replica that knows of the removal, even one that adds them back, made with the passphrase they knew (`signer-member`); have a file of the old key epoch read at all (it is skipped: "written under an older master key") |
+| a passphrase holder who is no member | open and write a replica of their own | have a replica of a shared vault take their bundles (`unsigned-in-shared-vault`; a key never added, even one they added in their own replica: `signer-member`) |
 | the thief of one laptop | with the vault file alone, nothing more than before: the identity kept in the vault is inside the encrypted file (`.coffer/identity`, never in a bundle); with an identity file (`--out`), read every bundle sealed to that identity — an identity file is as sensitive as the passphrase: keep it 0600, in a CI secret store, and remove the member if it leaks | — |
 
 ### Exit codes
@@ -4308,7 +4376,6 @@ the `--out` file exists or cannot be created; without `--out`, the vault's usual
 
 - A replica unlocked through a session that meets a key rotation asks for the passphrase rather than
   using its identity; `import` of a newer-epoch bundle has no identity path (only `sync` has).
-- The git workflow's three-member proof test over a bare git repository (issue 29's proof).
 """#####),
         HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,

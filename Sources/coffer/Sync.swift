@@ -92,12 +92,7 @@ struct Sync: ParsableCommand {
                 "would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)"
             )
         }
-        let olderEpoch = report.skipped.filter { $0.reason == .olderKeyEpoch }
-        for s in olderEpoch {
-            Output.note(
-                "skipped \((s.path as NSString).lastPathComponent): written under an older master key; its replica writes it again once it has adopted the new one"
-            )
-        }
+        for s in report.skipped where s.reason == .olderKeyEpoch { Output.note(Self.olderKeyNote(s.path)) }
         let base = { (p: String) in (p as NSString).lastPathComponent }
         for f in report.failed {
             let (message, hint) = ErrorWords.words(f.error)
@@ -176,6 +171,13 @@ extension Sync {
         }
     }
 
+    /// A file of an older key epoch is never read (docs/sync.md, "Master-key
+    /// rotation"): a replica that has not yet adopted the new key, or a
+    /// member removed since (docs/sharing.md), wrote it.
+    static func olderKeyNote(_ path: String) -> String {
+        "skipped \((path as NSString).lastPathComponent): written under an older master key, not read; its replica writes it again once it has adopted the new one (a removed member's replica never can)"
+    }
+
     /// `sync DIR --git`: every round of merging is reported like a plain
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
@@ -199,6 +201,15 @@ extension Sync {
             }
             for c in round.newConflicts { Output.note("new conflict: \(c.item) field \(c.field)") }
             for f in round.failed { failed[f.path] = f.error }
+        }
+        // A file skipped in every round (say, a removed member's) is named once.
+        var older: [String] = []
+        for round in report.rounds {
+            for s in round.skipped where s.reason == .olderKeyEpoch && !older.contains(base(s.path)) { older.append(base(s.path)) }
+        }
+        for name in older { Output.note(Self.olderKeyNote(name)) }
+        if report.rounds.contains(where: \.readOnlyMember) {
+            Output.note("this identity is read-only in this vault: merged the others' files, wrote no bundle of its own")
         }
         if report.rounds.contains(where: { !$0.newConflicts.isEmpty }) { Output.note("see `coffer conflicts`, settle with `coffer resolve`") }
         let own = base(report.rounds.last?.ownBundle ?? "")

@@ -111,6 +111,51 @@ struct MemberReplicaCLITests {
         #expect(!FileManager.default.fileExists(atPath: w.home.path("b2.coffer")))
     }
 
+    @Test("clone --identity from a folder: another member's newer file, or a member added in a later segment, still starts a replica")
+    func cloneFromAFolderOfSeveralMembers() throws {
+        let w = World(members: ["bob", "carol"])
+        #expect(w.member(["clone", w.sync]).status == 0)
+        #expect(w.member(["add", "from-bob"], stdin: "sk-b\n").status == 0)
+        #expect(w.member(["sync", w.sync]).status == 0)
+        // bob's full file is now the newest: it carries only bob's writes
+        // to a new replica (alice's membership entries are hers), so the
+        // clone starts from alice's and merges bob's after.
+        let carolVault = w.home.path("c.coffer")
+        let c = w.member(["clone", w.sync], "carol", vault: carolVault)
+        #expect(c.status == 0, "\(c)")
+        #expect(w.member(["get", "from-bob"], "carol", vault: carolVault).out == "sk-b")
+        #expect(w.member(["members", "ls"], "carol", vault: carolVault).stdout.contains("bob\tread-write"))
+        // dave is added after every full file was written: the segment
+        // that adds him seals the key to him.
+        let dave = w.home.run(["identity", "new", "--name", "dave", "--out", w.id("dave")])
+        #expect(dave.status == 0)
+        #expect(w.home.unlocked(["members", "add", "dave", dave.out]).status == 0)
+        #expect(w.home.unlocked(["sync", w.sync]).status == 0)
+        let daveVault = w.home.path("d.coffer")
+        let d = w.member(["clone", w.sync], "dave", vault: daveVault)
+        #expect(d.status == 0, "\(d)")
+        #expect(w.member(["get", "k"], "dave", vault: daveVault).out == "sk-1")
+    }
+
+    @Test("a member replica that adopts a new key through its identity goes on signing: the others take its next file")
+    func adoptionKeepsSigning() throws {
+        let w = World(members: ["bob", "carol"])
+        let carolVault = w.home.path("c.coffer")
+        #expect(w.member(["clone", w.sync], "carol", vault: carolVault).status == 0)
+        #expect(w.home.unlocked(["members", "rm", "bob"]).status == 0)
+        #expect(w.home.unlocked(["sync", w.sync]).status == 0)
+        #expect(w.member(["add", "from-carol"], "carol", vault: carolVault, stdin: "sk-c\n").status == 0)
+        let cs = w.member(["sync", w.sync], "carol", vault: carolVault)
+        #expect(cs.status == 0 && cs.stderr.contains("adopted the new master key"), "\(cs)")
+        let replica = w.member(["replicas", "--json"], "carol", vault: carolVault).stdout
+        let files = SyncFixture.bundles(in: w.sync).filter { replica.contains("\"id\" : \"\(($0 as NSString).lastPathComponent.prefix(32))\"") }
+        #expect(!files.isEmpty)
+        for f in files { #expect(w.home.run(["inspect", f]).stdout.contains("format:     6"), "\(f) is unsigned") }
+        let a = w.home.unlocked(["sync", w.sync])
+        #expect(a.status == 0, "\(a)")
+        #expect(w.home.unlocked(["get", "from-carol"]).out == "sk-c")
+    }
+
     @Test("wrong, malformed, open (0644) or missing identity files: one line and the documented exit code, nothing written")
     func badIdentityFiles() throws {
         let w = World()

@@ -97,4 +97,54 @@ struct SignedWritesCLITests {
         #expect(home.unlocked(["get", "svc/a", "--vault", "c.coffer"]).stdout == "from-alice\n")
         #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: home.path("shared"))) ?? []) == Set(files))
     }
+
+    @Test("no bundle makes its own signer a member: a read-only member promoting itself, a passphrase holder adding itself (65, signer-member)")
+    func noSelfGrantedMembership() throws {
+        let (home, _, carolPublic) = Self.team()
+        // carol is read-only; in her own replica she makes herself read-write and signs.
+        #expect(home.unlocked(["members", "add", "carol", carolPublic, "--vault", "c.coffer"]).status == 0)
+        #expect(home.unlocked(["add", "svc/c", "--type", "api-key", "--field", "key=carol", "--vault", "c.coffer"]).status == 0)
+        #expect(home.unlocked(["export", "--out", "c1.cb", "--vault", "c.coffer"]).status == 0)
+        #expect(home.run(["inspect", "c1.cb"]).stdout.contains("format:     6"))
+        // mallory knows the passphrase, adds an identity of her own and signs.
+        #expect(home.unlocked(["clone", "a1.cb", "--vault", "m.coffer"]).status == 0)
+        let mallory = home.unlocked(["identity", "new", "--name", "mallory", "--vault", "m.coffer"])
+        #expect(home.unlocked(["members", "add", "mallory", mallory.out, "--vault", "m.coffer"]).status == 0)
+        #expect(home.unlocked(["export", "--out", "m1.cb", "--vault", "m.coffer"]).status == 0)
+        for vault in ["default", "b.coffer"] {
+            let v = vault == "default" ? [] : ["--vault", vault]
+            let before = home.vaultBytes(vault == "default" ? nil : home.path(vault))
+            let members = home.unlocked(["members", "ls"] + v).stdout
+            for (file, phrase) in [
+                ("c1.cb", "who was read-only member 'carol' of this vault before this bundle"), ("m1.cb", "'mallory', who was not a member"),
+            ] {
+                let r = home.unlocked(["import", file] + v)
+                #expect(r.status == 65, "\(vault) \(file): \(r)")
+                #expect(r.stderr.contains("breaks the bundle rule signer-member") && r.stderr.contains(phrase), "\(r)")
+                #expect(r.stderr.contains("coffer: hint: "), "\(r)")
+            }
+            #expect(home.vaultBytes(vault == "default" ? nil : home.path(vault)) == before)
+            #expect(home.unlocked(["members", "ls"] + v).stdout == members)
+        }
+    }
+
+    @Test("conflicts name the member behind each side (text and JSON)")
+    func conflictsAreAttributed() throws {
+        let (home, _, _) = Self.team()
+        #expect(home.unlocked(["add", "svc/x", "--type", "custom", "--field", "owner=none"]).status == 0)
+        #expect(home.unlocked(["export", "--out", "a2.cb"]).status == 0)
+        #expect(home.unlocked(["import", "a2.cb", "--vault", "b.coffer"]).status == 0)
+        #expect(home.unlocked(["edit", "svc/x", "--field", "owner=alice"]).status == 0)
+        #expect(home.unlocked(["edit", "svc/x", "--field", "owner=bob", "--vault", "b.coffer"]).status == 0)
+        #expect(home.unlocked(["export", "--out", "b3.cb", "--vault", "b.coffer"]).status == 0)
+        #expect(home.unlocked(["import", "b3.cb"]).status == 0)
+        let text = home.unlocked(["conflicts"]).stdout
+        #expect(text.contains("(alice)  alice") && text.contains("(bob)  bob"), "\(text)")
+        let json = home.unlocked(["conflicts", "--json"]).stdout
+        SchemaValidation.expectValid(json, schema: "conflicts.schema.json")
+        #expect(json.contains("\"member\" : \"alice\"") && json.contains("\"member\" : \"bob\""), "\(json)")
+        let solo = TestHome()
+        solo.initVault()
+        #expect(!solo.unlocked(["conflicts", "--json"]).stdout.contains("member"))
+    }
 }

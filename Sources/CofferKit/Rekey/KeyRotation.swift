@@ -249,7 +249,12 @@ extension KeyRotation {
             to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: header.wrappedMasterKey,
             wrapping: { _ in header.wrapping }, expecting: keyEpoch)
         report.sessionsEnded = KeyRotation.endSessions(of: vaultID, in: sessionDirectories)
-        return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
+        let next = try VaultFile.open(path: self.path).unlock(masterKey: master)
+        // The re-opened vault still publishes as this member: without the
+        // identity its first bundle under the new key would be unsigned,
+        // which every member refuses (docs/sharing.md, "Signed writes").
+        next.core.unlockedIdentity.set(member)
+        return (next, report)
     }
 
     /// The refusal of a newer key epoch that seals nothing to this

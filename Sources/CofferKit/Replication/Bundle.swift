@@ -666,8 +666,11 @@ extension Replication {
             // No Argon2id run: the key sealed to the identity. The
             // passphrase wrapping is kept as received (this replica
             // forwards it to others and can never open it).
-            let sealed: SecretBytes?
+            var sealed: SecretBytes?
             do { sealed = try header.openSealedKey(with: member.secretKey) } catch { throw .bundle(error, path: path) }
+            if sealed == nil, let rest {
+                sealed = epochKey(sealedTo: member, opening: path, header: header, among: rest.bundles)
+            }
             guard let sealed else { throw Replication.notSealedError(path: path) }
             master = sealed
             wrappedKey = header.wrappedMasterKey
@@ -784,6 +787,23 @@ extension Replication {
 
 extension Replication {
     /// The refusal of a bundle whose key no box opens with the identity.
+    /// A member added after the newest full bundle was written finds no
+    /// box in it, but every later bundle of the same key epoch (a segment
+    /// the adding member published) seals that epoch's key to it: the key
+    /// of the first such box that authenticates the full bundle at `path`
+    /// (a box anyone could have sealed to this identity, in a file nobody
+    /// vouches for, is tried on the full bundle before it is used).
+    static func epochKey(sealedTo member: MemberIdentity, opening path: String, header: BundleHeader, among bundles: [BundleInfo]) -> SecretBytes? {
+        for b in bundles where b.header.vaultID == header.vaultID && b.header.keyEpoch == header.keyEpoch {
+            guard let key = (try? b.header.openSealedKey(with: member.secretKey)) ?? nil else { continue }
+            guard let input = try? BundleFileInput(path: path), let (h, prefix) = try? BundleHeader.read(from: input) else { return nil }
+            if (try? BundleReader(header: h, prefix: prefix, input: input, bundleKey: KeyHierarchy.subKey(.bundle, of: key))) != nil {
+                return key
+            }
+        }
+        return nil
+    }
+
     static func notSealedError(path: String) -> CofferError {
         CofferError(
             .wrongPassphrase,

@@ -49,6 +49,10 @@ struct SignedImport: Sendable {
     let accepted: [[UInt8]: VersionVector]
     /// What this vault had seen before the import.
     let seen: VersionVector
+    /// The membership as this vault held it before the import: a signer
+    /// must already be a read-write member in it (unless it was empty), so
+    /// that no bundle makes its own signer a member.
+    let before: [[UInt8]: RosterEntry]
     let skips = ForwardedSkips()
 
     init(header: BundleHeader, path: String, db: StoreConnection, roster: [[UInt8]: RosterEntry]) throws {
@@ -56,6 +60,7 @@ struct SignedImport: Sendable {
         self.path = path
         signKey = header.publisher
         seen = try Queries.summary(db)
+        before = roster
         guard let key = header.publisher else {
             bindings = [:]
             accepted = [:]
@@ -173,6 +178,20 @@ struct SignedImport: Sendable {
                 .badData,
                 "\(path) breaks the bundle rule \(BundleRule.signerMember.rawValue) (\(BundleRule.signerMember.summary)): it is signed by member '\(member.name)', who is read-only",
                 hint: "a read-only member's writes are refused by every replica; nothing was imported")
+        }
+        // The membership after the merge holds the bundle's own changes:
+        // a removed member who adds itself back, a read-only member who
+        // makes itself read-write, or a holder of the passphrase who adds
+        // an identity of its own would all pass the check above. So the
+        // signer must have been a read-write member before this bundle too
+        // (a vault with no members yet takes the first member's bundle).
+        if !before.isEmpty, before[key]?.role != .readWrite {
+            let was = before[key].map { "read-only member '\($0.name)'" } ?? "not a member"
+            throw CofferError(
+                .badData,
+                "\(path) breaks the bundle rule \(BundleRule.signerMember.rawValue) (\(BundleRule.signerMember.summary)): it is signed by member '\(member.name)', who was \(was) of this vault before this bundle and made itself one with this bundle's own change to the membership",
+                hint:
+                    "a member is added or made read-write by another member, from their own replica; nothing was imported (docs/sharing.md, \"Signed writes\")")
         }
         return member.name
     }
