@@ -72,7 +72,7 @@ struct Import: ParsableCommand {
             // Standard input can be read once only: a bundle of a newer
             // epoch given as `-` is refused (exit 77); save it to a file.
             if file != "-", case .newer = try vault.keyEpochStatus(ofBundleAt: file) {
-                let (next, adopted) = try vault.adoptKeyEpoch(ofBundleAt: file, passphrases: KeyAdoption.passphrases(for: file))
+                let (next, adopted) = try KeyAdoption.adopt(file, into: vault)
                 vault = next
                 UnlockedVault.current = next
                 Output.note(KeyAdoption.message(adopted))

@@ -77,11 +77,13 @@ struct Sync: ParsableCommand {
             return
         }
         let vault = try options.unlock(file)
+        let adopting = try KeyAdoption.identity(of: vault)
         let report = try vault.sync(
             dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptKey,
-            adoptKey: { (epoch, path, attempt) throws(CofferError) in
-                try KeyAdoption.passphrases(for: path)(epoch, attempt)
-            }, identity: UnlockedVault.identity)
+            adoptKey: adopting.passphraseToo
+                ? { (epoch, path, attempt) throws(CofferError) in
+                    try KeyAdoption.passphrases(for: path)(epoch, attempt)
+                } : nil, identity: adopting.identity)
         if let r = report.rebinding { Output.note(r.message) }
         if let r = report.restamped { Output.note(r.message) }
         if let adopted = report.keyEpochAdopted {
@@ -180,11 +182,13 @@ extension Sync {
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
         let vault = try options.unlock(file)
+        let adopting = try KeyAdoption.identity(of: vault)
         let report = try vault.syncGit(
             dir: dir, remote: remote, note: { Output.note($0) }, adoptAboveOwnKDF: adoptKey,
-            adoptKey: { (epoch, path, attempt) throws(CofferError) in
-                try KeyAdoption.passphrases(for: path)(epoch, attempt)
-            }, identity: UnlockedVault.identity)
+            adoptKey: adopting.passphraseToo
+                ? { (epoch, path, attempt) throws(CofferError) in
+                    try KeyAdoption.passphrases(for: path)(epoch, attempt)
+                } : nil, identity: adopting.identity)
         let base = { (p: String) in (p as NSString).lastPathComponent }
         var failed: [String: CofferError] = [:]
         for round in report.rounds {
