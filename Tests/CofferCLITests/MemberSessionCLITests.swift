@@ -1,3 +1,5 @@
+import CofferCrypto
+import CofferSync
 import CofferTestSupport
 import Foundation
 import Testing
@@ -159,5 +161,115 @@ struct MemberSessionCLITests {
         #expect(Self.errorLines(r) == 1 && r.stderr.contains("coffer: hint:"), "\(r)")
         #expect(!r.stderr.contains("Passphrase"), "\(r)")
         #expect(w.home.vaultBytes(carolVault) == before)
+    }
+
+    /// `bundle` with the box sealed to `identityFile`'s identity replaced
+    /// by one that opens with it but names another vault (rule
+    /// `sealed-key-binding`): what a member could forge for another.
+    static func sealedForAnotherVault(_ bundle: String, identityFile: String, to out: String) throws {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: bundle)))
+        var (header, prefix) = try BundleHeader.read(from: ByteArrayInput(bytes))
+        let line = try String(contentsOfFile: identityFile, encoding: .utf8).split(separator: "\n").first { $0.hasPrefix("coffer-secret1") }
+        var text = Array((line.map(String.init) ?? "").utf8)
+        let key = try MemberSecretKey(text: SecretBytes(consuming: &text))
+        let mine = try #require(header.sealedKeys.firstIndex { (try? key.openSealed($0, prefixLength: KeyHierarchy.sealPrefixLength)) != nil })
+        let other = try #require(VaultID(bytes: [UInt8](repeating: 0x22, count: 16)))
+        header.sealedKeys[mine] = try key.publicKey.seal(
+            SecretBytes.random(count: 32), prefix: KeyHierarchy.sealPrefix(vault: other, epoch: header.keyEpoch))
+        let forged = header.encoded + bytes[prefix.count...]
+        #expect(forged.count == bytes.count)
+        try Data(forged).write(to: URL(fileURLWithPath: out))
+    }
+
+    @Test("a newer-epoch bundle whose box for this identity names another vault: 65 (sealed-key-binding), one line, the vault unchanged")
+    func sealedKeyForAnotherVault() throws {
+        let w = World(members: ["bob", "carol"])
+        #expect(w.member(["clone", w.sync]).status == 0)
+        Self.rotate(w)
+        let forged = w.home.path("forged.coffer-bundle")
+        try Self.sealedForAnotherVault(Self.newerBundle(w), identityFile: w.id("bob"), to: forged)
+        let folder = w.home.path("forged-sync")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: forged, toPath: folder + "/forged.coffer-bundle")
+        let before = w.home.vaultBytes(w.bVault)
+        let token = try Self.identitySession(w)
+        let runs: [(String, CLIResult)] = [
+            ("import --identity", w.member(["import", forged])),
+            ("import via session", Self.viaSession(w, ["import", forged], token: token, vault: w.bVault)),
+            ("sync --identity", w.member(["sync", folder])),
+        ]
+        for (what, r) in runs {
+            #expect(r.status == 65, "\(what): \(r)")
+            #expect(r.stderr.contains("sealed-key-binding"), "\(what): \(r)")
+            #expect(Self.errorLines(r) == 1 && r.stderr.contains("coffer: hint:"), "\(what): \(r)")
+            #expect(w.home.vaultBytes(w.bVault) == before, "\(what) changed the vault")
+        }
+        #expect(Self.viaSession(w, ["get", "k"], token: token, vault: w.bVault).out == "sk-1")
+    }
+
+    @Test(
+        "bad identity files on the adoption paths (import, sync): another vault's member, open to others, truncated — one line, the documented code, the vault unchanged"
+    )
+    func badIdentityFilesOnAdoption() throws {
+        let w = World(members: ["bob", "carol"])
+        #expect(w.member(["clone", w.sync]).status == 0)
+        Self.rotate(w)
+        let bundle = Self.newerBundle(w)
+        // A member of another vault (its own identity, added there).
+        let other = TestHome()
+        other.initVault()
+        let eve = other.run(["identity", "new", "--name", "eve", "--out", w.home.path("eve.id")])
+        #expect(eve.status == 0)
+        #expect(other.unlocked(["members", "add", "eve", eve.out]).status == 0)
+        let open = w.home.path("open.id")
+        try FileManager.default.copyItem(atPath: w.id("bob"), toPath: open)
+        chmod(open, 0o644)
+        let truncated = w.home.path("truncated.id")
+        let full = try String(contentsOfFile: w.id("bob"), encoding: .utf8)
+        FileManager.default.createFile(atPath: truncated, contents: Data(full.prefix(full.count - 20).utf8), attributes: [.posixPermissions: 0o600])
+        let before = w.home.vaultBytes(w.bVault)
+        let cases: [(String, Int32, String)] = [
+            (w.home.path("eve.id"), 77, "does not open with the identity 'eve'"),
+            (open, 77, "chmod 600"),
+            (truncated, 65, "is not a valid identity file"),
+        ]
+        for (file, code, phrase) in cases {
+            for args in [["import", bundle], ["sync", w.sync]] {
+                for viaEnv in [false, true] {
+                    let r =
+                        viaEnv
+                        ? w.home.run(args + ["--vault", w.bVault], env: ["COFFER_IDENTITY_FILE": file])
+                        : w.home.run(args + ["--vault", w.bVault, "--identity", file])
+                    #expect(r.status == code, "\(args) \(file) env=\(viaEnv): \(r)")
+                    #expect(r.stderr.contains(phrase), "\(args) \(file): \(r)")
+                    #expect(Self.errorLines(r) == 1 && r.stderr.contains("coffer: hint:"), "\(r)")
+                    #expect(!r.stderr.contains("coffer-secret1"), "\(r)")
+                    #expect(w.home.vaultBytes(w.bVault) == before, "\(args) \(file) changed the vault")
+                }
+            }
+        }
+    }
+
+    @Test("a session's identity file altered or open to others: exit 77 when the identity is needed, the vault unchanged; get still works")
+    func damagedSessionIdentity() throws {
+        let w = World(members: ["bob", "carol"])
+        #expect(w.member(["clone", w.sync]).status == 0)
+        Self.rotate(w)
+        let token = try Self.identitySession(w)
+        let sidecar = SessionTests.sessionFile(w.home, token: token).replacingOccurrences(of: ".session", with: ".identity")
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: sidecar))
+        var altered = [UInt8](pristine)
+        altered[altered.count - 5] ^= 0x01
+        let before = w.home.vaultBytes(w.bVault)
+        for (bytes, mode, phrase) in [(altered, 0o600, "its identity file was altered"), ([UInt8](pristine), 0o644, "not a private file")] {
+            try Data(bytes).write(to: URL(fileURLWithPath: sidecar))
+            chmod(sidecar, mode_t(mode))
+            let r = Self.viaSession(w, ["sync", w.sync], token: token, vault: w.bVault)
+            #expect(r.status == 77, "\(r)")
+            #expect(r.stderr.contains("session invalid (") && r.stderr.contains(phrase), "\(r)")
+            #expect(Self.errorLines(r) == 1, "\(r)")
+            #expect(w.home.vaultBytes(w.bVault) == before)
+            #expect(Self.viaSession(w, ["get", "k"], token: token, vault: w.bVault).out == "sk-1")
+        }
     }
 }
