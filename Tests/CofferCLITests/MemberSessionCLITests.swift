@@ -176,6 +176,8 @@ struct MemberSessionCLITests {
         let other = try #require(VaultID(bytes: [UInt8](repeating: 0x22, count: 16)))
         header.sealedKeys[mine] = try key.publicKey.seal(
             SecretBytes.random(count: 32), prefix: KeyHierarchy.sealPrefix(vault: other, epoch: header.keyEpoch))
+        // The header keeps its boxes in increasing byte order.
+        header.sealedKeys.sort { $0.lexicographicallyPrecedes($1) }
         let forged = header.encoded + bytes[prefix.count...]
         #expect(forged.count == bytes.count)
         try Data(forged).write(to: URL(fileURLWithPath: out))
@@ -191,8 +193,8 @@ struct MemberSessionCLITests {
         let folder = w.home.path("forged-sync")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: forged, toPath: folder + "/forged.coffer-bundle")
-        let before = w.home.vaultBytes(w.bVault)
         let token = try Self.identitySession(w)
+        let before = w.home.vaultBytes(w.bVault)
         let runs: [(String, CLIResult)] = [
             ("import --identity", w.member(["import", forged])),
             ("import via session", Self.viaSession(w, ["import", forged], token: token, vault: w.bVault)),
