@@ -90,8 +90,9 @@ struct Sync: ParsableCommand {
             Output.note(KeyAdoption.message(adopted))
         }
         if dryRun, let pending = report.keyEpochPending {
+            let how = adopting.identity != nil && !adopting.passphraseToo ? "through your identity" : "the passphrase is asked then"
             Output.out(
-                "would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)"
+                "would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (\(how))"
             )
         }
         let olderEpoch = report.skipped.filter { $0.reason == .olderKeyEpoch }

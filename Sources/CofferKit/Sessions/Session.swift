@@ -85,13 +85,13 @@ public enum Session {
     public static func unlock(
         file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool = true, now: Date = Date()
     ) throws(CofferError) -> Vault {
-        let (master, id) = try masterKeyAndID(file: file, token: token, directory: directory, refresh: refresh, now: now)
+        let (master, id, secret) = try openSession(file: file, token: token, directory: directory, refresh: refresh, now: now)
         let vault = try file.unlock(masterKey: master, listingCache: ListingCache(path: directory.path + "/" + Hex.encode(id) + ListingCache.suffix))
-        let parsed = try Token(parsing: token)
         let vaultID = file.header.vaultID
-        vault.core.session.set(SessionLink(directory: directory, id: id, secret: parsed.secret))
+        vault.core.session.set(SessionLink(directory: directory, id: id, secret: secret))
+        // Read only when a command needs the identity (never by `get`).
         vault.core.unlockedIdentity.setLoader { () throws(CofferError) -> MemberIdentity? in
-            try SessionIdentity.read(id: id, secret: parsed.secret, vaultID: vaultID, directory: directory)
+            try SessionIdentity.read(id: id, secret: secret, vaultID: vaultID, directory: directory)
         }
         return vault
     }
@@ -133,6 +133,14 @@ public enum Session {
     static func masterKeyAndID(
         file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool, now: Date
     ) throws(CofferError) -> (master: SecretBytes, id: [UInt8]) {
+        let (master, id, _) = try openSession(file: file, token: token, directory: directory, refresh: refresh, now: now)
+        return (master, id)
+    }
+
+    /// The master key, the session id and the token's secret.
+    static func openSession(
+        file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool, now: Date
+    ) throws(CofferError) -> (master: SecretBytes, id: [UInt8], secret: SecretBytes) {
         let parsed = try Token(parsing: token)
         let name = Hex.encode(parsed.id) + suffix
         guard let stored = try directory.read(name: name) else {
@@ -167,7 +175,7 @@ public enum Session {
                 remedy: .init(.unlockAgain, "unlock \(file.path)", path: file.path))
         }
         if refresh { directory.touch(name: name) }
-        return (master, parsed.id)
+        return (master, parsed.id, parsed.secret)
     }
 
     /// What a token says about `file`, without refreshing it: the session
