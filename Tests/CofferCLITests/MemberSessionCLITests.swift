@@ -68,6 +68,9 @@ struct MemberSessionCLITests {
         #expect(adopt.stderr.contains("adopted the new master key"), "\(adopt)")
         #expect(adopt.stderr.contains("this shell's session goes on under the new key"), "\(adopt)")
         #expect(!adopt.stderr.contains("Passphrase") && !adopt.stderr.contains("passphrase is needed"), "\(adopt)")
+        // What the adopting sync published is signed under the new key: alice takes it.
+        let taken = w.home.unlocked(["sync", w.sync])
+        #expect(taken.status == 0 && !taken.stderr.contains("warning"), "\(taken)")
         // The same session reads the new key's items, writes, and signs.
         #expect(Self.viaSession(w, ["get", "k2"], token: fresh, vault: w.bVault).out == "sk-2")
         #expect(Self.viaSession(w, ["add", "after"], token: fresh, vault: w.bVault, stdin: "sk-after\n").status == 0)
