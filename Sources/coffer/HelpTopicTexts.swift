@@ -1967,7 +1967,15 @@ included), and a session whose key is of an older key epoch — a file that surv
 is refused before anything is read, by the vault's key check: `session ended: the master key of
 PATH was rotated (coffer rekey, key epoch N) after it was unlocked; run eval "$(coffer unlock)"`,
 exit 77. A replica that adopts another replica's rekey (`sync`, `import`) ends its sessions the same
-way (tested by `RekeyCLITests`).
+way (tested by `RekeyCLITests`), with one exception: when the command that adopted was itself run
+through a session, that session is carried over to the new key — its file is written again with
+the same id, token, creation time, idle timeout and lifetime, holding the new master key (and its
+identity file, below, again) — so the shell that adopted keeps working, and the command says
+`this shell's session goes on under the new key`. The command proved it holds the new key (the
+passphrase of the new key, or the member identity's sealed box), so the session gains nothing it
+could not have had by unlocking again (`RekeyReport.sessionCarriedOver`; tested by
+`SessionKitTests.adoptionCarriesTheAdoptingSessionOver` and `MemberSessionCLITests`). Every other
+session of the vault ends.
 
 ## Token format
 
@@ -2021,6 +2029,35 @@ is unchanged; docs/key-hierarchy.md, "Listing cache"). It is removed with the se
 removes any whose session file is gone. `ls`, `ls PREFIX` and `find TERM` with a session and no
 options take the same fast path as `get NAME`.
 
+### Member identities
+
+A session started with a member identity (`coffer unlock --identity FILE`, or with
+`$COFFER_IDENTITY_FILE` set; docs/sharing.md, "Member replicas") also keeps that identity, so that
+the session's commands sign the bundles they publish and adopt a key rotation through the
+identity's sealed box, exactly as the identity file would — without the file being given again and
+never with the passphrase. It is kept next to the session file as `<hex I>.identity` (created with
+`O_CREAT|O_EXCL`, mode 0600, checked like the session file before use, removed with the session and
+by the sweep when its session file is gone):
+
+| offset | size | field |
+|---|---|---|
+| 0 | 8 | magic `CFSIDN01` |
+| 8 | 16 | session id |
+| 24 | 16 | vault id |
+| 40 | 2 + n | the identity's name: u16 length n, then UTF-8 |
+| 42 + n | 24 + 124 + 16 | box: nonce, XChaCha20-Poly1305 ciphertext of the secret identity text `coffer-secret1…`, tag |
+
+The box's key is `BLAKE2b-256(key = S, message = "coffer-session-identity-v1" || I)` (a key of
+its own, never the session file's) and its associated data is every byte before it. Like the
+master key, the identity is unreadable without the token, and the file alone gives nothing. The
+file is read only by a command that needs the identity (`sync`, `import`, `export`, `history`,
+`show`; never `get` or `ls`), so the hot path is unchanged. A file that is altered, of another
+session or vault, or not a private file of the user makes such a command fail with one line and
+exit 77 (`session invalid (its identity file was altered); run eval "$(coffer unlock)"`), the
+vault unchanged; `get` goes on working. A session started with the passphrase has no such file:
+on a replica that keeps its own identity (`coffer identity new`), that identity is in the vault
+and is used from there.
+
 ## Errors (exit codes)
 
 Every unusable session gives exactly one line on stderr and exit **77**:
@@ -2033,6 +2070,7 @@ Every unusable session gives exactly one line on stderr and exit **77**:
 | token or file altered, wrong token | `session invalid (the token or its file was altered); run eval "$(coffer unlock)"` |
 | not a token at all | `COFFER_SESSION does not hold a Coffer session token; run eval "$(coffer unlock)"` |
 | file not private | `session invalid (its file in DIR is not a private file of this user); …` |
+| identity file altered or not private (when the identity is needed) | `session invalid (its identity file was altered); …`, `session invalid (its identity file DIR/… is not a private file of this user); …` |
 | session of another vault | `session belongs to another vault (PATH), not PATH2; run eval "$(coffer unlock --vault PATH2)"` |
 | folder not private | `the session folder DIR is not a private folder of this user …` (+ hint) |
 
@@ -2103,7 +2141,11 @@ with `file:line`), 66 no vault, 73 cannot create the session folder or file, 75 
   `COFFER_IDENTITY_FILE`) unless `--keep-session` is given (docs/references.md).
 - `coffer unlock --identity FILE` (or with `$COFFER_IDENTITY_FILE` set) starts a session on a
   member replica with its identity file instead of the passphrase (docs/sharing.md, "Member
-  replicas"); the session is the same as one started with the passphrase.
+  replicas"); the session is the same as one started with the passphrase, and also keeps the
+  identity (sealed under the token, "Member identities" above), so it signs what it publishes and
+  adopts key rotations through the identity. A thief of the token and the session files gets the
+  identity too — for the session's life — which the same user's files (the identity file itself)
+  gave anyway; `coffer lock` ends it.
 
 ## Configuration file
 
@@ -3881,7 +3923,7 @@ What exists today, in the order it is built:
 | member identities: `coffer identity new`, `coffer identity show` | done (this page, "Identities") |
 | members: `coffer members add`, `ls`, `rm` (with a key rotation) | done (this page, "Members") |
 | the master key sealed to each member in every bundle (bundle format 5) | done (this page, "Sealed keys") |
-| `coffer clone --identity`: a member's replica opened with its identity, no passphrase; `--identity` / `COFFER_IDENTITY_FILE` to unlock it (vault format 8); key rotations adopted through the identity | done (this page, "Member replicas") |
+| `coffer clone --identity`: a member's replica opened with its identity, no passphrase; `--identity` / `COFFER_IDENTITY_FILE` to unlock it (vault format 8); key rotations adopted through the identity by `sync` and `import`, also through a shell session | done (this page, "Member replicas") |
 | CI: `coffer run --identity FILE` with the file from a CI secret | done (this page, "CI") |
 | signed bundles (format 6), replica bindings, monotonic publication counters | done (this page, "Signed writes") |
 | attributed versions in `coffer history` and `show` | done (this page, "Attribution") |
@@ -4228,26 +4270,48 @@ permission bit is refused (exit 77: `chmod 600` it), as ssh refuses such a key. 
 `COFFER_IDENTITY_FILE` from its command's environment, as it removes the session and the passphrase
 (`--keep-session` keeps them).
 
-**Key rotations.** When `coffer sync` on an identity replica (unlocked with the identity) meets a
-bundle of a newer key epoch — a member was removed and the key rotated — it adopts the new key
-through the box sealed to its identity in that bundle, re-encrypts the replica under it as an
+**Key rotations.** When `coffer sync` or `coffer import BUNDLE` meets a bundle of a newer key
+epoch — a member was removed and the key rotated — a replica with a member identity adopts the new
+key through the box sealed to its identity in that bundle, re-encrypts the replica under it as an
 adoption with the passphrase does (docs/key-hierarchy.md, "Master-key rotation"), seals the new key
-to its identity in the file, and merges. A replica whose identity finds no box in the newest epoch's
-bundle was removed: the sync stops with one line,
+to its identity in the file, and merges. The identity is, in this order:
+
+1. the identity the command was unlocked with: `--identity FILE`, `$COFFER_IDENTITY_FILE`, or the
+   one kept in the shell session that `coffer unlock --identity FILE` started (docs/sessions.md,
+   "Member identities") — the passphrase is then never asked;
+2. else the identity kept in the vault (`coffer identity new`), for a replica unlocked with its
+   passphrase or a session started with it — when it finds no box (it is no member, or was removed),
+   the passphrase of the new key is asked as before (`$COFFER_PASSPHRASE`, the terminal), since
+   whoever knows the passphrase may still adopt with it.
+
+An adoption made through a shell session carries that session over to the new key: the same
+`$COFFER_SESSION` goes on working (the command says `this shell's session goes on under the new
+key`); the vault's other sessions end, as after any rekey (docs/sessions.md). A session started with
+an identity also signs what `sync` and `export` publish through it, as the identity file does.
+
+A replica unlocked with an identity (1.) that finds no box in the newest epoch's bundle was
+removed: the sync or import stops with one line,
 
 ```
 coffer: error: you were removed from this vault: the key was rotated on 2026-11-28T17:27:04Z by replica f80e9117, and not sealed to your identity
 ```
 
 (exit 77), merges nothing, writes no bundle, and the vault file stays exactly as it was — readable
-with the identity for everything it already held.
+with the identity for everything it already held. `import` of a newer-epoch bundle given on standard
+input (`-`) is refused as before (save it to a file: it is read twice).
 
 **Errors** (each one line and a hint; the vault unchanged, `clone` leaves no file): a missing identity
 file, 66; a file that is not a valid identity file, 65; a file open to other users, 77; a vault file
 that keeps no key for the identity, 77; a bundle whose key is not sealed to the identity (`clone`:
 "this bundle's key is not sealed to your identity (you are not a member, or were removed: ask a member
 to add you)"), 77; a sealed-key row added or changed with sqlite3, 65 ("modified outside coffer";
-the key is never used).
+the key is never used). On the adoption paths (`sync`, `import` of a newer key epoch): a box sealed
+to the identity that names another vault or key epoch — a member forging a key for another — is
+refused before the key is used (rule `sealed-key-binding`, exit 65, nothing adopted or merged); an
+identity file of another vault's member does not unlock the replica (77, "does not open with the
+identity"); a file open to other users, 77; a truncated or damaged file, 65; a session whose kept
+identity was altered or made readable by others, 77 (`session invalid (…)`: unlock again). Each is
+one line and a hint, and the vault file stays byte for byte as it was (`MemberSessionCLITests`).
 
 ### CI
 
@@ -4371,11 +4435,6 @@ a wrong passphrase; the codes of `coffer rekey`. Each leaves the vault unchanged
 the `--out` file exists or cannot be created; without `--out`, the vault's usual codes (66 no vault,
 77 wrong passphrase). `coffer identity show`: 66 when the vault holds no identity or the
 `--identity` file does not exist; 65 for a file that is not a valid identity file.
-
-## What remains, and the design chosen for it
-
-- A replica unlocked through a session that meets a key rotation asks for the passphrase rather than
-  using its identity; `import` of a newer-epoch bundle has no identity path (only `sync` has).
 """#####),
         HelpTopic(
             name: "exit-codes", file: "docs/exit-codes.md", title: #####"Exit codes"#####,

@@ -23,8 +23,11 @@ struct Import: ParsableCommand {
 
             Each bundle is merged in one transaction: either all of it is applied or, on any error \
             (truncated, corrupted, modified, foreign or newer bundle), none of it. Concurrent edits \
-            of one field are all kept as a conflict. Bundles are applied in the order given; \
-            exit codes: 65 bad bundle, 66 missing file, 77 wrong passphrase.
+            of one field are all kept as a conflict. Bundles are applied in the order given. \
+            A bundle written after a key rotation is adopted first, as `sync` does: through the \
+            member identity (--identity, $COFFER_IDENTITY_FILE, an identity session, or the \
+            vault's own), else with the passphrase (docs/sharing.md, "Key rotations"); \
+            exit codes: 65 bad bundle, 66 missing file, 77 wrong passphrase or removed member.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -72,7 +75,7 @@ struct Import: ParsableCommand {
             // Standard input can be read once only: a bundle of a newer
             // epoch given as `-` is refused (exit 77); save it to a file.
             if file != "-", case .newer = try vault.keyEpochStatus(ofBundleAt: file) {
-                let (next, adopted) = try vault.adoptKeyEpoch(ofBundleAt: file, passphrases: KeyAdoption.passphrases(for: file))
+                let (next, adopted) = try KeyAdoption.adopt(file, into: vault)
                 vault = next
                 UnlockedVault.current = next
                 Output.note(KeyAdoption.message(adopted))

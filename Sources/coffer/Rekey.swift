@@ -71,6 +71,37 @@ enum KeyAdoption {
         }
     }
 
+    /// The member identity that adopts a newer key through its sealed box,
+    /// and whether the passphrase may be asked when it finds none
+    /// (docs/sharing.md, "Key rotations"): the identity that unlocked the
+    /// vault (`--identity`, `$COFFER_IDENTITY_FILE`, or the one kept in the
+    /// shell session `coffer unlock --identity` opened) and never the
+    /// passphrase — without a box it was removed; else the identity kept
+    /// in the vault (`coffer identity new`), then the passphrase.
+    static func identity(of vault: Vault) throws(CofferError) -> (identity: MemberIdentity?, passphraseToo: Bool) {
+        if let unlocked = UnlockedVault.identity { return (unlocked, false) }
+        if let session = try vault.unlockingIdentity() { return (session, false) }
+        return (try vault.memberIdentity(), true)
+    }
+
+    /// Adopts the newer key of the bundle `file` (`coffer import`), as
+    /// `sync` does: through the member identity of
+    /// ``identity(of:)`` when there is one, else (or, for a vault unlocked
+    /// with its passphrase, when the identity finds no box) with the
+    /// passphrase. A replica unlocked with an identity that finds no box
+    /// was removed: exit 77, the vault unchanged.
+    static func adopt(_ file: String, into vault: Vault) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        let adopting = try identity(of: vault)
+        if let member = adopting.identity {
+            do { return try vault.adoptKeyEpoch(ofBundleAt: file, identity: member) } catch
+                where adopting.passphraseToo && error.remedy?.action == .askToBeAdded
+            {
+                // Not sealed to the vault's own identity: the passphrase may still open it.
+            }
+        }
+        return try vault.adoptKeyEpoch(ofBundleAt: file, passphrases: passphrases(for: file))
+    }
+
     /// The line said after adopting.
     static func message(_ report: RekeyReport) -> String {
         let sessions = report.sessionsEnded
@@ -78,5 +109,6 @@ enum KeyAdoption {
         let when = Date(timeIntervalSince1970: Double(report.epoch.rekeyedAt) / 1000).ISO8601Format()
         return
             "adopted the new master key made on \(who) at \(when) (key epoch \(report.previous.number) → \(report.epoch.number)): \(report.items) item\(report.items == 1 ? "" : "s") re-encrypted, \(sessions) session\(sessions == 1 ? "" : "s") ended"
+            + (report.sessionCarriedOver ? "; this shell's session goes on under the new key" : "")
     }
 }

@@ -77,19 +77,22 @@ struct Sync: ParsableCommand {
             return
         }
         let vault = try options.unlock(file)
+        let adopting = try KeyAdoption.identity(of: vault)
         let report = try vault.sync(
             dir: dir, dryRun: dryRun, adoptAboveOwnKDF: adoptKey,
-            adoptKey: { (epoch, path, attempt) throws(CofferError) in
-                try KeyAdoption.passphrases(for: path)(epoch, attempt)
-            }, identity: UnlockedVault.identity)
+            adoptKey: adopting.passphraseToo
+                ? { (epoch, path, attempt) throws(CofferError) in
+                    try KeyAdoption.passphrases(for: path)(epoch, attempt)
+                } : nil, identity: adopting.identity)
         if let r = report.rebinding { Output.note(r.message) }
         if let r = report.restamped { Output.note(r.message) }
         if let adopted = report.keyEpochAdopted {
             Output.note(KeyAdoption.message(adopted))
         }
         if dryRun, let pending = report.keyEpochPending {
+            let how = adopting.identity != nil && !adopting.passphraseToo ? "through your identity" : "the passphrase is asked then"
             Output.out(
-                "would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (the passphrase is asked then)"
+                "would adopt the new master key made on \(pending.rekeyedBy.map { String($0.hex.prefix(8)) } ?? "another replica") (key epoch \(pending.number)); its bundles cannot be previewed before (\(how))"
             )
         }
         for s in report.skipped where s.reason == .olderKeyEpoch { Output.note(Self.olderKeyNote(s.path)) }
@@ -182,11 +185,13 @@ extension Sync {
     /// sync, then what git did.
     func runGit(_ file: VaultFile) throws {
         let vault = try options.unlock(file)
+        let adopting = try KeyAdoption.identity(of: vault)
         let report = try vault.syncGit(
             dir: dir, remote: remote, note: { Output.note($0) }, adoptAboveOwnKDF: adoptKey,
-            adoptKey: { (epoch, path, attempt) throws(CofferError) in
-                try KeyAdoption.passphrases(for: path)(epoch, attempt)
-            }, identity: UnlockedVault.identity)
+            adoptKey: adopting.passphraseToo
+                ? { (epoch, path, attempt) throws(CofferError) in
+                    try KeyAdoption.passphrases(for: path)(epoch, attempt)
+                } : nil, identity: adopting.identity)
         let base = { (p: String) in (p as NSString).lastPathComponent }
         var failed: [String: CofferError] = [:]
         for round in report.rounds {

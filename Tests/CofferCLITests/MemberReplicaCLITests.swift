@@ -93,6 +93,12 @@ struct MemberReplicaCLITests {
         let cs = w.member(["sync", w.sync], "carol", vault: carolVault)
         #expect(cs.status == 0, "\(cs)")
         #expect(cs.stderr.contains("adopted the new master key"), "\(cs)")
+        // Carol's bundle written right after adopting is signed: A takes it.
+        #expect(w.member(["add", "from-carol"], "carol", vault: carolVault, stdin: "sk-c\n").status == 0)
+        #expect(w.member(["sync", w.sync], "carol", vault: carolVault).status == 0)
+        let taken = w.home.unlocked(["sync", w.sync])
+        #expect(taken.status == 0 && !taken.stderr.contains("warning"), "\(taken)")
+        #expect(w.home.unlocked(["get", "from-carol"]).out == "sk-c")
         #expect(w.member(["get", "k2"], "carol", vault: carolVault).out == "sk-2")
         #expect(w.member(["verify"], "carol", vault: carolVault).status == 0)
         // Bob: one line, exit 77, nothing merged, the file unchanged and still readable.

@@ -59,6 +59,36 @@ struct SessionKitTests {
         _ = try Session.unlock(file: try VaultFile.open(path: box.root + "/other.coffer"), token: kept.token, directory: box.directory)
     }
 
+    /// Adopting another replica's rekey through a session (issue 29): the
+    /// library ends the vault's other sessions, as a rekey does, and carries
+    /// the adopting session over to the new key — same token, same
+    /// lifetime — so the shell that adopted keeps working.
+    @Test func adoptionCarriesTheAdoptingSessionOver() throws {
+        let box = Sandbox()
+        let pw = SecretBytes(copying: Array("pw".utf8))
+        var a = try VaultFile.create(path: box.root + "/a.coffer", passphrase: pw, kdf: FastKDF.parameters)
+        _ = try a.add(ItemDraft(name: "k", type: .apiKey, fields: [Field(name: "key", value: "v0", isSecret: true)]))
+        try a.exportBundle(to: box.root + "/full.cb")
+        _ = try Vault.clone(bundleAt: box.root + "/full.cb", to: box.vaultPath, passphrase: pw)
+        (a, _) = try a.file.rekey(a, passphrase: pw, sessionDirectories: [])
+        try a.exportBundle(to: box.root + "/rekeyed.cb")
+        let b = try VaultFile.open(path: box.vaultPath).unlock(passphrase: pw)
+        let mine = try Session.start(vault: b, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        let other = try Session.start(vault: b, idleTimeout: 60, maxLifetime: 3600, directory: box.directory)
+        let before = try #require(box.directory.sessions().first { mine.token.contains($0.id) })
+        let viaSession = try Session.unlock(file: try VaultFile.open(path: box.vaultPath), token: mine.token, directory: box.directory)
+        let (adopted, report) = try viaSession.adoptKeyEpoch(ofBundleAt: box.root + "/rekeyed.cb", passphrase: pw, sessionDirectories: [box.directory])
+        #expect(report.sessionCarriedOver && report.sessionsEnded == 1)
+        #expect(throws: CofferError.self) {
+            _ = try Session.unlock(file: try VaultFile.open(path: box.vaultPath), token: other.token, directory: box.directory)
+        }
+        let again = try Session.unlock(file: try VaultFile.open(path: box.vaultPath), token: mine.token, directory: box.directory)
+        #expect(again.keyEpoch == a.keyEpoch && adopted.keyEpoch == a.keyEpoch)
+        #expect(try again.item(named: "k").field("key")?.value == "v0")
+        let after = try #require(box.directory.sessions().first { mine.token.contains($0.id) })
+        #expect(after.createdAt == before.createdAt && after.lifetimeEndsAt == before.lifetimeEndsAt && after.idleTimeout == before.idleTimeout)
+    }
+
     @Test func startUnlockEnd() throws {
         let box = Sandbox()
         let vault = try VaultFile.create(path: box.vaultPath, passphrase: SecretBytes(copying: Array("pw".utf8)), kdf: FastKDF.parameters)

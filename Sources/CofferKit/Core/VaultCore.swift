@@ -44,6 +44,8 @@ package final class VaultCore: Sendable {
     /// The member identity this vault was unlocked with (`--identity`),
     /// which signs its bundles when the vault keeps no identity of its own.
     let unlockedIdentity = IdentityBox()
+    /// The shell session this vault was unlocked through, if any.
+    let session = SessionLinkBox()
 
     /// `rebuildIntegrity`: a vault without integrity data gets it built
     /// (``ensureIntegrity(rebuild:)``); only a passphrase unlock whose key
@@ -342,11 +344,51 @@ final class ListingWriteLog: @unchecked Sendable {
     }
 }
 
-/// A member identity set once after unlock (``VaultCore/unlockedIdentity``).
+/// A member identity set once after unlock (``VaultCore/unlockedIdentity``):
+/// the identity itself (`--identity FILE`), or, for a shell session, the
+/// way to read the session's identity file when a command first needs it
+/// (`get` never does).
 final class IdentityBox: @unchecked Sendable {
     private let lock = NSLock()
     private var identity: MemberIdentity?
+    private var loader: (() throws(CofferError) -> MemberIdentity?)?
 
     func set(_ i: MemberIdentity) { lock.withLock { identity = i } }
-    var value: MemberIdentity? { lock.withLock { identity } }
+    func setLoader(_ l: @escaping () throws(CofferError) -> MemberIdentity?) { lock.withLock { loader = l } }
+
+    /// The identity, read through the loader the first time.
+    func load() throws(CofferError) -> MemberIdentity? {
+        let (held, pending) = lock.withLock { (identity, loader) }
+        if let held { return held }
+        guard let pending else { return nil }
+        let loaded = try pending()
+        lock.withLock {
+            identity = loaded
+            loader = nil
+        }
+        return loaded
+    }
+
+    /// The same identity (or loader) given to another vault of the file
+    /// (the vault a key adoption returns).
+    func copy(to other: IdentityBox) {
+        let (held, pending) = lock.withLock { (identity, loader) }
+        if let held { other.set(held) } else if let pending { other.setLoader(pending) }
+    }
+}
+
+/// The shell session a vault was unlocked through, kept so that a key
+/// adoption carries this session over to the new key (docs/sessions.md).
+struct SessionLink: Sendable {
+    let directory: SessionDirectory
+    let id: [UInt8]
+    let secret: SecretBytes
+}
+
+/// ``SessionLink`` set once after a session unlock.
+final class SessionLinkBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var link: SessionLink?
+    func set(_ l: SessionLink) { lock.withLock { link = l } }
+    var value: SessionLink? { lock.withLock { link } }
 }

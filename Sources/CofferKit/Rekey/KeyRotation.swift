@@ -27,6 +27,10 @@ public struct RekeyReport: Sendable, Equatable {
     /// the vault, kept by the library, so an app that rekeys through
     /// CofferKit leaves none behind either.
     public var sessionsEnded = 0
+    /// Whether the shell session this vault was unlocked through was
+    /// carried over to the new key (an adoption through a session: the
+    /// session keeps working; not counted in ``sessionsEnded``).
+    public var sessionCarriedOver = false
 }
 
 extension KeyRotation {
@@ -34,6 +38,36 @@ extension KeyRotation {
     /// rekey or the adoption of another replica's: they hold the old key).
     static func endSessions(of vaultID: VaultID, in directories: [SessionDirectory]) -> Int {
         directories.reduce(0) { $0 + Session.endAll(vaultID: vaultID, directory: $1) }
+    }
+
+    /// After adopting another replica's key (`master`, committed): ends
+    /// every session of the vault, as a rekey does, except that the
+    /// session this vault was unlocked through is carried over to the new
+    /// key (the command that adopted proved it holds the new key; the
+    /// shell's session keeps working, same token and lifetime). Returns
+    /// the vault under the new key, holding the same identity.
+    func afterAdoption(master: SecretBytes, identity: MemberIdentity?, sessionDirectories: [SessionDirectory], report: inout RekeyReport)
+        throws(CofferError) -> Vault
+    {
+        let link = core.session.value
+        let header = link.flatMap { Session.header(of: $0) }
+        // The session's own identity, read before its files are wiped.
+        let sessionIdentity = link == nil ? nil : try? core.unlockedIdentity.load()
+        report.sessionsEnded = KeyRotation.endSessions(of: vaultID, in: sessionDirectories)
+        let next = try VaultFile.open(path: path).unlock(masterKey: master)
+        if let held = sessionIdentity ?? identity {
+            next.core.unlockedIdentity.set(held)
+        } else {
+            core.unlockedIdentity.copy(to: next.core.unlockedIdentity)
+        }
+        if let link, let header, sessionDirectories.contains(link.directory),
+            Session.carryOver(link, header: header, identity: sessionIdentity, to: next)
+        {
+            next.core.session.set(link)
+            report.sessionCarriedOver = true
+            report.sessionsEnded = max(0, report.sessionsEnded - 1)
+        }
+        return next
     }
 }
 
@@ -220,8 +254,8 @@ extension KeyRotation {
         var report = try translate(
             to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: wrappedKey,
             wrapping: { _ in header.wrapping }, expecting: expected)
-        report.sessionsEnded = KeyRotation.endSessions(of: vaultID, in: sessionDirectories)
-        return (try VaultFile.open(path: self.path).unlock(masterKey: master), report)
+        let next = try afterAdoption(master: master, identity: nil, sessionDirectories: sessionDirectories, report: &report)
+        return (next, report)
     }
 
     /// Adopts the newer master key of the bundle at `path` through the box
@@ -248,13 +282,19 @@ extension KeyRotation {
         var report = try translate(
             to: master, epoch: header.keyEpoch, kdf: header.kdf, salt: header.salt, wrappedKey: header.wrappedMasterKey,
             wrapping: { _ in header.wrapping }, expecting: keyEpoch)
-        report.sessionsEnded = KeyRotation.endSessions(of: vaultID, in: sessionDirectories)
-        let next = try VaultFile.open(path: self.path).unlock(masterKey: master)
-        // The re-opened vault still publishes as this member: without the
-        // identity its first bundle under the new key would be unsigned,
-        // which every member refuses (docs/sharing.md, "Signed writes").
-        next.core.unlockedIdentity.set(member)
+        let next = try afterAdoption(master: master, identity: member, sessionDirectories: sessionDirectories, report: &report)
         return (next, report)
+    }
+
+    /// ``adoptKeyEpoch(ofBundleAt:identity:sessionDirectories:)``, or nil
+    /// when the bundle seals nothing to `member` and `orPassphrase` lets
+    /// the caller try the passphrase instead (the vault is unchanged).
+    package func adoptKeyEpoch(ofBundleAt path: String, identity member: MemberIdentity, orPassphrase: Bool) throws(CofferError) -> (
+        vault: Vault, report: RekeyReport
+    )? {
+        do { return try adoptKeyEpoch(ofBundleAt: path, identity: member) } catch  where orPassphrase && error.remedy?.action == .askToBeAdded {
+            return nil
+        }
     }
 
     /// The refusal of a newer key epoch that seals nothing to this

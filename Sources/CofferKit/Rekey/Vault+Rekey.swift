@@ -41,6 +41,31 @@ extension Vault {
         try keyRotation.adoptKeyEpoch(ofBundleAt: path, passphrase: passphrase, allowExpensiveKDF: allowExpensiveKDF, sessionDirectories: sessionDirectories)
     }
 
+    /// Adopts the newer master key of the bundle at `path` through the box
+    /// sealed to the member identity `identity` (docs/sharing.md, "Member
+    /// replicas"): no passphrase and no Argon2id. Refused with exit 77 when
+    /// the bundle seals nothing to it (the member was removed: nothing is
+    /// changed), with exit 65 when its box names another vault or key
+    /// epoch (rule `sealed-key-binding`) or the bundle does not
+    /// authenticate under the key it gives. Otherwise as the passphrase
+    /// adoption; every session of the vault is ended except the one this
+    /// vault was unlocked through, which is carried over to the new key
+    /// (``RekeyReport/sessionCarriedOver``).
+    public func adoptKeyEpoch(
+        ofBundleAt path: String, identity: MemberIdentity, sessionDirectories: [SessionDirectory] = SessionDirectory.allCandidates()
+    ) throws(CofferError) -> (vault: Vault, report: RekeyReport) {
+        try keyRotation.adoptKeyEpoch(ofBundleAt: path, identity: identity, sessionDirectories: sessionDirectories)
+    }
+
+    /// The member identity this vault was unlocked with: an identity file
+    /// (``VaultFile/unlock(identity:)``), or the identity kept in the shell
+    /// session it was unlocked through (`coffer unlock --identity`); nil
+    /// when it was unlocked with the passphrase or a session opened with
+    /// it. Reading a session's identity can fail (exit 77, unlock again).
+    public func unlockingIdentity() throws(CofferError) -> MemberIdentity? {
+        try core.unlockedIdentity.load()
+    }
+
     /// ``adoptKeyEpoch(ofBundleAt:passphrase:allowExpensiveKDF:)`` with
     /// passphrases from `passphrases`, asked with the bundle's epoch and
     /// the attempt number (0, 1, …) until one opens the new key or it

@@ -380,12 +380,14 @@ extension Replication {
             candidates.removeAll { $0.header.keyEpoch > epoch }
         }
         if let newest = candidates.filter({ $0.header.keyEpoch > epoch }).max(by: { $0.header.keyEpoch < $1.header.keyEpoch }) {
-            if !dryRun, let member {
-                // A replica unlocked with a member identity adopts the new
-                // key through the box sealed to it (docs/sharing.md,
-                // "Member replicas"); no box: it was removed, and nothing
-                // is merged.
-                let (next, adopted) = try keyRotation.adoptKeyEpoch(ofBundleAt: newest.path, identity: member)
+            // A replica with a member identity adopts the new key through
+            // the box sealed to it (docs/sharing.md, "Member replicas"); no
+            // box: it was removed, and nothing is merged — unless
+            // `adoptKey` may still ask for the passphrase (a replica
+            // unlocked with it).
+            if !dryRun, let member,
+                let (next, adopted) = try keyRotation.adoptKeyEpoch(ofBundleAt: newest.path, identity: member, orPassphrase: adoptKey != nil)
+            {
                 var result = try next.replication.sync(dir: dir, dryRun: false, adoptAboveOwnKDF: adoptAboveOwnKDF, adoptKey: adoptKey, identity: member)
                 result.keyEpochAdopted = adopted
                 if result.restamped == nil { result.restamped = report.restamped }

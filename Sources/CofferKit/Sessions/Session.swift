@@ -66,6 +66,15 @@ public enum Session {
         let key = sessionKey(secret: secret, id: id)
         let box = AEAD.sealSecret(vault.masterKey, key: key, associatedData: ad)
         try directory.writeNew(name: Hex.encode(id) + suffix, bytes: ad + box)
+        // A vault unlocked with a member identity keeps it in the session
+        // (sealed under the token), so the session signs and adopts key
+        // rotations as the identity file would (docs/sessions.md).
+        if let identity = try vault.core.unlockedIdentity.load() {
+            do { try SessionIdentity.write(identity, id: id, secret: secret, vaultID: vault.vaultID, directory: directory) } catch {
+                directory.remove(name: Hex.encode(id) + suffix)
+                throw error
+            }
+        }
         let token = tokenPrefix + Hex.encode(id) + "." + Base64URL.encode(secret.revealedBytes())
         return Started(token: token, info: header.info(lastUsed: nowMs))
     }
@@ -76,8 +85,41 @@ public enum Session {
     public static func unlock(
         file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool = true, now: Date = Date()
     ) throws(CofferError) -> Vault {
-        let (master, id) = try masterKeyAndID(file: file, token: token, directory: directory, refresh: refresh, now: now)
-        return try file.unlock(masterKey: master, listingCache: ListingCache(path: directory.path + "/" + Hex.encode(id) + ListingCache.suffix))
+        let (master, id, secret) = try openSession(file: file, token: token, directory: directory, refresh: refresh, now: now)
+        let vault = try file.unlock(masterKey: master, listingCache: ListingCache(path: directory.path + "/" + Hex.encode(id) + ListingCache.suffix))
+        let vaultID = file.header.vaultID
+        vault.core.session.set(SessionLink(directory: directory, id: id, secret: secret))
+        // Read only when a command needs the identity (never by `get`).
+        vault.core.unlockedIdentity.setLoader { () throws(CofferError) -> MemberIdentity? in
+            try SessionIdentity.read(id: id, secret: secret, vaultID: vaultID, directory: directory)
+        }
+        return vault
+    }
+
+    /// After a key adoption through the session `link` (by ``KeyRotation``,
+    /// which ended every session of the vault): the same session again —
+    /// same id, token, times and identity — holding `vault`'s new master
+    /// key, so the shell's session keeps working. Returns false when it
+    /// could not be written (the session then stays ended).
+    static func carryOver(_ link: SessionLink, header: SessionHeader, identity: MemberIdentity?, to vault: Vault) -> Bool {
+        let name = Hex.encode(link.id) + suffix
+        let ad = header.encoded
+        let box = AEAD.sealSecret(vault.masterKey, key: sessionKey(secret: link.secret, id: link.id), associatedData: ad)
+        do {
+            try link.directory.writeNew(name: name, bytes: ad + box)
+            if let identity { try SessionIdentity.write(identity, id: link.id, secret: link.secret, vaultID: vault.vaultID, directory: link.directory) }
+        } catch {
+            link.directory.remove(name: name)
+            return false
+        }
+        return true
+    }
+
+    /// The header of the session `link`, nil when it is gone or damaged.
+    static func header(of link: SessionLink) -> SessionHeader? {
+        guard let stored = try? link.directory.read(name: Hex.encode(link.id) + suffix) else { return nil }
+        var r = ByteReader(stored.bytes)
+        return try? SessionHeader(reading: &r)
     }
 
     /// The session's vault master key after every check.
@@ -91,6 +133,14 @@ public enum Session {
     static func masterKeyAndID(
         file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool, now: Date
     ) throws(CofferError) -> (master: SecretBytes, id: [UInt8]) {
+        let (master, id, _) = try openSession(file: file, token: token, directory: directory, refresh: refresh, now: now)
+        return (master, id)
+    }
+
+    /// The master key, the session id and the token's secret.
+    static func openSession(
+        file: VaultFile, token: String, directory: SessionDirectory, refresh: Bool, now: Date
+    ) throws(CofferError) -> (master: SecretBytes, id: [UInt8], secret: SecretBytes) {
         let parsed = try Token(parsing: token)
         let name = Hex.encode(parsed.id) + suffix
         guard let stored = try directory.read(name: name) else {
@@ -125,7 +175,7 @@ public enum Session {
                 remedy: .init(.unlockAgain, "unlock \(file.path)", path: file.path))
         }
         if refresh { directory.touch(name: name) }
-        return (master, parsed.id)
+        return (master, parsed.id, parsed.secret)
     }
 
     /// What a token says about `file`, without refreshing it: the session
@@ -392,7 +442,7 @@ public struct SessionDirectory: Sendable, Equatable {
         // (sealed under keys of the vault, but no use to anyone once the
         // session is over).
         if name.hasSuffix(Session.suffix) {
-            for suffix in [ListingCache.suffix, ListingCache.deltaSuffix, IntegrityStamp.suffix] {
+            for suffix in [ListingCache.suffix, ListingCache.deltaSuffix, IntegrityStamp.suffix, SessionIdentity.suffix] {
                 PrivateFile.removeIfPresent(path: path + "/" + name.dropLast(Session.suffix.count) + suffix)
             }
         }
@@ -425,8 +475,8 @@ public struct SessionDirectory: Sendable, Equatable {
     public func sweep(now: Date = Date()) {
         guard (try? checkFolder()) != nil, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         let nowMs = Session.millis(now)
-        // Listing caches and integrity stamps whose session file is gone.
-        for suffix in [ListingCache.suffix, ListingCache.deltaSuffix, IntegrityStamp.suffix] {
+        // Listing caches, integrity stamps and identities whose session file is gone.
+        for suffix in [ListingCache.suffix, ListingCache.deltaSuffix, IntegrityStamp.suffix, SessionIdentity.suffix] {
             for name in names where name.hasSuffix(suffix) {
                 let session = String(name.dropLast(suffix.count)) + Session.suffix
                 if !names.contains(session) { PrivateFile.removeIfPresent(path: path + "/" + name) }

@@ -99,7 +99,7 @@ extension Sharing {
         let item: Item
         do { item = try items.item(named: Sharing.identityItemName) } catch  where error.kind == .itemNotFound {
             // A member replica opened with its identity file keeps none.
-            return core.unlockedIdentity.value
+            return try core.unlockedIdentity.load()
         }
         guard let secret = item.field(Sharing.secretField)?.value else {
             throw CofferError(.badData, "the vault's identity item \(Sharing.identityItemName) has no secret key field")
