@@ -88,7 +88,7 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
         case .sealedKeyBinding: "a sealed key must name the bundle's vault and key epoch"
         case .signature: "a signed bundle's signature must verify under its publisher's key"
         case .signerMember: "a bundle must be signed by a read-write member of the vault"
-        case .publicationCounter: "a member's bundles must carry increasing publication counters"
+        case .publicationCounter: "a member's files must not go back to lower publication counters"
         case .replicaBinding: "a replica id belongs to the first member who signed a bundle for it"
         case .unsignedInSharedVault: "a shared vault accepts only bundles signed by a member"
         }

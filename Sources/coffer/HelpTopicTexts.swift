@@ -4122,7 +4122,7 @@ rule, and leaves the vault exactly as it was):
 |---|---|
 | `signature` | a signature that does not verify: the file was changed after its member wrote it |
 | `signer-member` | a bundle whose signer is not a `read-write` member in the membership as the receiver holds it **after** merging the bundle's own records — a key never added, a member removed (as soon as the receiver knows of the removal), or a read-only member — **and** one whose signer was not a `read-write` member **before** it, when the receiver had members: no bundle makes its own signer a member (a removed member who adds themselves back, a read-only member who makes themselves read-write, a passphrase holder who adds an identity of their own). A vault with no members yet takes the first bundle of a member that adds itself |
-| `publication-counter` | a counter not above the last one the receiver accepted from that member: the sync folder or the git remote served an **older file of that member** (a `git reset` of the remote, a restored folder, a replayed file) — the message says so |
+| `publication-counter` | a counter below the last one the receiver accepted from that member (the same counter is the same file merged again: a no-op): the sync folder or the git remote served an **older file of that member** (a `git reset` of the remote, a restored folder, a replayed file) — the message says so |
 | `replica-binding` | a bundle whose replica id is bound to another member: a replica id belongs to the member who signed the first bundle of it that the receiver accepted |
 | `unsigned-in-shared-vault` | an unsigned bundle (format 5 or older) in a vault that has members: nobody vouches for its writes. A vault with no members yet takes it, as before sharing |
 
@@ -4143,7 +4143,7 @@ pull) compares the publication counters first, in this order:
    replicas: its record also counts this replica's own publications).
 2. A key whose highest counter is at or above the last one this vault accepted from it needs nothing
    more: its files are merged or skipped as before. Skipping a file that brings nothing changes
-   nothing; merging one verifies its signature and refuses a counter not above the accepted one.
+   nothing; merging one verifies its signature and refuses a counter below the accepted one.
    A header counter forged higher (the header is not authenticated yet) hides no more than
    withholding the file does, which a folder or host can always do (the table below).
 3. A key whose highest counter is **below** the accepted one: that one file's Ed25519 signature is

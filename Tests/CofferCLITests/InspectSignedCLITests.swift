@@ -50,7 +50,7 @@ struct InspectSignedCLITests {
         // The counters are the ones an import compares.
         #expect(home.unlocked(["import", "b2.cb"]).status == 0)
         let old = home.unlocked(["import", "b1.cb"])
-        #expect(old.status == 65 && old.stderr.contains("its publication counter \(c1) is not above \(c2)"), "\(old)")
+        #expect(old.status == 65 && old.stderr.contains("its publication counter \(c1) is below \(c2)"), "\(old)")
 
         // An unsigned bundle (a vault without members) shows neither.
         let solo = TestHome()

@@ -52,6 +52,11 @@ struct SignedWritesCLITests {
         let ok = home.unlocked(["import", "b2.cb"])
         #expect(ok.status == 0, "\(ok)")
         #expect(home.unlocked(["get", "svc/b2"]).stdout == "two\n")
+        // The same file again is no older file: a no-op, as before sharing
+        // (a folder's file that is merged again, a bundle imported twice).
+        let again = home.unlocked(["import", "b2.cb"])
+        #expect(again.status == 0, "\(again)")
+        #expect(again.stderr.contains("0 added, 0 changed"), "\(again)")
         // Attribution: bob's replica is bound to bob.
         let history = home.unlocked(["history", "svc/b2"])
         #expect(history.stdout.contains("key = (secret)  (by bob)"), "\(history)")

@@ -165,8 +165,8 @@ struct BundleKitTests {
 
     /// signed.cb (format 6) imports into a vault without members: alice
     /// signed it and is a read-write member once its membership is merged;
-    /// the same file again is an older publication (rule
-    /// publication-counter), and an unsigned bundle is then refused (rule
+    /// the same file again (its counter equal to the one accepted) changes
+    /// nothing, and an unsigned bundle is then refused (rule
     /// unsigned-in-shared-vault), and a bundle of replica dd signed by
     /// anyone but alice breaks replica-binding. Each refusal leaves the
     /// vault unchanged.
@@ -183,7 +183,10 @@ struct BundleKitTests {
         #expect(try v.membership().members.map(\.name) == ["alice", "bob"])
         #expect(try v.verify().isSound)
         let before = try BundleSandbox.dump(v)
-        for (file, rule) in [("signed.cb", "publication-counter"), ("delta.cb", "unsigned-in-shared-vault"), ("signed-by-read-only.cb", "replica-binding")] {
+        let again = try v.importBundle(at: signed)
+        #expect(again.added == 0 && again.changed == 0, "\(again)")
+        #expect(try BundleSandbox.dump(v) == before)
+        for (file, rule) in [("delta.cb", "unsigned-in-shared-vault"), ("signed-by-read-only.cb", "replica-binding")] {
             do {
                 _ = try v.importBundle(at: BundleKit.dir.appendingPathComponent(file).path)
                 Issue.record("\(file) was accepted")

@@ -18,7 +18,7 @@ import Glibc
 ///    keeps, per member key, the file with the highest counter;
 /// 2. a key whose highest counter is at or above the accepted one needs
 ///    nothing more: its files are skipped or merged as before (a merge
-///    verifies the signature and refuses a counter not above the accepted
+///    verifies the signature and refuses a counter below the accepted
 ///    one; skipping a file that brings nothing changes nothing, and a
 ///    forged higher counter hides no more than withholding the file does);
 /// 3. a key whose highest counter is below: that file's Ed25519 signature

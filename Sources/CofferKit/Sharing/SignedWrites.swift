@@ -83,7 +83,11 @@ struct SignedImport: Sendable {
         self.accepted = accepted
         bindings = try Queries.replicaBindings(db)
         let name = roster[key]?.name
-        if let last = publishers.first(where: { $0.signKey == key }), header.publication <= last.counter {
+        // Below the last accepted counter: an older file of that member.
+        // Equal: the file last accepted (or one signed with the same
+        // counter by that member), merged again: a no-op, as a bundle
+        // imported twice always was.
+        if let last = publishers.first(where: { $0.signKey == key }), header.publication < last.counter {
             throw Self.olderPublication(path: path, counter: header.publication, last: last.counter, who: Self.who(name, key))
         }
         if let bound = bindings[header.replicaID], bound != key {
@@ -102,7 +106,7 @@ struct SignedImport: Sendable {
     static func olderPublication(path: String, counter: UInt64, last: UInt64, who: String) -> CofferError {
         CofferError(
             .badData,
-            "\(path) breaks the bundle rule \(BundleRule.publicationCounter.rawValue) (\(BundleRule.publicationCounter.summary)): its publication counter \(counter) is not above \(last), the last this vault accepted from \(who): the folder or the remote served an older file of that member (rolled back or replayed)",
+            "\(path) breaks the bundle rule \(BundleRule.publicationCounter.rawValue) (\(BundleRule.publicationCounter.summary)): its publication counter \(counter) is below \(last), the last this vault accepted from \(who): the folder or the remote served an older file of that member (rolled back or replayed)",
             remedy: .init(
                 .restoreNewerFiles,
                 "nothing of it was imported; put that member's newer files back (a git remote reset to an older commit: push the newer commit again), or have that member sync again (docs/sharing.md, \"Signed writes\")",
