@@ -1604,9 +1604,13 @@ new passphrase adopted by another replica).
    - a bundle whose summary is covered by the vault's summary has nothing new and is skipped without
      being read — this is what makes repeated syncs cheap (so a damaged bundle that claims nothing
      new is not noticed; it could not have brought anything anyway);
-   - every other bundle is merged (one transaction each), in name order: each replica's snapshot,
-     then its segments. A bundle that fails (truncated, modified, undecryptable) is reported and
-     rolled back; the others still merge. A segment computed against changes this vault has not
+   - every other bundle is merged (one transaction each): snapshots first, the one that has seen
+     the most writes first, then segments. A bundle that fails (truncated, modified, undecryptable)
+     is rolled back; the others still merge. Because a bundle can fail only for want of another one
+     that comes later in that order (in a shared vault, a new member's first file before the file
+     that adds them: docs/sharing.md; a segment before the file its base came in), the failed ones
+     are tried again after every pass that merged something, until a pass merges nothing; what
+     still fails then is reported. A segment computed against changes this vault has not
      merged, which the folder no longer holds, is refused with the words "follow earlier ones this
      vault has not merged" (see *Snapshots and segments*).
 4. Publishes this replica's state, unless its newest file there already has this vault's exact

@@ -49,6 +49,27 @@ struct MemberReplicaCLITests {
 
     static func errorLines(_ r: CLIResult) -> Int { r.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count }
 
+    /// Carol, a member already, syncs a folder holding alice's file that
+    /// adds bob and bob's first file. Bob's file has seen more, so it is
+    /// merged first, when carol does not know bob yet (signer-member): it
+    /// is tried again once alice's file is in, and the one sync succeeds.
+    @Test("a new member's file merged before the file that adds them is taken in the same sync (exit 0)")
+    func newMembersFileBeforeItsAddition() throws {
+        let w = World(members: ["carol"])
+        #expect(w.member(["clone", w.sync], "carol", vault: w.home.path("c.coffer")).status == 0)
+        let bob = w.home.run(["identity", "new", "--name", "bob", "--out", w.id("bob")])
+        #expect(bob.status == 0, "\(bob)")
+        #expect(w.home.unlocked(["members", "add", "bob", bob.out]).status == 0)
+        #expect(w.home.unlocked(["sync", w.sync]).status == 0)
+        #expect(w.member(["clone", w.sync]).status == 0)
+        #expect(w.member(["add", "from-bob"], stdin: "b-1\n").status == 0)
+        #expect(w.member(["sync", w.sync]).status == 0)
+        let carol = w.member(["sync", w.sync], "carol", vault: w.home.path("c.coffer"))
+        #expect(carol.status == 0, "\(carol)")
+        #expect(!carol.stderr.contains("signer-member"), "\(carol)")
+        #expect(w.member(["get", "from-bob"], "carol", vault: w.home.path("c.coffer")).out == "b-1")
+    }
+
     @Test("a member clones with its identity, reads, runs, edits and syncs back; A sees the edit")
     func memberRoundTrip() throws {
         let w = World()

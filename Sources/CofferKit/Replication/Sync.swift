@@ -439,26 +439,43 @@ extension Replication {
 
         let before = candidates.isEmpty ? [] : try conflictResolution.conflicts()
         var mergedSnapshotOf: Set<ReplicaID> = []
-        for c in candidates {
-            // An earlier bundle (say the original of a conflict copy, or a
-            // newer snapshot of the same replica) may have brought
-            // everything this one holds.
-            let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
-            if Replication.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
-                let reason: SyncReport.Skipped.Reason = mergedSnapshotOf.contains(c.header.replicaID) ? .replaced : .nothingNew
-                report.skipped.append(.init(path: c.path, reason: reason, replica: c.header.replicaID))
-                continue
+        // Files are merged in the folder's order, which is not the order
+        // they were written in: a file may be refused only for want of
+        // another one (a new member's file before the file that adds them:
+        // rule signer-member; a delta before the files its base came in).
+        // So the refused ones are tried again after a pass that merged
+        // something, until a pass merges nothing.
+        var pending = candidates
+        while !pending.isEmpty {
+            var refused: [(candidate: SyncCandidate, failure: SyncReport.Failed)] = []
+            var progress = false
+            for c in pending {
+                // An earlier bundle (say the original of a conflict copy,
+                // or a newer snapshot of the same replica) may have brought
+                // everything this one holds.
+                let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
+                if Replication.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
+                    let reason: SyncReport.Skipped.Reason = mergedSnapshotOf.contains(c.header.replicaID) ? .replaced : .nothingNew
+                    report.skipped.append(.init(path: c.path, reason: reason, replica: c.header.replicaID))
+                    continue
+                }
+                if c.header.kind == .delta, !c.header.since.isDominated(by: now.0) {
+                    refused.append((c, .init(path: c.path, error: Replication.segmentGapError(path: c.path, header: c.header, dir: dir))))
+                    continue
+                }
+                do {
+                    report.merged.append(try importBundle(at: c.path))
+                    if c.header.kind == .full { mergedSnapshotOf.insert(c.header.replicaID) }
+                    progress = true
+                } catch {
+                    refused.append((c, .init(path: c.path, error: error)))
+                }
             }
-            if c.header.kind == .delta, !c.header.since.isDominated(by: now.0) {
-                report.failed.append(.init(path: c.path, error: Replication.segmentGapError(path: c.path, header: c.header, dir: dir)))
-                continue
+            guard progress, !refused.isEmpty else {
+                report.failed += refused.map(\.failure)
+                break
             }
-            do {
-                report.merged.append(try importBundle(at: c.path))
-                if c.header.kind == .full { mergedSnapshotOf.insert(c.header.replicaID) }
-            } catch {
-                report.failed.append(.init(path: c.path, error: error))
-            }
+            pending = refused.map(\.candidate)
         }
         if !report.merged.isEmpty {
             let old = Set(before.map(ConflictKey.init))
