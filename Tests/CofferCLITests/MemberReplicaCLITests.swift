@@ -68,6 +68,11 @@ struct MemberReplicaCLITests {
         #expect(carol.status == 0, "\(carol)")
         #expect(!carol.stderr.contains("signer-member"), "\(carol)")
         #expect(w.member(["get", "from-bob"], "carol", vault: w.home.path("c.coffer")).out == "b-1")
+        // A clone of the folder (with the passphrase, from the snapshot
+        // that has seen the most) takes every file the same way.
+        let clone = w.home.unlocked(["clone", w.sync, "--vault", w.home.path("d.coffer")])
+        #expect(clone.status == 0 && !clone.stderr.contains("signer-member"), "\(clone)")
+        #expect(w.home.unlocked(["get", "from-bob", "--vault", w.home.path("d.coffer")]).out == "b-1")
     }
 
     @Test("a member clones with its identity, reads, runs, edits and syncs back; A sees the edit")
