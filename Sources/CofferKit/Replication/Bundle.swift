@@ -728,17 +728,31 @@ extension Replication {
         // The other files (`clone DIR`), merged by this same vault before
         // it is linked into place: no second unlock, and the vault MAC
         // verified once (its integrity stamp follows each merge).
+        // A file refused for want of a later one (a new member's file before
+        // the file that adds them) is tried again after a pass that merged
+        // something, as `sync` does (docs/sync.md).
         if let rest {
-            for b in rest.bundles {
-                if (try? vault.bringsNothing(b.header)) == true {
-                    rest.merged(b, nil)
-                    continue
+            var pending = rest.bundles
+            while !pending.isEmpty {
+                var refused: [(BundleInfo, CofferError)] = []
+                var progress = false
+                for b in pending {
+                    if (try? vault.bringsNothing(b.header)) == true {
+                        rest.merged(b, nil)
+                        continue
+                    }
+                    do {
+                        rest.merged(b, .success(try vault.importBundle(at: b.path, progress: rest.progress(b.path))))
+                        progress = true
+                    } catch {
+                        refused.append((b, error))
+                    }
                 }
-                do {
-                    rest.merged(b, .success(try vault.importBundle(at: b.path, progress: rest.progress(b.path))))
-                } catch {
-                    rest.merged(b, .failure(error))
+                guard progress, !refused.isEmpty else {
+                    for (b, error) in refused { rest.merged(b, .failure(error)) }
+                    break
                 }
+                pending = refused.map(\.0)
             }
         }
         return report
