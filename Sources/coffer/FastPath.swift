@@ -73,8 +73,10 @@ enum FastPath {
     /// The command line without its `--vault PATH` (or `--vault=PATH`),
     /// anywhere after the verb (where `coffer --vault PATH VERB` also puts
     /// it: CommandLineSpelling), and that path; nil, for argument-parser to
-    /// handle, when the line gives it twice, ends with a bare `--vault`,
-    /// gives an empty path or one starting with `-`, or holds `--`.
+    /// handle, when the line gives it twice, ends with a bare `--vault`, or
+    /// gives an empty path or one starting with `-`. A line holding `--`
+    /// is returned as it is (no fast path takes one). Only the fast paths
+    /// use the stripped line; argument-parser always gets the original.
     static func withoutVaultOption(_ args: [String]) -> (args: [String], vault: String?)? {
         guard args.count > 1, !args.contains("--") else { return (args, nil) }
         var rest = [args[0]]
