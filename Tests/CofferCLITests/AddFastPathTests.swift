@@ -5,7 +5,7 @@ import Testing
 /// `coffer add` with a session takes a path without argument-parser for its
 /// common forms (Sources/coffer/AddFastPath.swift). These run every command
 /// line twice, on two vaults in the same state: once as typed (the fast path
-/// where it applies) and once with `--vault PATH` added, which only
+/// where it applies) and once with `--vault PATH` added twice, which only
 /// argument-parser handles; output, messages, exit codes and the stored
 /// items must be the same.
 @Suite("add: the parser-free path behaves like the parsed command")
@@ -65,11 +65,12 @@ struct AddFastPathTests {
         Case(args: ["add", "a/twenty", "--source", "help"], stdin: "x\n", status: 0),
     ]
 
-    /// The same arguments through argument-parser: `--vault PATH` right
-    /// after the verb (the fast path never handles it).
+    /// The same arguments through argument-parser: `--vault PATH` twice
+    /// right after the verb (argument-parser takes the last; the fast path
+    /// takes the option once only, FastPath.withoutVaultOption).
     static func parsed(_ args: [String], vault: String) -> [String] {
         guard args.first == "add" else { return args }
-        return ["add", "--vault", vault] + args.dropFirst()
+        return ["add", "--vault", vault, "--vault", vault] + args.dropFirst()
     }
 
     @Test func everyCaseGivesTheSameResultOnBothPaths() throws {
@@ -119,7 +120,7 @@ struct AddFastPathTests {
         // A session that ended is refused the same way as by `get`.
         home.run(["lock"], env: env)
         let locked = home.run(["add", "work/other"], stdin: "v\n", env: env)
-        let lockedParsed = home.run(["add", "--vault", home.vaultPath, "work/other"], stdin: "v\n", env: env)
+        let lockedParsed = home.run(Self.parsed(["add", "work/other"], vault: home.vaultPath), stdin: "v\n", env: env)
         #expect(locked.status == 77 && locked.status == lockedParsed.status && locked.stderr == lockedParsed.stderr, "\(locked)\n\(lockedParsed)")
     }
 }
@@ -145,7 +146,7 @@ struct AddFastPathTerminalInteropTests {
                 stdin: nil, fd3: nil, environment: home.environment.merging(env) { $1 }, workDir: home.root.path)
         }
         let fast = typed(["add", "tty/one", "--type", "login"], value: "typed-secret-1")
-        let parsed = typed(["add", "--vault", home.vaultPath, "tty/two", "--type", "login"], value: "typed-secret-2")
+        let parsed = typed(AddFastPathTests.parsed(["add", "tty/two", "--type", "login"], vault: home.vaultPath), value: "typed-secret-2")
         #expect(fast.status == 0 && parsed.status == 0, "\(fast)\n\(parsed)")
         #expect(fast.stdout.contains("Value for password: "), "\(fast)")
         #expect(fast.stdout.replacingOccurrences(of: "tty/one", with: "tty/two") == parsed.stdout, "\(fast)\n\(parsed)")

@@ -246,15 +246,45 @@ struct SessionTests {
         let home = Self.homeWithItem()
         let token = try Self.unlock(home)
         let env = ["COFFER_SESSION": token]
-        // `--vault PATH` forces argument-parser; the bare form takes the fast path.
+        // `--vault PATH` given twice forces argument-parser (the fast path
+        // takes it once, FastPath.withoutVaultOption); the bare form takes
+        // the fast path.
         for name in ["work/openai", "nope", "id:zz", "/bad"] {
             let fast = home.run(["get", name], env: env)
-            let parsed = home.run(["get", "--vault", home.vaultPath, name], env: env)
+            let parsed = home.run(["get", "--vault", home.vaultPath, "--vault", home.vaultPath, name], env: env)
             #expect(fast.status == parsed.status && fast.stdout == parsed.stdout && fast.stderr == parsed.stderr, "\(name):\n\(fast)\n\(parsed)")
         }
         #expect(home.run(["get", "--help"], env: env).stdout.contains("USAGE"))
         home.run(["lock"], env: env)
         Self.expectSessionRefused(home.run(["get", "work/openai"], env: env), mentioning: "session ended", token: token)
+    }
+
+    @Test("`--vault PATH` on the fast path: another vault's session (77), no vault there (66), one line each, as argument-parser's path says; nothing changed")
+    func fastPathWithTheVaultOption() throws {
+        let home = Self.homeWithItem()
+        let token = try Self.unlock(home)
+        let env = ["COFFER_SESSION": token]
+        #expect(home.run(["--vault", home.vaultPath, "get", "work/openai"], env: env).out == "sk-test-123")
+        #expect(home.run(["get", "work/openai", "--vault", home.vaultPath], env: env).out == "sk-test-123")
+        // Another vault, with the same passphrase.
+        let other = home.path("other.coffer")
+        #expect(home.unlocked(["init", "--vault", other]).status == 0)
+        let before = (home.vaultBytes(), home.vaultBytes(other))
+        for (args, status, says) in [
+            (["get", "--vault", other, "work/openai"], Int32(77), "session belongs to another vault"),
+            (["add", "--vault", other, "work/new", "--type", "api-key"], 77, "session belongs to another vault"),
+            (["ls", "--vault", other], 77, "session belongs to another vault"),
+            (["get", "--vault", home.path("missing.coffer"), "work/openai"], 66, "no vault at"),
+        ] as [([String], Int32, String)] {
+            let fast = home.run(args, stdin: "sk-x\n", env: env)
+            let vaultArgs = Array(args[1...2])
+            let parsed = home.run([args[0]] + vaultArgs + Array(args[1...]), stdin: "sk-x\n", env: env)
+            #expect(fast.status == status && fast.stderr.contains(says), "\(args): \(fast)")
+            #expect(fast.stderr.split(separator: "\n").filter { $0.hasPrefix("coffer: error:") }.count == 1, "\(fast)")
+            #expect(fast.status == parsed.status && fast.stdout == parsed.stdout && fast.stderr == parsed.stderr, "\(args):\n\(fast)\n\(parsed)")
+        }
+        #expect(home.vaultBytes() == before.0 && home.vaultBytes(other) == before.1)
+        #expect(!FileManager.default.fileExists(atPath: home.path("missing.coffer")))
     }
 
     // MARK: Status
