@@ -728,32 +728,22 @@ extension Replication {
         // The other files (`clone DIR`), merged by this same vault before
         // it is linked into place: no second unlock, and the vault MAC
         // verified once (its integrity stamp follows each merge).
-        // A file refused for want of a later one (a new member's file before
-        // the file that adds them) is tried again after a pass that merged
-        // something, as `sync` does (docs/sync.md).
+        // A file refused for want of a later one is tried again after a
+        // pass that merged something, as `sync` does (docs/sync.md).
         if let rest {
-            var pending = rest.bundles
-            while !pending.isEmpty {
-                var refused: [(BundleInfo, CofferError)] = []
-                var progress = false
-                for b in pending {
-                    if (try? vault.bringsNothing(b.header)) == true {
-                        rest.merged(b, nil)
-                        continue
-                    }
-                    do {
-                        rest.merged(b, .success(try vault.importBundle(at: b.path, progress: rest.progress(b.path))))
-                        progress = true
-                    } catch {
-                        refused.append((b, error))
-                    }
+            let refused = try Replication.mergeRetrying(rest.bundles) { b throws(CofferError) -> Replication.MergeOutcome in
+                if (try? vault.bringsNothing(b.header)) == true {
+                    rest.merged(b, nil)
+                    return .skipped
                 }
-                guard progress, !refused.isEmpty else {
-                    for (b, error) in refused { rest.merged(b, .failure(error)) }
-                    break
+                do throws(CofferError) {
+                    rest.merged(b, .success(try vault.importBundle(at: b.path, progress: rest.progress(b.path))))
+                    return .merged
+                } catch {
+                    return .refused(error)
                 }
-                pending = refused.map(\.0)
             }
+            for (b, error) in refused { rest.merged(b, .failure(error)) }
         }
         return report
     }

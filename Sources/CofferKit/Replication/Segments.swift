@@ -295,4 +295,37 @@ extension Replication {
         }.map(\.element)
         return full + candidates.filter { $0.header.kind != .full }
     }
+
+    /// What merging one file of a folder came to.
+    enum MergeOutcome {
+        case merged, skipped
+        case refused(CofferError)
+    }
+
+    /// Merges `files` in turn with `merge`. That order is not the order
+    /// they were written in, so a file may be refused only for want of a
+    /// later one (a new member's file before the file that adds them: rule
+    /// signer-member; a segment before the file its base came in): the
+    /// refused ones are tried again after every pass that merged
+    /// something, until a pass merges nothing (docs/sync.md). Returns the
+    /// files still refused then, with their errors; an error `merge`
+    /// throws ends the whole merge.
+    static func mergeRetrying<File>(_ files: [File], _ merge: (File) throws(CofferError) -> MergeOutcome) throws(CofferError) -> [(
+        file: File, error: CofferError
+    )] {
+        var pending = files
+        while true {
+            var refused: [(file: File, error: CofferError)] = []
+            var progress = false
+            for file in pending {
+                switch try merge(file) {
+                case .merged: progress = true
+                case .skipped: break
+                case .refused(let error): refused.append((file, error))
+                }
+            }
+            guard progress, !refused.isEmpty else { return refused }
+            pending = refused.map(\.file)
+        }
+    }
 }

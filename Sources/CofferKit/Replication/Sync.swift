@@ -439,44 +439,28 @@ extension Replication {
 
         let before = candidates.isEmpty ? [] : try conflictResolution.conflicts()
         var mergedSnapshotOf: Set<ReplicaID> = []
-        // Files are merged in the folder's order, which is not the order
-        // they were written in: a file may be refused only for want of
-        // another one (a new member's file before the file that adds them:
-        // rule signer-member; a delta before the files its base came in).
-        // So the refused ones are tried again after a pass that merged
-        // something, until a pass merges nothing.
-        var pending = candidates
-        while !pending.isEmpty {
-            var refused: [(candidate: SyncCandidate, failure: SyncReport.Failed)] = []
-            var progress = false
-            for c in pending {
-                // An earlier bundle (say the original of a conflict copy,
-                // or a newer snapshot of the same replica) may have brought
-                // everything this one holds.
-                let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
-                if Replication.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
-                    let reason: SyncReport.Skipped.Reason = mergedSnapshotOf.contains(c.header.replicaID) ? .replaced : .nothingNew
-                    report.skipped.append(.init(path: c.path, reason: reason, replica: c.header.replicaID))
-                    continue
-                }
-                if c.header.kind == .delta, !c.header.since.isDominated(by: now.0) {
-                    refused.append((c, .init(path: c.path, error: Replication.segmentGapError(path: c.path, header: c.header, dir: dir))))
-                    continue
-                }
-                do {
-                    report.merged.append(try importBundle(at: c.path))
-                    if c.header.kind == .full { mergedSnapshotOf.insert(c.header.replicaID) }
-                    progress = true
-                } catch {
-                    refused.append((c, .init(path: c.path, error: error)))
-                }
+        let refused = try Replication.mergeRetrying(candidates) { c throws(CofferError) -> Replication.MergeOutcome in
+            // An earlier bundle (say the original of a conflict copy, or a
+            // newer snapshot of the same replica) may have brought
+            // everything this one holds.
+            let now = try CofferError.wrap { try store.read { db in (try Queries.summary(db), try Queries.keyWrapping(db)) } }
+            if Replication.bringsNothing(c.header, summary: now.0, wrapping: now.1) {
+                let reason: SyncReport.Skipped.Reason = mergedSnapshotOf.contains(c.header.replicaID) ? .replaced : .nothingNew
+                report.skipped.append(.init(path: c.path, reason: reason, replica: c.header.replicaID))
+                return .skipped
             }
-            guard progress, !refused.isEmpty else {
-                report.failed += refused.map(\.failure)
-                break
+            if c.header.kind == .delta, !c.header.since.isDominated(by: now.0) {
+                return .refused(Replication.segmentGapError(path: c.path, header: c.header, dir: dir))
             }
-            pending = refused.map(\.candidate)
+            do throws(CofferError) {
+                report.merged.append(try importBundle(at: c.path))
+                if c.header.kind == .full { mergedSnapshotOf.insert(c.header.replicaID) }
+                return .merged
+            } catch {
+                return .refused(error)
+            }
         }
+        report.failed += refused.map { SyncReport.Failed(path: $0.file.path, error: $0.error) }
         if !report.merged.isEmpty {
             let old = Set(before.map(ConflictKey.init))
             report.newConflicts = try conflictResolution.conflicts().filter { !old.contains(ConflictKey($0)) }
