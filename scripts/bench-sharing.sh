@@ -69,37 +69,24 @@ share "$W/large.coffer" 1
 "$COFFER" export --vault "$W/large.coffer" --out "$W/large-signed.cb" >/dev/null 2>&1
 
 PYTHONPATH="$(dirname "$0")" python3 - "$COFFER" "$W" "$RUNS" "$PLAIN_SESSION" "$ONE_SESSION" "$SHARED_SESSION" "$MEMBERS" "$LARGE" "$ROUNDS" <<'PY'
-import os, statistics, sys, time
+import os, statistics, sys
+import benchlib
 coffer, w, runs, plain, one, shared = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 members, large, rounds = int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
 base = dict(os.environ)
 
 def run(argv, env):
-    """Wall and CPU (user + system, from wait4) seconds of one run."""
-    devnull = os.open(os.devnull, os.O_RDWR)
-    start = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)])
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    os.close(devnull)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"bench-sharing: {' '.join(argv[1:3])}: exit {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_utime + usage.ru_stime
+    """Wall and CPU seconds of one run; a failure ends the benchmark."""
+    wall, cpu, code = benchlib.spawn_timed(argv, env)
+    if code != 0:
+        sys.exit(f"bench-sharing: {' '.join(argv[1:3])}: exit {code}")
+    return wall, cpu
 
 def format_of(path):
     with open(path, "rb") as f:
         return int.from_bytes(f.read(10)[8:10], "big")
 
-def interleaved(commands, rounds, warmup, before=lambda label: None):
-    wall = {label: [] for label, _, _ in commands}
-    cpu = {label: [] for label, _, _ in commands}
-    for r in range(rounds + warmup):
-        for label, argv, env in commands:
-            before(label)
-            t, c = run(argv, env)
-            if r >= warmup:
-                wall[label].append(t); cpu[label].append(c)
-    return {l: (statistics.median(wall[l]) * 1000, statistics.median(cpu[l]) * 1000) for l in wall}
+interleaved = benchlib.interleaved
 
 # 1. Sealing to members.
 out = {name: f"{w}/out-{name}.cb" for name in ("plain", "one", "shared")}

@@ -3,6 +3,37 @@
 (this machine is shared and noisy, so only same-run ratios are comparable)."""
 import os, statistics, subprocess, sys, time
 
+def spawn_timed(argv, env):
+    """Runs argv with stdin, stdout and stderr on /dev/null; returns (wall
+    seconds, CPU seconds: the child's user + system time from wait4, exit
+    status)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        start = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)])
+        _, status, usage = os.wait4(pid, 0)
+        return time.perf_counter() - start, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+    finally:
+        os.close(devnull)
+
+def interleaved(commands, rounds, warmup, before=lambda label: None, check=True):
+    """Runs (label, argv, env) commands in turn, one of each per round, so
+    that every command sees the same minutes of a noisy machine; `before`
+    runs ahead of each (not timed). The first `warmup` rounds are not
+    counted. Returns {label: (median wall ms, median CPU ms)}; with `check`,
+    a non-zero exit ends the benchmark."""
+    wall = {label: [] for label, _, _ in commands}
+    cpu = {label: [] for label, _, _ in commands}
+    for r in range(rounds + warmup):
+        for label, argv, env in commands:
+            before(label)
+            t, c, code = spawn_timed(argv, env)
+            if check and code != 0:
+                sys.exit(f"bench: {label}: exit {code}")
+            if r >= warmup:
+                wall[label].append(t * 1000); cpu[label].append(c * 1000)
+    return {l: (statistics.median(wall[l]), statistics.median(cpu[l])) for l in wall}
+
 def run_once(argv, env, stdin_bytes=None, pass_fds=()):
     """Runs argv, returns (seconds, peak RSS KiB, exit status, stdout)."""
     start = time.perf_counter()
